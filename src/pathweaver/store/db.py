@@ -1,0 +1,179 @@
+"""Connection setup: one SQLite file per store directory, WAL, FTS5 and sqlite-vec.
+
+The stdlib ``sqlite3`` of many Python builds cannot load extensions, so the store uses ``sqlean`` (a drop-in
+DB-API module with extension loading). Every write goes through :meth:`Database.write`, one ``BEGIN IMMEDIATE``
+transaction that also bumps the store version counter, so readers can tell with one cheap read that the graph
+moved.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import sqlean as sqlite3
+import sqlite_vec
+
+from pathweaver.store.schema import MIGRATIONS, SCHEMA_VERSION, vector_table_ddl
+
+DB_FILE = "pathweaver.db"
+BUSY_TIMEOUT_MS = 30_000
+LOCK_RETRIES = 8
+
+Connection = sqlite3.Connection
+OperationalError = sqlite3.OperationalError
+IntegrityError = sqlite3.IntegrityError
+
+
+class StoreError(RuntimeError):
+    """The store cannot be used as asked; the message names the fix."""
+
+
+class EmbeddingMismatchError(StoreError):
+    """The store was built with another embedding model or dimension."""
+
+
+def _is_locked(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def connect(path: Path, readonly: bool = False) -> Connection:
+    """Open ``path`` with WAL, foreign keys, a busy timeout and sqlite-vec loaded."""
+    if readonly:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
+                               check_same_thread=False, isolation_level=None)
+    else:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
+                               isolation_level=None)
+    conn.enable_load_extension(True)
+    sqlite_vec.load(conn)
+    conn.enable_load_extension(False)
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    if not readonly:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+def retry_locked(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call ``fn``, retrying with jittered back-off while SQLite reports the database locked or busy."""
+    for attempt in range(LOCK_RETRIES):
+        try:
+            return fn(*args, **kwargs)
+        except OperationalError as exc:
+            if not _is_locked(exc) or attempt == LOCK_RETRIES - 1:
+                raise
+            time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
+    raise AssertionError("unreachable")
+
+
+class Database:
+    """A store file: migrations on open, ``write()`` transactions that bump the version, and plain reads."""
+
+    def __init__(self, store_dir: Path, readonly: bool = False) -> None:
+        self.store_dir = Path(store_dir)
+        if not readonly:
+            self.store_dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.store_dir / DB_FILE
+        if readonly and not self.path.exists():
+            raise StoreError(f"no store at {self.path}; run `pathweaver --store {self.store_dir} index PATH` first")
+        self.conn = connect(self.path, readonly=readonly)
+        self.readonly = readonly
+        if not readonly:
+            retry_locked(self._migrate)
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- meta ------------------------------------------------------------------------------------------------
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def version(self) -> int:
+        """The store version counter: one cheap read, moves on every committed change."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    # -- transactions ----------------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction; bumps ``store_version`` and commits, or rolls back on error."""
+        if self.readonly:
+            raise StoreError("this store was opened read-only")
+        retry_locked(self.conn.execute, "BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+            self.conn.execute(
+                "INSERT INTO meta(key, value) VALUES ('store_version', '1') "
+                "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+            )
+            self.conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.conn.execute("ROLLBACK")
+            raise
+
+    # -- schema ----------------------------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            current = int(row[0]) if row else 0
+            if current > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path} has schema version {current}, newer than this pathweaver ({SCHEMA_VERSION}); "
+                    "upgrade pathweaver"
+                )
+            for statements in MIGRATIONS[current:]:
+                for sql in statements:
+                    if sql.lstrip().upper().startswith("CREATE TABLE IF NOT EXISTS META"):
+                        continue
+                    self.conn.execute(sql)
+            self.conn.execute(
+                "INSERT INTO meta(key, value) VALUES ('schema_version', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (str(SCHEMA_VERSION),),
+            )
+            self.conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('store_version', '0')")
+            self.conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.conn.execute("ROLLBACK")
+            raise
+
+    def ensure_embedding(self, model_name: str, dim: int) -> None:
+        """Record the embedding model on first use; refuse a different one with an error naming the fix."""
+        stored_model = self.get_meta("embedding_model")
+        stored_dim = self.get_meta("embedding_dim")
+        if stored_model is None:
+            with self.write() as conn:
+                conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('embedding_model', ?)", (model_name,))
+                conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('embedding_dim', ?)", (str(dim),))
+                for sql in vector_table_ddl(dim):
+                    conn.execute(sql)
+            return
+        if stored_model != model_name or int(stored_dim or 0) != dim:
+            raise EmbeddingMismatchError(
+                f"store {self.store_dir} was built with embedding model {stored_model!r} (dim {stored_dim}), "
+                f"but {model_name!r} (dim {dim}) is configured. Either set models.embedding_model back to "
+                f"{stored_model!r}, or rebuild: delete {self.path} (or use another --store) and index again."
+            )
+
+    def integrity_ok(self) -> bool:
+        row = self.conn.execute("PRAGMA integrity_check").fetchone()
+        return bool(row) and row[0] == "ok"

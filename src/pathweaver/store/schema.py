@@ -1,0 +1,115 @@
+"""Schema and migrations of the one-file store.
+
+Each migration is a list of SQL statements applied in one transaction; ``meta.schema_version`` records how many
+have run. Vector tables (sqlite-vec ``vec0``) need the embedding dimension, so they are created by
+``create_vector_tables`` once the model is known.
+"""
+
+from __future__ import annotations
+
+SCHEMA_V1: list[str] = [
+    """CREATE TABLE IF NOT EXISTS meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    )""",
+    # status: 'indexed' | 'skipped'. A skipped file keeps its reason and has no chunks.
+    """CREATE TABLE documents (
+        id INTEGER PRIMARY KEY,
+        path TEXT NOT NULL UNIQUE,
+        title TEXT NOT NULL DEFAULT '',
+        content_hash TEXT NOT NULL DEFAULT '',
+        mtime REAL NOT NULL DEFAULT 0,
+        size INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL DEFAULT 'indexed' CHECK (status IN ('indexed', 'skipped')),
+        reason TEXT NOT NULL DEFAULT '',
+        indexed_at REAL NOT NULL DEFAULT 0
+    )""",
+    "CREATE INDEX documents_hash ON documents(content_hash)",
+    # start/end: character span of the chunk in the parsed document text. grams: JSON {gram: count} of all
+    # candidate n-grams (the input of ER, AGRAG Eq. 2), kept so corpus statistics can be recomputed without parsing.
+    """CREATE TABLE chunks (
+        id INTEGER PRIMARY KEY,
+        doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        ord INTEGER NOT NULL,
+        start INTEGER NOT NULL,
+        end INTEGER NOT NULL,
+        n_tokens INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        heading TEXT NOT NULL DEFAULT '',
+        grams TEXT NOT NULL DEFAULT '{}',
+        UNIQUE (doc_id, ord)
+    )""",
+    "CREATE INDEX chunks_doc ON chunks(doc_id)",
+    """CREATE VIRTUAL TABLE chunks_fts USING fts5(text, title, content='', contentless_delete=1,
+        tokenize='porter unicode61')""",
+    # Document frequency of every candidate gram over chunks (|{t_j : v in t_j}| in AGRAG Eq. 2).
+    """CREATE TABLE gram_df (
+        gram TEXT PRIMARY KEY,
+        df INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+    # kind: 'ngram' (statistical), 'title', 'heading', 'link' (structure people wrote, DESIGN principle 7).
+    """CREATE TABLE entities (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL DEFAULT 'ngram'
+    )""",
+    "CREATE VIRTUAL TABLE entities_fts USING fts5(name, content='', contentless_delete=1, tokenize='unicode61')",
+    # Contains edges passage -> entity, with the mention count (count(v,t) of Eq. 2) and ER score.
+    """CREATE TABLE mentions (
+        entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+        chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+        count INTEGER NOT NULL,
+        score REAL NOT NULL DEFAULT 0,
+        PRIMARY KEY (entity_id, chunk_id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX mentions_chunk ON mentions(chunk_id)",
+    # kind: 'cooccur' (same sentence), 'link' (explicit link between notes).
+    """CREATE TABLE relations (
+        id INTEGER PRIMARY KEY,
+        src_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+        dst_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+        label TEXT NOT NULL,
+        kind TEXT NOT NULL DEFAULT 'cooccur',
+        description TEXT NOT NULL DEFAULT '',
+        UNIQUE (src_id, dst_id, label)
+    )""",
+    "CREATE INDEX relations_dst ON relations(dst_id)",
+    "CREATE VIRTUAL TABLE relations_fts USING fts5(text, content='', contentless_delete=1, tokenize='porter unicode61')",
+    # Provenance: which chunk (and character span of the sentence inside the document) supports a relation.
+    """CREATE TABLE relation_sources (
+        relation_id INTEGER NOT NULL REFERENCES relations(id) ON DELETE CASCADE,
+        chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+        start INTEGER NOT NULL DEFAULT 0,
+        end INTEGER NOT NULL DEFAULT 0,
+        sentence TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (relation_id, chunk_id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX relation_sources_chunk ON relation_sources(chunk_id)",
+    # Synonym edges (AGRAG Eq. 5), a < b, supported by the two entities existing.
+    """CREATE TABLE synonyms (
+        a_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+        b_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+        cos REAL NOT NULL,
+        PRIMARY KEY (a_id, b_id),
+        CHECK (a_id < b_id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX synonyms_b ON synonyms(b_id)",
+    # Embedding cache by text, so renames, refreshes and re-created entities cost no re-embedding.
+    """CREATE TABLE embed_cache (
+        text_hash TEXT PRIMARY KEY,
+        vector BLOB NOT NULL
+    ) WITHOUT ROWID""",
+]
+
+MIGRATIONS: list[list[str]] = [SCHEMA_V1]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+VECTOR_TABLES = ("chunk_vec", "entity_vec", "relation_vec")
+
+
+def vector_table_ddl(dim: int) -> list[str]:
+    """``vec0`` tables keyed by the owning row's id, cosine distance."""
+    return [
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING vec0(embedding float[{dim}] distance_metric=cosine)"
+        for name in VECTOR_TABLES
+    ]

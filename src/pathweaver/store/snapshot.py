@@ -1,0 +1,160 @@
+"""``GraphSnapshot``: the whole graph as CSR arrays, built once per store version.
+
+Node space (for PPR and path search): entities are nodes ``0..E-1``; passages (chunks) are nodes ``E..E+P-1``.
+Edges:
+- relation edges entity↔entity (co-occurrence / link relations, one row per relation, ``rel_*`` arrays);
+- synonym edges entity↔entity (``syn_*`` arrays);
+- Contains edges passage↔entity (``mention_*``, from the mentions table).
+
+``from_arrays`` builds a snapshot from plain lists so retrieval code can be tested on hand-built graphs.
+``load_snapshot`` (in ``store.reads``) builds it from a store; ``SnapshotCache`` reuses it until the version moves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+
+@dataclass
+class GraphSnapshot:
+    """Immutable view of the graph. Indices are positions in these arrays, not store ids."""
+
+    version: int
+    # entities
+    entity_names: list[str]
+    entity_ids: np.ndarray  # (E,) int64 store ids
+    # passages (chunks)
+    chunk_ids: np.ndarray  # (P,) int64 store ids
+    chunk_texts: list[str]
+    chunk_docs: list[str]  # document path per chunk
+    chunk_titles: list[str]  # document title per chunk
+    chunk_spans: np.ndarray  # (P, 2) int64 character span in the document
+    # relations (entity index -> entity index)
+    rel_ids: np.ndarray  # (R,) int64 store ids
+    rel_src: np.ndarray  # (R,) int32
+    rel_dst: np.ndarray  # (R,) int32
+    rel_labels: list[str]
+    rel_descriptions: list[str]  # the supporting sentence
+    rel_chunks: sp.csr_matrix  # (R, P) 1 where the chunk supports the relation
+    # synonyms
+    syn_a: np.ndarray  # (S,) int32
+    syn_b: np.ndarray  # (S,) int32
+    syn_cos: np.ndarray  # (S,) float32
+    # Contains edges: (P, E) mention counts
+    mentions: sp.csr_matrix
+    # vectors (unit-normalised rows); may be empty arrays of shape (0, d) when not loaded
+    entity_vecs: np.ndarray
+    rel_vecs: np.ndarray
+    # derived
+    entity_index: dict[str, int] = field(default_factory=dict)
+    adjacency: sp.csr_matrix | None = None  # (E, E) undirected relation+synonym edges, data = 1
+    edge_relation: sp.csr_matrix | None = None  # (E, E) data = relation index + 1 (0 if synonym-only)
+
+    def __post_init__(self) -> None:
+        if not self.entity_index:
+            self.entity_index = {name: i for i, name in enumerate(self.entity_names)}
+        if self.adjacency is None or self.edge_relation is None:
+            self.adjacency, self.edge_relation = _entity_adjacency(
+                len(self.entity_names), self.rel_src, self.rel_dst, self.syn_a, self.syn_b
+            )
+
+    @property
+    def n_entities(self) -> int:
+        return len(self.entity_names)
+
+    @property
+    def n_passages(self) -> int:
+        return len(self.chunk_ids)
+
+    @property
+    def n_relations(self) -> int:
+        return len(self.rel_ids)
+
+    def triple_text(self, r: int) -> str:
+        """"subject label object", the text embedded for a relation."""
+        return f"{self.entity_names[self.rel_src[r]]} {self.rel_labels[r]} {self.entity_names[self.rel_dst[r]]}"
+
+    @classmethod
+    def from_arrays(
+        cls,
+        entities: list[str],
+        relations: list[tuple[int, int, str]],
+        passages: list[str] | None = None,
+        mentions: list[tuple[int, int, int]] | None = None,
+        synonyms: list[tuple[int, int, float]] | None = None,
+        relation_chunks: list[tuple[int, int]] | None = None,
+        entity_vecs: np.ndarray | None = None,
+        rel_vecs: np.ndarray | None = None,
+        version: int = 0,
+    ) -> GraphSnapshot:
+        """Hand-built graph: ``relations`` are ``(src, dst, label)``, ``mentions`` ``(passage, entity, count)``,
+        ``synonyms`` ``(a, b, cos)``, ``relation_chunks`` ``(relation, passage)``."""
+        passages = passages or []
+        mentions = mentions or []
+        synonyms = synonyms or []
+        relation_chunks = relation_chunks or []
+        n_e, n_p, n_r = len(entities), len(passages), len(relations)
+        dim = entity_vecs.shape[1] if entity_vecs is not None else 0
+        return cls(
+            version=version,
+            entity_names=list(entities),
+            entity_ids=np.arange(1, n_e + 1, dtype=np.int64),
+            chunk_ids=np.arange(1, n_p + 1, dtype=np.int64),
+            chunk_texts=list(passages),
+            chunk_docs=[f"doc{i}" for i in range(n_p)],
+            chunk_titles=[f"doc{i}" for i in range(n_p)],
+            chunk_spans=np.array([[0, len(t)] for t in passages], dtype=np.int64).reshape(n_p, 2),
+            rel_ids=np.arange(1, n_r + 1, dtype=np.int64),
+            rel_src=np.array([r[0] for r in relations], dtype=np.int32),
+            rel_dst=np.array([r[1] for r in relations], dtype=np.int32),
+            rel_labels=[r[2] for r in relations],
+            rel_descriptions=["" for _ in relations],
+            rel_chunks=_coo(relation_chunks, (n_r, n_p)),
+            syn_a=np.array([s[0] for s in synonyms], dtype=np.int32),
+            syn_b=np.array([s[1] for s in synonyms], dtype=np.int32),
+            syn_cos=np.array([s[2] for s in synonyms], dtype=np.float32),
+            mentions=sp.csr_matrix(
+                (
+                    np.array([m[2] for m in mentions], dtype=np.float32),
+                    (np.array([m[0] for m in mentions], dtype=np.int64), np.array([m[1] for m in mentions], dtype=np.int64)),
+                ),
+                shape=(n_p, n_e),
+            ),
+            entity_vecs=entity_vecs if entity_vecs is not None else np.zeros((n_e, dim), dtype=np.float32),
+            rel_vecs=rel_vecs if rel_vecs is not None else np.zeros((n_r, dim), dtype=np.float32),
+        )
+
+
+def _coo(pairs: list[tuple[int, int]], shape: tuple[int, int]) -> sp.csr_matrix:
+    rows = np.array([p[0] for p in pairs], dtype=np.int64)
+    cols = np.array([p[1] for p in pairs], dtype=np.int64)
+    return sp.csr_matrix((np.ones(len(pairs), dtype=np.float32), (rows, cols)), shape=shape)
+
+
+def _entity_adjacency(
+    n: int, src: np.ndarray, dst: np.ndarray, syn_a: np.ndarray, syn_b: np.ndarray
+) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """Undirected entity graph and, per entity pair, one relation index + 1 (0 for synonym-only pairs)."""
+    rows = np.concatenate([src, dst, syn_a, syn_b]).astype(np.int64)
+    cols = np.concatenate([dst, src, syn_b, syn_a]).astype(np.int64)
+    adj = sp.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(n, n))
+    adj.data[:] = 1.0  # collapse duplicates
+    er = _max_per_pair(n, src, dst, np.arange(1, len(src) + 1, dtype=np.float64))
+    return adj.tocsr(), er
+
+
+def _max_per_pair(n: int, src: np.ndarray, dst: np.ndarray, rel_idx: np.ndarray) -> sp.csr_matrix:
+    """For parallel relations between the same pair, keep the lowest relation index (deterministic)."""
+    best: dict[tuple[int, int], float] = {}
+    for s, d, r in zip(src.tolist(), dst.tolist(), rel_idx.tolist(), strict=True):
+        for key in ((s, d), (d, s)):
+            if key not in best or r < best[key]:
+                best[key] = r
+    if not best:
+        return sp.csr_matrix((n, n), dtype=np.float64)
+    keys = np.array(list(best.keys()), dtype=np.int64)
+    vals = np.array(list(best.values()), dtype=np.float64)
+    return sp.csr_matrix((vals, (keys[:, 0], keys[:, 1])), shape=(n, n))
