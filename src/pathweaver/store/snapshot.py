@@ -48,14 +48,21 @@ class GraphSnapshot:
     # vectors (unit-normalised rows); may be empty arrays of shape (0, d) when not loaded
     entity_vecs: np.ndarray
     rel_vecs: np.ndarray
+    chunk_vecs: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    entity_kinds: list[str] = field(default_factory=list)  # 'ngram' | 'title' | 'heading' | 'link'
     # derived
     entity_index: dict[str, int] = field(default_factory=dict)
+    chunk_index: dict[int, int] = field(default_factory=dict)  # store chunk id -> passage index
     adjacency: sp.csr_matrix | None = None  # (E, E) undirected relation+synonym edges, data = 1
     edge_relation: sp.csr_matrix | None = None  # (E, E) data = relation index + 1 (0 if synonym-only)
 
     def __post_init__(self) -> None:
         if not self.entity_index:
             self.entity_index = {name: i for i, name in enumerate(self.entity_names)}
+        if not self.chunk_index:
+            self.chunk_index = {int(c): i for i, c in enumerate(self.chunk_ids.tolist())}
+        if not self.entity_kinds:
+            self.entity_kinds = ["ngram"] * len(self.entity_names)
         if self.adjacency is None or self.edge_relation is None:
             self.adjacency, self.edge_relation = _entity_adjacency(
                 len(self.entity_names), self.rel_src, self.rel_dst, self.syn_a, self.syn_b
@@ -88,6 +95,7 @@ class GraphSnapshot:
         relation_chunks: list[tuple[int, int]] | None = None,
         entity_vecs: np.ndarray | None = None,
         rel_vecs: np.ndarray | None = None,
+        chunk_vecs: np.ndarray | None = None,
         version: int = 0,
     ) -> GraphSnapshot:
         """Hand-built graph: ``relations`` are ``(src, dst, label)``, ``mentions`` ``(passage, entity, count)``,
@@ -125,6 +133,7 @@ class GraphSnapshot:
             ),
             entity_vecs=entity_vecs if entity_vecs is not None else np.zeros((n_e, dim), dtype=np.float32),
             rel_vecs=rel_vecs if rel_vecs is not None else np.zeros((n_r, dim), dtype=np.float32),
+            chunk_vecs=chunk_vecs if chunk_vecs is not None else np.zeros((n_p, dim), dtype=np.float32),
         )
 
 

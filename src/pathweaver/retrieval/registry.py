@@ -1,0 +1,128 @@
+"""Method registry: a method name -> its function and its parameter dataclass (defaults from the papers).
+
+Methods are imported lazily so importing the registry costs nothing. ``lego:<extract>+<path>`` names compose a
+LEGO-GraphRAG subgraph-extraction module with a path-retrieval module (e.g. ``lego:sbe+isar``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pathweaver.config import ConfigError
+from pathweaver.retrieval.types import Query, RetrievalEnv, RetrievalResult
+
+# name -> (module, function, params dataclass)
+_METHODS: dict[str, tuple[str, str, str]] = {
+    "dense": ("pathweaver.retrieval.seeds", "dense_retrieve", "DenseParams"),
+    "bm25": ("pathweaver.retrieval.seeds", "bm25_retrieve", "Bm25Params"),
+    "hybrid": ("pathweaver.retrieval.seeds", "hybrid_retrieve", "HybridParams"),
+    "ppr": ("pathweaver.retrieval.ppr", "ppr_retrieve", "PPRParams"),
+    "pathrag": ("pathweaver.retrieval.pathrag", "pathrag_retrieve", "PathRAGParams"),
+    "mcmi": ("pathweaver.retrieval.mcmi", "mcmi_retrieve", "MCMIParams"),
+    "pooling": ("pathweaver.retrieval.pooling", "pooling_retrieve", "PoolingParams"),
+    "lego": ("pathweaver.retrieval.lego", "lego_retrieve", "LegoParams"),
+}
+LEGO_EXTRACTORS = ("sbe", "sae")
+LEGO_PATHS = ("sbr", "osar", "isar")
+
+
+def method_names() -> list[str]:
+    """Every accepted ``--method`` value."""
+    base = [m for m in _METHODS if m != "lego"]
+    return base + [f"lego:{e}+{p}" for e in LEGO_EXTRACTORS for p in LEGO_PATHS]
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    name: str
+    fn: Callable[..., RetrievalResult]
+    params_cls: type
+
+
+def parse_method(name: str) -> tuple[str, dict[str, Any]]:
+    """Split ``lego:sbe+isar`` into the base method and its fixed parameters; validate the name."""
+    if name.startswith("lego:"):
+        combo = name[len("lego:") :]
+        extract, _, path = combo.partition("+")
+        if extract not in LEGO_EXTRACTORS or path not in LEGO_PATHS:
+            raise ConfigError(
+                f"unknown LEGO combination {name!r}; use lego:<{'|'.join(LEGO_EXTRACTORS)}>+<{'|'.join(LEGO_PATHS)}>"
+            )
+        return "lego", {"extractor": extract, "path_module": path}
+    if name not in _METHODS or name == "lego":
+        raise ConfigError(f"unknown method {name!r}; choose one of: {', '.join(method_names())}")
+    return name, {}
+
+
+def get_method(name: str) -> tuple[MethodSpec, dict[str, Any]]:
+    """The spec of ``name`` plus the parameters its name fixes (LEGO modules)."""
+    base, fixed = parse_method(name)
+    module_name, fn_name, params_name = _METHODS[base]
+    module = importlib.import_module(module_name)
+    return MethodSpec(base, getattr(module, fn_name), getattr(module, params_name)), fixed
+
+
+def _coerce_field(cls: type, fld: dataclasses.Field[Any], value: Any) -> Any:
+    hints = typing.get_type_hints(cls)
+    target = hints.get(fld.name, Any)
+    try:
+        if target is bool:
+            if isinstance(value, str):
+                if value.lower() not in {"true", "false", "1", "0"}:
+                    raise ValueError("expected true or false")
+                return value.lower() in {"true", "1"}
+            return bool(value)
+        if target is int:
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError("expected an integer")
+            return int(value)
+        if target is float:
+            return float(value)
+        if target is str:
+            return str(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"parameter {fld.name}: cannot use {value!r} ({exc})") from exc
+    return value
+
+
+def make_params(params_cls: type, overrides: dict[str, Any] | None) -> Any:
+    """Instantiate a method's parameter dataclass with ``overrides``; unknown names are a clear error."""
+    fields = {f.name: f for f in dataclasses.fields(params_cls)}
+    values: dict[str, Any] = {}
+    for key, value in (overrides or {}).items():
+        if key not in fields:
+            raise ConfigError(
+                f"unknown parameter {key!r} for {params_cls.__name__}; known: {', '.join(sorted(fields))}"
+            )
+        values[key] = _coerce_field(params_cls, fields[key], value)
+    params = params_cls(**values)
+    validate = getattr(params, "validate", None)
+    if callable(validate):
+        validate()
+    return params
+
+
+def method_defaults(name: str) -> dict[str, Any]:
+    """The default parameters of a method, as a plain dict (for docs, config and tool schemas)."""
+    spec, fixed = get_method(name)
+    params = make_params(spec.params_cls, fixed)
+    return dataclasses.asdict(params)
+
+
+def run_method(
+    env: RetrievalEnv, query: Query, name: str, top_k: int, overrides: dict[str, Any] | None = None
+) -> RetrievalResult:
+    """Run method ``name`` with config/CLI/tool ``overrides`` applied over the paper defaults."""
+    if top_k < 1:
+        raise ConfigError(f"top_k must be at least 1, got {top_k}")
+    spec, fixed = get_method(name)
+    params = make_params(spec.params_cls, {**(overrides or {}), **fixed})
+    result = spec.fn(env, query, top_k, params)
+    result.method = name
+    result.info.setdefault("params", dataclasses.asdict(params))
+    return result

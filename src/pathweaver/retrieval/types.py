@@ -1,0 +1,83 @@
+"""Shared types of the retrieval layer: the query, the environment a method runs in, and its result.
+
+Every retrieval method is a function ``fn(env: RetrievalEnv, query: Query, top_k: int, params) -> RetrievalResult``
+where ``params`` is the method's own parameter dataclass (defaults from the papers). Indices in these types are
+positions in the ``GraphSnapshot`` arrays (entity index, passage index, relation index), not store ids; store ids
+are added when results are shaped for output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pathweaver.store.snapshot import GraphSnapshot
+
+# (query text, k) -> [(passage index, BM25 score, higher is better)], best first. Backed by FTS5 in the store.
+Bm25Fn = Callable[[str, int], list[tuple[int, float]]]
+# texts -> (n, dim) unit vectors
+EncodeFn = Callable[[list[str]], np.ndarray]
+
+
+@dataclass
+class Query:
+    """A question with its unit embedding. ``keywords`` are optional agent- or LLM-supplied keywords (PathRAG)."""
+
+    text: str
+    vec: np.ndarray
+    keywords: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RetrievalEnv:
+    """What a method may use: the cached snapshot, BM25 over chunks, and the embedder."""
+
+    snapshot: GraphSnapshot
+    bm25_chunks: Bm25Fn
+    encode: EncodeFn
+
+
+@dataclass
+class ChunkHit:
+    """A retrieved passage. ``passage`` is the snapshot passage index."""
+
+    passage: int
+    score: float
+
+
+@dataclass
+class PathHit:
+    """A relational path. ``nodes`` are entity indices; ``relations[i]`` joins nodes i and i+1 (-1 = synonym edge)."""
+
+    nodes: list[int]
+    relations: list[int]
+    reliability: float
+    text: str
+    passages: list[int] = field(default_factory=list)  # supporting passage indices
+
+
+@dataclass
+class Subgraph:
+    """A retrieved subgraph (MCMI, LEGO extraction). Edge tuples are (u, v, cost) over a node space described by
+    ``node_labels`` (entity names, passage titles, or the pseudo node)."""
+
+    nodes: list[str]
+    edges: list[tuple[str, str, float]]
+    text: str
+    stats: dict[str, Any] = field(default_factory=dict)  # e.g. mcst_nodes, mcst_edges, mcmi_nodes, ratio r(G)
+    node_scores: dict[str, float] = field(default_factory=dict)  # e.g. PPR influence, for drawing
+
+
+@dataclass
+class RetrievalResult:
+    """Chunks ranked best first, plus the method's paths or subgraph when it has them."""
+
+    method: str
+    chunks: list[ChunkHit]
+    paths: list[PathHit] = field(default_factory=list)
+    subgraph: Subgraph | None = None
+    triples: list[int] = field(default_factory=list)  # relation indices, in prompt order where it matters
+    info: dict[str, Any] = field(default_factory=dict)  # parameters used, timings, sizes
