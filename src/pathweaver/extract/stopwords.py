@@ -1,0 +1,26 @@
+"""A compact English stopword list used to filter n-gram entity candidates and relation labels."""
+
+from __future__ import annotations
+
+_WORDS = """
+    a about above after again against all also am an and any are aren't as at be because been before being
+    below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down
+    during each either else etc ever every few for from further get gets got had hadn't has hasn't have haven't
+    having he he'd he'll he's her here here's hers herself him himself his how how's however i i'd i'll i'm
+    i've if in into is isn't it it's its itself just let let's like many may me might more most much must
+    mustn't my myself neither no nor not now of off often on once one only or other others otherwise ought
+    our ours ourselves out over own per perhaps rather same shall shan't she she'd she'll she's should
+    shouldn't since so some such than that that's the their theirs them themselves then there there's
+    therefore these they they'd they'll they're they've this those though through thus to too toward towards
+    under until up upon us very via was wasn't we we'd we'll we're we've were weren't what what's whatever
+    when when's whenever where where's whereas wherever whether which while who who's whoever whom whose why
+    why's will with within without won't would wouldn't yet you you'd you'll you're you've your yours
+    yourself yourselves
+    """
+# Possessive stripping in extract.entities turns "he's" into "he", which stays a stopword.
+STOPWORDS: frozenset[str] = frozenset(_WORDS.split())
+
+
+def is_stopword(word: str) -> bool:
+    """True when ``word`` (already normalised to lower case) is a stopword."""
+    return word in STOPWORDS

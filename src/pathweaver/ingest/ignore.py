@@ -1,0 +1,158 @@
+"""Which files under a root are documents: hidden paths, .gitignore/.pathweaverignore patterns, size, type.
+
+``IgnoreRules.reason`` explains why one path is skipped; ``iter_files`` walks a root and yields every supported
+file with its skip reason (None = index it). Hidden and ignored directories are not entered, unsupported file types
+are passed over silently, and symlinked directories are followed once (loops are detected by real path).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import pathspec
+
+from pathweaver.config import ConfigError
+from pathweaver.ingest.parsers import SUPPORTED_SUFFIXES
+
+IGNORE_FILES = (".gitignore", ".pathweaverignore")
+TEXT_SUFFIXES: frozenset[str] = frozenset({".md", ".markdown", ".txt", ".rst", ".html", ".htm"})
+BINARY_SNIFF_BYTES = 8192
+DEFAULT_MAX_BYTES = 20 * 1024 * 1024
+
+
+def looks_binary(data: bytes) -> bool:
+    """True when the first 8 KB hold a NUL byte; call it only for TEXT_SUFFIXES (PDF/DOCX are binary by design)."""
+    return b"\x00" in data[:BINARY_SNIFF_BYTES]
+
+
+class IgnoreRules:
+    """Skip rules for one root: hidden paths, gitignore-style patterns, unsupported types and a size limit."""
+
+    def __init__(self, root: Path, patterns: Iterable[str] = (), max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        if max_bytes < 1:
+            raise ConfigError(f"max_bytes must be >= 1, got {max_bytes}")
+        self.root = Path(os.path.abspath(root))
+        self.max_bytes = max_bytes
+        lines: list[str] = []
+        for name in IGNORE_FILES:
+            f = self.root / name
+            if f.is_file():
+                try:
+                    lines += f.read_text(encoding="utf-8", errors="replace").splitlines()
+                except OSError:
+                    continue
+        lines += list(patterns)
+        self._spec = pathspec.GitIgnoreSpec.from_lines(lines)
+
+    def _relative(self, path: Path) -> str | None:
+        rel = os.path.relpath(os.path.abspath(path), self.root)
+        return None if rel == os.pardir or rel.startswith(os.pardir + os.sep) else Path(rel).as_posix()
+
+    def _pattern(self, rel: str) -> str | None:
+        result = self._spec.check_file(rel)
+        if result.include and result.index is not None:
+            return str(getattr(self._spec.patterns[result.index], "pattern", "") or rel)
+        return None
+
+    def dir_reason(self, path: Path) -> str | None:
+        """Why a directory is not entered ("hidden", "ignored by pattern 'x'"), or None."""
+        rel = self._relative(path)
+        if rel is None:
+            return "outside root"
+        if rel == ".":
+            return None
+        if any(part.startswith(".") for part in rel.split("/")):
+            return "hidden"
+        pattern = self._pattern(rel + "/")
+        return f"ignored by pattern '{pattern}'" if pattern else None
+
+    def reason(self, path: Path, size: int | None = None) -> str | None:
+        """Why ``path`` is skipped, or None to index it. ``size`` is read from disk when not given."""
+        rel = self._relative(path)
+        if rel is None or rel == ".":
+            return "outside root"
+        if any(part.startswith(".") for part in rel.split("/")):
+            return "hidden"
+        pattern = self._pattern(rel)
+        if pattern:
+            return f"ignored by pattern '{pattern}'"
+        suffix = Path(rel).suffix.lower()
+        if suffix not in SUPPORTED_SUFFIXES:
+            return f"unsupported type {suffix or '(no suffix)'}"
+        if size is None:
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                return None  # existence and readability are the caller's business
+        if size > self.max_bytes:
+            return f"too large ({size} bytes > {self.max_bytes})"
+        return None
+
+
+def _file_reason(path: Path, rules: IgnoreRules, size: int) -> str | None:
+    reason = rules.reason(path, size)
+    if reason is None and not os.access(path, os.R_OK):
+        return "unreadable: permission denied"
+    return reason
+
+
+def iter_files(root: Path, rules: IgnoreRules) -> Iterator[tuple[Path, str | None]]:
+    """Every supported file under ``root`` with its skip reason (None = index it), in sorted, stable order."""
+    root = Path(os.path.abspath(root))
+    yield from _walk(root, rules, (os.path.realpath(root),), set())
+
+
+def _walk(
+    directory: Path, rules: IgnoreRules, ancestors: tuple[str, ...], visited: set[str]
+) -> Iterator[tuple[Path, str | None]]:
+    visited.add(ancestors[-1])
+    try:
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError as exc:
+        yield directory, f"unreadable: {exc.strerror or exc}"
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        try:
+            is_dir = entry.is_dir(follow_symlinks=True)
+            is_file = not is_dir and entry.is_file(follow_symlinks=True)
+        except OSError:
+            is_dir = is_file = False
+        if is_dir:
+            if rules.dir_reason(path) is not None:
+                continue
+            real = os.path.realpath(path)
+            if real in ancestors:
+                yield path, "symlink loop"
+            elif real in visited:
+                yield path, "symlink to a folder already scanned"
+            else:
+                yield from _walk(path, rules, (*ancestors, real), visited)
+            continue
+        if path.suffix.lower() not in SUPPORTED_SUFFIXES:
+            continue
+        if not is_file:
+            yield path, _dangling_reason(path)
+            continue
+        try:
+            size = entry.stat(follow_symlinks=True).st_size
+        except OSError as exc:
+            yield path, f"unreadable: {exc.strerror or exc}"
+            continue
+        yield path, _file_reason(path, rules, size)
+
+
+def _dangling_reason(path: Path) -> str:
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symlink loop"
+        if os.path.islink(path):
+            return "broken symlink"
+        return f"unreadable: {exc.strerror or exc}"
+    return "not a regular file"

@@ -1,0 +1,141 @@
+"""Sparse graph helpers shared by the retrieval methods, built once per ``GraphSnapshot`` and cached on it.
+
+PPR node space (see ``store/snapshot.py``): entities are nodes ``0..E-1``, passages are nodes ``E..E+P-1``.
+Edges of the undirected weighted node-space graph (HippoRAG 2 / AGRAG §III-B):
+- relation edges entity↔entity, weight = number of relations joining the pair (``relation_weight="count"``) or 1;
+- synonym edges entity↔entity, weight = their cosine (AGRAG Eq. 5);
+- Contains edges passage↔entity, weight 1 (``contains_weight="one"``) or the mention count.
+
+The caches live in a dict attribute on the snapshot object, so they die with it and a new store version (a new
+snapshot) never sees stale matrices. Nothing here is built per query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from pathweaver.config import ConfigError
+from pathweaver.store.snapshot import GraphSnapshot
+
+_CACHE_ATTR = "_pathweaver_retrieval_cache"
+T = TypeVar("T")
+RelationWeight = Literal["count", "one"]
+ContainsWeight = Literal["one", "count"]
+
+
+def cached(snapshot: GraphSnapshot, key: tuple[Any, ...], build: Callable[[], T]) -> T:
+    """Return ``build()`` memoised on ``snapshot`` under ``key`` (built once per snapshot object)."""
+    store: dict[tuple[Any, ...], Any] | None = snapshot.__dict__.get(_CACHE_ATTR)
+    if store is None:
+        store = {}
+        object.__setattr__(snapshot, _CACHE_ATTR, store)
+    if key not in store:
+        store[key] = build()
+    return store[key]  # type: ignore[no-any-return]
+
+
+def passage_node(snapshot: GraphSnapshot, passage: int | np.ndarray) -> int | np.ndarray:
+    """Node-space index of passage ``passage`` (passages follow the entities)."""
+    return snapshot.n_entities + passage
+
+
+@dataclass(frozen=True)
+class NodeSpaceGraph:
+    """The node-space graph: symmetric weights ``adjacency`` (n, n), its column-stochastic ``transition``
+    (column j = out-edges of j divided by j's weighted degree) and the ``dangling`` nodes (no edges)."""
+
+    adjacency: sp.csr_matrix
+    transition: sp.csr_matrix
+    dangling: np.ndarray  # (n,) bool
+    n_entities: int
+    n_passages: int
+
+    @property
+    def n_nodes(self) -> int:
+        return self.n_entities + self.n_passages
+
+
+def node_space_graph(
+    snapshot: GraphSnapshot, relation_weight: RelationWeight = "count", contains_weight: ContainsWeight = "one"
+) -> NodeSpaceGraph:
+    """The cached entity+passage graph of ``snapshot`` (see the module docstring for the edge weights)."""
+    if relation_weight not in ("count", "one"):
+        raise ConfigError(f"relation_weight must be 'count' or 'one', got {relation_weight!r}")
+    if contains_weight not in ("one", "count"):
+        raise ConfigError(f"contains_weight must be 'one' or 'count', got {contains_weight!r}")
+    return cached(
+        snapshot,
+        ("node_space", relation_weight, contains_weight),
+        lambda: _build_node_space(snapshot, relation_weight, contains_weight),
+    )
+
+
+def _build_node_space(snapshot: GraphSnapshot, relation_weight: str, contains_weight: str) -> NodeSpaceGraph:
+    n_e, n_p = snapshot.n_entities, snapshot.n_passages
+    n = n_e + n_p
+    rel_src = snapshot.rel_src.astype(np.int64)
+    rel_dst = snapshot.rel_dst.astype(np.int64)
+    keep = rel_src != rel_dst  # self-loops carry no path information
+    rel = sp.coo_matrix(
+        (np.ones(int(keep.sum()), dtype=np.float64), (rel_src[keep], rel_dst[keep])), shape=(n_e, n_e)
+    ).tocsr()  # duplicates are summed: the relation count per ordered pair
+    rel = rel + rel.T
+    if relation_weight == "one":
+        rel.data[:] = 1.0
+    syn = sp.coo_matrix(
+        (snapshot.syn_cos.astype(np.float64), (snapshot.syn_a.astype(np.int64), snapshot.syn_b.astype(np.int64))),
+        shape=(n_e, n_e),
+    ).tocsr()
+    syn = syn.maximum(syn.T)
+    ent = (rel + syn).tocsr()
+    contains = snapshot.mentions.astype(np.float64).tocsr().copy()  # (P, E)
+    contains.eliminate_zeros()
+    if contains_weight == "one":
+        contains.data[:] = 1.0
+    adjacency = sp.bmat([[ent, contains.T], [contains, None]], format="csr", dtype=np.float64)
+    adjacency.sum_duplicates()
+    degree = np.asarray(adjacency.sum(axis=0)).ravel()
+    dangling = degree <= 0
+    inv = np.zeros(n, dtype=np.float64)
+    inv[~dangling] = 1.0 / degree[~dangling]
+    transition = (adjacency @ sp.diags(inv)).tocsr()  # column-stochastic: column j scaled by 1/deg(j)
+    return NodeSpaceGraph(adjacency, transition, dangling, n_e, n_p)
+
+
+def entity_degrees(snapshot: GraphSnapshot) -> np.ndarray:
+    """Number of distinct entity neighbours (relation or synonym) of each entity, |N(v,·)| in PathRAG Eq. 2-3."""
+    adjacency = snapshot.adjacency
+    assert adjacency is not None  # set in GraphSnapshot.__post_init__
+    return cached(snapshot, ("entity_degrees",), lambda: np.diff(adjacency.indptr).astype(np.float64))
+
+
+def entity_passage_counts(snapshot: GraphSnapshot) -> np.ndarray:
+    """Number of passages that mention each entity (HippoRAG 2 divides seed weights by it)."""
+
+    def build() -> np.ndarray:
+        m = snapshot.mentions.tocsc()
+        return np.diff(m.indptr).astype(np.float64) if m.shape[1] else np.zeros(0)
+
+    return cached(snapshot, ("entity_passage_counts",), build)
+
+
+def pair_relations(snapshot: GraphSnapshot) -> dict[tuple[int, int], list[int]]:
+    """Relation indices per unordered entity pair ``(min, max)``; built once per snapshot."""
+
+    def build() -> dict[tuple[int, int], list[int]]:
+        out: dict[tuple[int, int], list[int]] = {}
+        for r, (s, d) in enumerate(zip(snapshot.rel_src.tolist(), snapshot.rel_dst.tolist(), strict=True)):
+            out.setdefault((min(s, d), max(s, d)), []).append(r)
+        return out
+
+    return cached(snapshot, ("pair_relations",), build)
+
+
+def relation_passages(snapshot: GraphSnapshot) -> sp.csr_matrix:
+    """``rel_chunks`` as CSR (R, P), for fast row access."""
+    return cached(snapshot, ("rel_chunks_csr",), lambda: sp.csr_matrix(snapshot.rel_chunks))

@@ -1,0 +1,161 @@
+"""Personalized PageRank over the entity+passage node space (AGRAG §III-C Eq. 10-13, HippoRAG 2).
+
+Convention (AGRAG Eq. 10): PPR^i = (1-d)·p + d·P·PPR^{i-1}, so the damping d multiplies the *walk* term and
+(1-d) is the restart probability; d = 0.5 as in HippoRAG 2 (igraph's ``damping``, same meaning). AGRAG Eq. 12
+also gives non-edges a 1/|V| transition; we follow HippoRAG 2's code instead (plain weighted edges), and send the
+mass of dangling nodes back to the personalisation vector.
+
+Personalisation (HippoRAG 2 style, generalising AGRAG Eq. 11): the query is mapped to its top ``top_triples``
+(k_a) triples by cos(query, triple); each triple's subject and object entity gets weight += that cosine, divided
+by the number of passages mentioning the entity (HippoRAG 2's specificity). Passage nodes get their min-max
+normalised dense similarity × ``passage_weight`` (0.05). Chunks are ranked by their passage node's PPR score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import scipy.sparse as sp
+
+from pathweaver.config import ConfigError
+from pathweaver.retrieval.graphs import entity_passage_counts, node_space_graph
+from pathweaver.retrieval.seeds import dense_scores, minmax, top_entities, top_indices, top_triples
+from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
+
+
+class PPRError(ValueError):
+    """Bad PPR input (shapes, an all-zero personalisation vector)."""
+
+
+def personalized_pagerank(
+    matrix: sp.spmatrix | np.ndarray,
+    reset: np.ndarray,
+    damping: float = 0.5,
+    tol: float = 1e-6,
+    max_iter: int = 100,
+) -> np.ndarray:
+    """Sparse power iteration of x ← (1-d)·r + d·(M·x + (dangling·x)·r)  (AGRAG Eq. 10).
+
+    ``matrix`` is column-stochastic (n, n): column j holds the transition probabilities out of node j; a column
+    that sums to 0 is a dangling node whose mass returns to the personalisation. ``reset`` (n,) is non-negative
+    and normalised here to sum 1. Stops when the L1 change is below ``tol`` or after ``max_iter`` steps. The
+    result sums to 1.
+    """
+    n = matrix.shape[0]
+    if matrix.shape != (n, n) or reset.shape != (n,):
+        raise PPRError(f"matrix must be square and match reset: {matrix.shape} vs {reset.shape}")
+    if not 0.0 <= damping < 1.0:
+        raise PPRError(f"damping must be in [0, 1), got {damping}")
+    total = float(reset.sum())
+    if not np.all(reset >= 0) or total <= 0.0:
+        raise PPRError("the personalisation vector must be non-negative with a positive sum")
+    r = reset.astype(np.float64) / total
+    m = sp.csr_matrix(matrix, dtype=np.float64)
+    dangling = np.asarray(m.sum(axis=0)).ravel() <= 0.0
+    x = r.copy()
+    for _ in range(max_iter):
+        walk = m @ x
+        walk += float(x[dangling].sum()) * r
+        nxt = (1.0 - damping) * r + damping * walk
+        delta = float(np.abs(nxt - x).sum())
+        x = nxt
+        if delta < tol:
+            break
+    return x
+
+
+@dataclass
+class PPRParams:
+    """HippoRAG 2 / AGRAG §III-C parameters."""
+
+    damping: float = 0.5  # d, AGRAG §III-C after Eq. 10 ("to align with HippoRAG 2")
+    passage_weight: float = 0.05  # passage-node balance factor, AGRAG §III-C after Eq. 12 / HippoRAG 2
+    top_triples: int = 5  # k_a: query-mapped triples seeding the walk (HippoRAG 2 linking_top_k = 5)
+    tol: float = 1e-7  # AGRAG §III-C: converge when the change is below 1e-7
+    max_iter: int = 100
+    specificity: bool = True  # HippoRAG 2: divide a seed entity's weight by its passage count
+    seed_entities: int = 0  # extra seeds: the n entities nearest the query (ours; used when there are no triples)
+    dense_pool: int = 0  # personalise only the top-n passages by dense score (0 = all passages, HippoRAG 2)
+    relation_weight: Literal["count", "one"] = "count"  # relation edge weight (graphs.node_space_graph)
+    contains_weight: Literal["one", "count"] = "one"  # passage↔entity weight (HippoRAG 2 uses 1)
+
+    def validate(self) -> None:
+        if not 0.0 <= self.damping < 1.0:
+            raise ConfigError(f"ppr damping must be in [0, 1), got {self.damping}")
+        if self.passage_weight < 0 or self.top_triples < 0 or self.seed_entities < 0 or self.dense_pool < 0:
+            raise ConfigError("ppr passage_weight, top_triples, seed_entities and dense_pool must be >= 0")
+        if self.tol <= 0 or self.max_iter < 1:
+            raise ConfigError(f"ppr tol must be > 0 and max_iter >= 1, got {self.tol}, {self.max_iter}")
+        if self.relation_weight not in ("count", "one") or self.contains_weight not in ("one", "count"):
+            raise ConfigError("ppr relation_weight must be count|one and contains_weight one|count")
+
+
+@dataclass
+class SeedInfo:
+    """How the walk was personalised: the triples (relation index, cos), entity seeds and passage seeds."""
+
+    triples: list[tuple[int, float]] = field(default_factory=list)
+    entity_weights: dict[int, float] = field(default_factory=dict)
+    passage_weights: dict[int, float] = field(default_factory=dict)
+
+
+def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple[np.ndarray, SeedInfo]:
+    """The reset vector over the node space (entities, then passages) and the seeds it came from."""
+    snap = env.snapshot
+    n_e, n_p = snap.n_entities, snap.n_passages
+    reset = np.zeros(n_e + n_p, dtype=np.float64)
+    info = SeedInfo(triples=top_triples(snap, query.vec, params.top_triples))
+    weights: dict[int, float] = {}
+    for r, cos in info.triples:
+        for ent in {int(snap.rel_src[r]), int(snap.rel_dst[r])}:
+            weights[ent] = weights.get(ent, 0.0) + max(cos, 0.0)
+    for ent, cos in top_entities(snap, query.vec, params.seed_entities):
+        weights[ent] = weights.get(ent, 0.0) + max(cos, 0.0)
+    if params.specificity and weights:
+        counts = entity_passage_counts(snap)
+        weights = {e: w / max(float(counts[e]) if e < counts.shape[0] else 1.0, 1.0) for e, w in weights.items()}
+    info.entity_weights = weights
+    for ent, w in weights.items():
+        reset[ent] = w
+    if n_p and params.passage_weight > 0:
+        dense = dense_scores(snap, query.vec)
+        idx = top_indices(dense, params.dense_pool) if params.dense_pool else np.arange(n_p)
+        pw = minmax(dense[idx]) * params.passage_weight
+        reset[n_e + idx] = pw
+        info.passage_weights = {int(p): float(w) for p, w in zip(idx.tolist(), pw.tolist(), strict=True) if w > 0}
+    if reset.sum() <= 0:  # nothing matched: fall back to a uniform walk start over passages, or all nodes
+        if n_p:
+            reset[n_e:] = 1.0
+        else:
+            reset[:] = 1.0
+    return reset, info
+
+
+def ppr_scores(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple[np.ndarray, SeedInfo]:
+    """PPR node scores over the node space (entities ``0..E-1``, passages ``E..E+P-1``; sum 1) and the seeds.
+
+    This is AGRAG's node influence s_v (Eq. 13) before its ×0.05 passage scaling, which callers apply if needed.
+    """
+    snap = env.snapshot
+    if snap.n_entities + snap.n_passages == 0:
+        return np.zeros(0), SeedInfo()
+    graph = node_space_graph(snap, params.relation_weight, params.contains_weight)
+    reset, info = personalization(env, query, params)
+    scores = personalized_pagerank(graph.transition, reset, params.damping, params.tol, params.max_iter)
+    return scores, info
+
+
+def ppr_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PPRParams) -> RetrievalResult:
+    """HippoRAG 2 retrieval: passages ranked by the PPR score of their passage node."""
+    snap = env.snapshot
+    scores, info = ppr_scores(env, query, params)
+    passage_scores = scores[snap.n_entities :]
+    idx = top_indices(passage_scores, top_k)
+    return RetrievalResult(
+        "ppr",
+        [ChunkHit(int(p), float(passage_scores[p])) for p in idx],
+        triples=[r for r, _ in info.triples],
+        info={"seed_entities": len(info.entity_weights), "seed_triples": len(info.triples)},
+    )

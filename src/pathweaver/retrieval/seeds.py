@@ -1,0 +1,146 @@
+"""Seed retrieval: dense, BM25 and hybrid chunk ranking, plus query → entity / triple seeds for the graph methods.
+
+- dense: cosine over ``snapshot.chunk_vecs`` (unit rows, so a dot product);
+- bm25: FTS5 BM25 through ``env.bm25_chunks``;
+- hybrid: AGRAG Eq. 20-21, HS(q,t) = (MS(q,t) + BM25(q,t)) / 2. BM25 is unbounded, so both scores are min-max
+  normalised over the candidate pool first (our choice; the paper leaves the scales unstated).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pathweaver.config import ConfigError
+from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
+from pathweaver.store.snapshot import GraphSnapshot
+
+
+class SeedError(ValueError):
+    """The snapshot lacks what a seed function needs (e.g. vectors were not loaded)."""
+
+
+def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` highest ``scores``, best first (ties by lower index), via ``argpartition``."""
+    n = scores.shape[0]
+    k = min(max(k, 0), n)
+    if k == 0:
+        return np.zeros(0, dtype=np.int64)
+    part = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
+    return part[np.lexsort((part, -scores[part]))].astype(np.int64)
+
+
+def _check_vecs(vecs: np.ndarray, qvec: np.ndarray, what: str) -> None:
+    if vecs.ndim != 2 or (vecs.shape[0] and vecs.shape[1] != qvec.shape[-1]):
+        raise SeedError(
+            f"{what} vectors have shape {vecs.shape} but the query vector has dimension {qvec.shape[-1]}; "
+            "load the snapshot with vectors from a store indexed with the same embedding model"
+        )
+
+
+def dense_scores(snapshot: GraphSnapshot, qvec: np.ndarray) -> np.ndarray:
+    """Cosine of the query with every passage, shape (P,)."""
+    if snapshot.n_passages == 0:
+        return np.zeros(0, dtype=np.float32)
+    _check_vecs(snapshot.chunk_vecs, qvec, "chunk")
+    return snapshot.chunk_vecs @ qvec.astype(snapshot.chunk_vecs.dtype, copy=False)
+
+
+def top_entities(snapshot: GraphSnapshot, qvec: np.ndarray, n: int) -> list[tuple[int, float]]:
+    """The ``n`` entities nearest to ``qvec`` by cosine: [(entity index, cos)], best first."""
+    if snapshot.n_entities == 0 or n <= 0:
+        return []
+    _check_vecs(snapshot.entity_vecs, qvec, "entity")
+    scores = snapshot.entity_vecs @ qvec.astype(snapshot.entity_vecs.dtype, copy=False)
+    return [(int(i), float(scores[i])) for i in top_indices(scores, n)]
+
+
+def top_triples(snapshot: GraphSnapshot, qvec: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The ``k`` relations whose triple text is nearest to ``qvec`` (AGRAG §III-C query → top-k triples):
+    [(relation index, cos)], best first."""
+    if snapshot.n_relations == 0 or k <= 0:
+        return []
+    _check_vecs(snapshot.rel_vecs, qvec, "relation")
+    scores = snapshot.rel_vecs @ qvec.astype(snapshot.rel_vecs.dtype, copy=False)
+    return [(int(i), float(scores[i])) for i in top_indices(scores, k)]
+
+
+def minmax(values: np.ndarray) -> np.ndarray:
+    """Min-max normalise to [0, 1]; a constant non-empty array maps to all ones."""
+    if values.size == 0:
+        return values.astype(np.float64)
+    lo, hi = float(values.min()), float(values.max())
+    if hi - lo <= 0.0:
+        return np.ones_like(values, dtype=np.float64)
+    return (values.astype(np.float64) - lo) / (hi - lo)
+
+
+def hybrid_chunk_scores(env: RetrievalEnv, query: Query, pool: int) -> dict[int, float]:
+    """AGRAG Eq. 21 over a candidate pool: the top ``pool`` passages by dense and by BM25, each score min-max
+    normalised over its own list (a passage missing from a list scores 0 there), HS = (dense + bm25) / 2."""
+    if pool < 1:
+        raise ConfigError(f"hybrid pool must be at least 1, got {pool}")
+    dense = dense_scores(env.snapshot, query.vec)
+    dense_top = top_indices(dense, pool)
+    bm25 = env.bm25_chunks(query.text, pool)
+    combined: dict[int, float] = {}
+    for p, s in zip(dense_top.tolist(), minmax(dense[dense_top]).tolist(), strict=True):
+        combined[p] = combined.get(p, 0.0) + s / 2.0
+    if bm25:
+        bm_idx = [p for p, _ in bm25]
+        for p, s in zip(bm_idx, minmax(np.array([s for _, s in bm25], dtype=np.float64)).tolist(), strict=True):
+            combined[p] = combined.get(p, 0.0) + s / 2.0
+    return combined
+
+
+def _hits(scores: dict[int, float], top_k: int, tie: np.ndarray | None = None) -> list[ChunkHit]:
+    def key(item: tuple[int, float]) -> tuple[float, float, int]:
+        p, s = item
+        return (-s, -(float(tie[p]) if tie is not None and p < tie.shape[0] else 0.0), p)
+
+    return [ChunkHit(p, float(s)) for p, s in sorted(scores.items(), key=key)[:top_k]]
+
+
+@dataclass
+class DenseParams:
+    """Dense retrieval has no paper parameters; top_k comes from the caller."""
+
+
+@dataclass
+class Bm25Params:
+    """BM25 retrieval has no paper parameters (FTS5's bm25 with its defaults k1=1.2, b=0.75)."""
+
+
+@dataclass
+class HybridParams:
+    """AGRAG Eq. 20-21 hybrid retrieval."""
+
+    pool_min: int = 50  # candidates taken from each of dense and BM25 at least (ours; not in the paper)
+    pool_factor: int = 4  # ... or pool_factor × top_k when that is larger
+
+    def validate(self) -> None:
+        if self.pool_min < 1 or self.pool_factor < 1:
+            raise ConfigError(f"hybrid pool_min and pool_factor must be >= 1, got {self.pool_min}, {self.pool_factor}")
+
+    def pool(self, top_k: int) -> int:
+        return max(self.pool_min, self.pool_factor * top_k)
+
+
+def dense_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: DenseParams) -> RetrievalResult:
+    """Top ``top_k`` passages by cosine with the query."""
+    scores = dense_scores(env.snapshot, query.vec)
+    idx = top_indices(scores, top_k)
+    return RetrievalResult("dense", [ChunkHit(int(p), float(scores[p])) for p in idx])
+
+
+def bm25_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: Bm25Params) -> RetrievalResult:
+    """Top ``top_k`` passages by FTS5 BM25."""
+    return RetrievalResult("bm25", [ChunkHit(int(p), float(s)) for p, s in env.bm25_chunks(query.text, top_k)])
+
+
+def hybrid_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: HybridParams) -> RetrievalResult:
+    """AGRAG Eq. 20: top ``k_r`` = ``top_k`` passages by the hybrid score HS (Eq. 21); ties by dense cosine."""
+    scores = hybrid_chunk_scores(env, query, params.pool(top_k))
+    dense = dense_scores(env.snapshot, query.vec)
+    return RetrievalResult("hybrid", _hits(scores, top_k, dense), info={"pool": params.pool(top_k)})

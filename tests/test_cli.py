@@ -1,0 +1,96 @@
+"""The CLI JSON contracts other tooling relies on, run as a real subprocess on a real store."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pathweaver.cli", *args], capture_output=True, text=True, timeout=240
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"pathweaver {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def cli_store(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    store = tmp_path_factory.mktemp("cli-store")
+    out = run_cli("--store", str(store), "index", str(corpus_dir), "--json")
+    return store, json.loads(out.stdout)
+
+
+def test_index_json_contract(cli_store: tuple[Path, dict]) -> None:
+    _, report = cli_store
+    for key in ("added", "updated", "deleted", "unchanged", "skipped"):
+        assert isinstance(report[key], int), key
+    assert isinstance(report["seconds"], float)
+    assert report["added"] == 6 and report["deleted"] == 0
+
+
+def test_reindex_unchanged_is_a_no_op(cli_store: tuple[Path, dict], corpus_dir: Path) -> None:
+    store, _ = cli_store
+    report = json.loads(run_cli("--store", str(store), "index", str(corpus_dir), "--json").stdout)
+    assert report["unchanged"] == 6 and report["added"] == report["updated"] == report["deleted"] == 0
+
+
+def test_stats_json_contract(cli_store: tuple[Path, dict]) -> None:
+    store, _ = cli_store
+    stats = json.loads(run_cli("--store", str(store), "stats", "--json").stdout)
+    for key in ("documents", "chunks", "entities", "relations", "synonyms", "mentions", "version"):
+        assert isinstance(stats[key], int), key
+    assert stats["documents"] == 6
+    assert stats["chunks"] >= 6 and stats["entities"] > 10 and stats["relations"] > 5 and stats["mentions"] > 10
+    assert stats["embedding_dim"] == 384 and stats["embedding_model"]
+    assert stats["skipped"] == []
+
+
+@pytest.mark.parametrize("method", ["dense", "bm25", "hybrid", "ppr", "pathrag", "mcmi", "pooling", "lego:sbe+isar"])
+def test_retrieve_json_contract(cli_store: tuple[Path, dict], method: str) -> None:
+    store, _ = cli_store
+    out = run_cli("--store", str(store), "retrieve", "Where was the discoverer of polonium born?",
+                  "--method", method, "--top-k", "3", "--json")
+    data = json.loads(out.stdout)
+    assert 1 <= len(data["chunks"]) <= 3
+    for chunk in data["chunks"]:
+        assert set(chunk) >= {"doc", "title", "chunk_id", "score", "text"}
+        assert Path(chunk["doc"]).exists()
+    assert isinstance(data["paths"], list) and isinstance(data["seconds"], float)
+    if method == "mcmi":
+        assert data["subgraph"]["nodes"]
+    if method == "pathrag":
+        reliabilities = [p["reliability"] for p in data["paths"]]
+        assert reliabilities == sorted(reliabilities)  # PathRAG Eq. 6: ascending, best last
+
+
+def test_param_override_and_bad_param(cli_store: tuple[Path, dict]) -> None:
+    store, _ = cli_store
+    ok = run_cli("--store", str(store), "retrieve", "polonium", "--method", "pathrag", "--param", "alpha=0.8", "--json")
+    assert json.loads(ok.stdout)["info"]["params"]["alpha"] == 0.8
+    bad = run_cli("--store", str(store), "retrieve", "polonium", "--method", "pathrag", "--param", "nope=1", check=False)
+    assert bad.returncode == 2 and "unknown parameter 'nope'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_unknown_method_is_a_clear_error(cli_store: tuple[Path, dict]) -> None:
+    store, _ = cli_store
+    bad = run_cli("--store", str(store), "retrieve", "x", "--method", "magic", check=False)
+    assert bad.returncode == 2 and "unknown method 'magic'" in bad.stderr
+
+
+def test_missing_path_is_a_clear_error(tmp_path: Path) -> None:
+    bad = run_cli("--store", str(tmp_path / "s"), "index", str(tmp_path / "nope"), check=False)
+    assert bad.returncode == 2 and "no such file or folder" in bad.stderr
+
+
+def test_init_writes_commented_defaults(tmp_path: Path) -> None:
+    run_cli("--store", str(tmp_path), "init")
+    text = (tmp_path / "pathweaver.toml").read_text()
+    assert "chunk_tokens = 256" in text and "[retrieval.pathrag]" in text
+    again = run_cli("--store", str(tmp_path), "init", check=False)
+    assert again.returncode == 2 and "--force" in again.stderr
