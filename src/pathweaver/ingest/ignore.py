@@ -100,15 +100,32 @@ def _file_reason(path: Path, rules: IgnoreRules, size: int) -> str | None:
 
 
 def iter_files(root: Path, rules: IgnoreRules) -> Iterator[tuple[Path, str | None]]:
-    """Every supported file under ``root`` with its skip reason (None = index it), in sorted, stable order."""
+    """Every supported file under ``root`` with its skip reason (None = index it), in a stable order.
+
+    Real folders are walked first (sorted by name); symlinked folders are followed afterwards, once each, unless
+    their real path was already walked: then they yield "symlink loop" (the target contains the link) or
+    "symlink to a folder already scanned".
+    """
     root = Path(os.path.abspath(root))
-    yield from _walk(root, rules, (os.path.realpath(root),), set())
+    visited: set[str] = set()
+    deferred: list[Path] = []
+    yield from _walk(root, rules, visited, deferred)
+    while deferred:
+        link = deferred.pop(0)
+        real = os.path.realpath(link)
+        if real in visited:
+            parent = os.path.realpath(link.parent)
+            inside = parent == real or parent.startswith(real.rstrip(os.sep) + os.sep)
+            yield link, "symlink loop" if inside else "symlink to a folder already scanned"
+        else:
+            yield from _walk(link, rules, visited, deferred)
 
 
 def _walk(
-    directory: Path, rules: IgnoreRules, ancestors: tuple[str, ...], visited: set[str]
+    directory: Path, rules: IgnoreRules, visited: set[str], deferred: list[Path]
 ) -> Iterator[tuple[Path, str | None]]:
-    visited.add(ancestors[-1])
+    """Walk real subfolders depth-first; symlinked subfolders go to ``deferred``."""
+    visited.add(os.path.realpath(directory))
     try:
         with os.scandir(directory) as it:
             entries = sorted(it, key=lambda e: e.name)
@@ -125,13 +142,10 @@ def _walk(
         if is_dir:
             if rules.dir_reason(path) is not None:
                 continue
-            real = os.path.realpath(path)
-            if real in ancestors:
-                yield path, "symlink loop"
-            elif real in visited:
-                yield path, "symlink to a folder already scanned"
+            if entry.is_symlink():
+                deferred.append(path)
             else:
-                yield from _walk(path, rules, (*ancestors, real), visited)
+                yield from _walk(path, rules, visited, deferred)
             continue
         if path.suffix.lower() not in SUPPORTED_SUFFIXES:
             continue

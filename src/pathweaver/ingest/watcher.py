@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_WAIT_SECONDS = 5.0
 # Vim swap/backup files and its "4913" write test, Emacs lock/autosave files, generic temp/partial downloads.
 _TEMP_NAME_RE = re.compile(
-    r"(?:.*\.sw[a-p]|.*~|\.#.*|#.*#|4913|.*\.tmp|.*\.part|.*\.crdownload)$", re.IGNORECASE
+    r"(?:.*\.sw[a-px]|.*~|\.#.*|#.*#|4913|.*\.tmp|.*\.part|.*\.crdownload)$", re.IGNORECASE
 )
 
 
@@ -56,14 +56,16 @@ class FolderWatcher:
         ignore: Callable[[Path], bool] | None = None,
         max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS,
     ) -> None:
-        if debounce_seconds < 0 or max_wait_seconds < debounce_seconds:
+        if debounce_seconds < 0 or max_wait_seconds <= 0:
             raise ConfigError(
-                f"need 0 <= debounce_seconds <= max_wait_seconds, got {debounce_seconds} and {max_wait_seconds}"
+                f"need debounce_seconds >= 0 and max_wait_seconds > 0, got {debounce_seconds} and {max_wait_seconds}"
             )
         self.roots = [Path(os.path.abspath(r)) for r in roots]
         self.on_batch = on_batch
         self.debounce_seconds = debounce_seconds
-        self.max_wait_seconds = max_wait_seconds
+        self.max_wait_seconds = max(
+            max_wait_seconds, debounce_seconds
+        )  # churn cap never undercuts the debounce
         self.ignore = ignore
         self._pending: dict[Path, bool] = {}  # path -> True if changed, False if removed (last event wins)
         self._first_at = 0.0

@@ -34,7 +34,7 @@ class Embedder:
         self.device = device
         self.batch_size = batch_size
         self._model: Any = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     @property
     def model(self) -> Any:

@@ -1,0 +1,167 @@
+"""``pathweaver eval``: index a passage data set into a cached store, run its questions, score the rankings.
+
+Each passage becomes one ``<position>.txt`` file (first line its id, then its text) in
+``<store_root>/eval/<dataset>/corpus/``; ``titles.json`` maps position -> passage id, and retrieved chunks are
+mapped back to passage ids through their document's file name. The store ``<store_root>/eval/<dataset>/store`` is
+re-indexed on every run, which costs little when nothing changed (the indexer skips unchanged files).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pathweaver.config import ConfigError
+from pathweaver.eval import metrics
+from pathweaver.eval.datasets import Dataset, load_dataset, split
+from pathweaver.eval.ledger import Ledger
+
+ProgressFn = Callable[[int, int, str], None]
+TITLES_FILE = "titles.json"
+FILE_DIGITS = 6
+EXTRA_K = 8  # all_evidence@8, the figure fast-graphrag publishes
+
+
+def file_name(position: int) -> str:
+    return f"{position:0{FILE_DIGITS}d}.txt"
+
+
+def prepare_corpus(passages: Sequence[tuple[str, str]], corpus_dir: Path) -> list[str]:
+    """Write one file per passage (only those whose content changed), drop stale ones; returns the titles."""
+    corpus_dir.mkdir(parents=True, exist_ok=True)
+    titles = [title for title, _ in passages]
+    wanted = set()
+    for position, (title, text) in enumerate(passages):
+        path = corpus_dir / file_name(position)
+        wanted.add(path.name)
+        body = f"{title}\n{text}\n"
+        if not path.exists() or path.read_text(encoding="utf-8") != body:
+            path.write_text(body, encoding="utf-8")
+    for path in corpus_dir.glob("*.txt"):
+        if path.name not in wanted:
+            path.unlink()
+    map_path = corpus_dir.parent / TITLES_FILE
+    map_path.write_text(json.dumps(titles, ensure_ascii=False), encoding="utf-8")
+    return titles
+
+
+def title_of(doc_path: str, titles: Sequence[str]) -> str:
+    """Passage id of a corpus document path (its stem is the passage position)."""
+    stem = Path(doc_path).stem
+    if not stem.isdigit() or int(stem) >= len(titles):
+        raise ConfigError(f"{doc_path} is not a file of this evaluation corpus")
+    return titles[int(stem)]
+
+
+def open_store(store_root: Path, name: str, passages: Sequence[tuple[str, str]],
+               overrides: dict[str, Any] | None = None, progress: ProgressFn | None = None) -> tuple[Any, list[str], dict]:
+    """Write the corpus, open ``<store_root>/eval/<name>/store`` and bring it up to date."""
+    from pathweaver.service import Pathweaver
+
+    base = Path(store_root) / "eval" / name
+    titles = prepare_corpus(passages, base / "corpus")
+    pw = Pathweaver.open(base / "store", overrides=overrides)
+    report = pw.index([base / "corpus"], exact=True, progress=progress)
+    report_dict = report.to_dict() if hasattr(report, "to_dict") else dict(vars(report))
+    return pw, titles, report_dict
+
+
+def run_questions(pw: Any, texts: Sequence[str], method: str, top_k: int, params: dict[str, Any] | None,
+                  progress: ProgressFn | None = None) -> tuple[list[Any], list[float]]:
+    """Retrieve for every question; returns the results and the per-query seconds (model load excluded)."""
+    pw.snapshot()  # build the cached snapshot outside the timed queries
+    results, seconds = [], []
+    for i, text in enumerate(texts):
+        start = time.perf_counter()
+        result = pw.retrieve(text, method=method, top_k=top_k, params=params)
+        seconds.append(float(result.info.get("seconds", time.perf_counter() - start)))
+        results.append(result)
+        if progress:
+            progress(i + 1, len(texts), "query")
+    return results, seconds
+
+
+def ranked_titles(result: Any, snapshot: Any, titles: Sequence[str]) -> list[str]:
+    """Passage id of every retrieved chunk, best first."""
+    return [title_of(snapshot.chunk_docs[hit.passage], titles) for hit in result.chunks]
+
+
+def latency_summary(seconds: Sequence[float]) -> dict[str, float]:
+    """Mean (the ``seconds_per_query`` contract), median, p50 and p95 in milliseconds."""
+    if not seconds:
+        return {"seconds_per_query": 0.0, "seconds_per_query_median": 0.0, "p50_ms": 0.0, "p95_ms": 0.0}
+    arr = np.asarray(seconds, dtype=np.float64)
+    return {
+        "seconds_per_query": float(arr.mean()),
+        "seconds_per_query_median": float(statistics.median(seconds)),
+        "p50_ms": float(np.percentile(arr, 50) * 1000),
+        "p95_ms": float(np.percentile(arr, 95) * 1000),
+    }
+
+
+def score(rankings: Sequence[Sequence[str]], golds: Sequence[Sequence[str]], k: int) -> dict[str, float]:
+    """Mean recall@k, all_evidence@k, MRR (and all_evidence@8 when k >= 8) over the questions."""
+    n = len(rankings)
+    if n == 0:
+        raise ConfigError("no questions to score")
+    out = {
+        "recall_at_k": sum(metrics.recall_at_k(r, g, k) for r, g in zip(rankings, golds, strict=True)) / n,
+        "all_evidence_at_k": sum(metrics.all_evidence_at_k(r, g, k) for r, g in zip(rankings, golds, strict=True)) / n,
+        "mrr": sum(metrics.mrr(r, g) for r, g in zip(rankings, golds, strict=True)) / n,
+    }
+    if k >= EXTRA_K:
+        out["all_evidence_at_8"] = sum(
+            metrics.all_evidence_at_k(r, g, EXTRA_K) for r, g in zip(rankings, golds, strict=True)) / n
+    return out
+
+
+def run_eval(
+    dataset_dir: Path | str,
+    split_name: str = "dev",
+    method: str = "hybrid",
+    top_k: int = 5,
+    params: dict[str, Any] | None = None,
+    store_root: Path | str = ".pathweaver",
+    progress: ProgressFn | None = None,
+    overrides: dict[str, Any] | None = None,
+    record: bool = True,
+    limit: int | None = None,
+    dataset: Dataset | None = None,
+) -> dict[str, Any]:
+    """Evaluate ``method`` on one split; appends the run to the ledger unless ``record`` is false."""
+    if top_k < 1:
+        raise ConfigError(f"top_k must be at least 1, got {top_k}")
+    data = dataset or load_dataset(dataset_dir)
+    questions = split(data.questions, split_name)
+    if limit is not None:
+        questions = questions[: max(0, limit)]
+    if not questions:
+        raise ConfigError(f"split {split_name!r} of {data.name} has no questions")
+    pw, titles, report = open_store(Path(store_root), data.name, data.passages, overrides, progress)
+    try:
+        results, seconds = run_questions(pw, [q.text for q in questions], method, top_k, params, progress)
+        snap = pw.snapshot()
+        rankings = [ranked_titles(r, snap, titles) for r in results]
+        used = results[0].info.get("params", params or {}) if results else (params or {})
+    finally:
+        pw.close()
+    out: dict[str, Any] = {
+        "dataset": data.name,
+        "split": split_name,
+        "method": method,
+        "k": top_k,
+        "n_questions": len(questions),
+        **score(rankings, [q.gold_titles for q in questions], top_k),
+        **latency_summary(seconds),
+        "params": used,
+        "index": report,
+    }
+    if record:
+        out["run_id"] = Ledger.for_store(store_root).append([{**out, "source": "eval"}])[0]
+    return out

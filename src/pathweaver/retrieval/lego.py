@@ -1,0 +1,198 @@
+"""LEGO-GraphRAG: a subgraph-extraction module composed with a path-retrieval module (LEGO appendix B.1, B.7-B.8).
+
+``lego:<sbe|sae>+<sbr|osar|isar>``: extraction (``lego_extract``) keeps a query subgraph, path retrieval
+(``lego_paths``) finds ranked paths in it from the query's seed entities. Chunks are the passages that support the
+path triples, ranked by their best path's score, then filled with dense chunks up to ``top_k``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pathweaver.config import ConfigError
+from pathweaver.retrieval.lego_extract import SYNONYM, ExtractedSubgraph, query_seeds, sae_eem, sbe_ppr
+from pathweaver.retrieval.lego_paths import (
+    PRUNE_RULES,
+    PathScorer,
+    PruneRule,
+    isar_paths,
+    osar_paths,
+    path_text,
+    sbr_paths,
+)
+from pathweaver.retrieval.seeds import dense_scores, top_indices
+from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult, Subgraph
+
+EXTRACTORS = ("sbe", "sae")
+PATH_MODULES = ("sbr", "osar", "isar")
+
+
+@dataclass
+class LegoParams:
+    """LEGO-GraphRAG parameters; defaults from appendix Table 1 unless marked ours."""
+
+    extractor: str = "sbe"  # sbe (SBE-PPR) | sae (SAE-EEMs)
+    path_module: str = "isar"  # sbr (SBR-SPR) | osar (OSAR-EEMs) | isar (ISAR-EEMs)
+    seed_entities: int = 3  # ours: start entities per query (the appendix assumes given topic entities)
+    max_ent: int = 1000  # Table 1, SBE-PPR: entities kept
+    ppr_damping: float = 0.85  # ours: PPR walk probability (appendix gives none)
+    ppr_tol: float = 1e-7  # ours: L1 convergence tolerance of the PPR power iteration
+    ppr_max_iter: int = 100  # ours
+    max_edge: int = 64  # Table 1, SAE-EEMs: top triples kept
+    sae_hops: int = 1  # B.7 (3): one-hop neighbours of each retrieved node are merged in
+    top_k_paths: int = 32  # Table 1, OSAR: top_k paths (also caps SBR's output, ours)
+    beam_width: int = 8  # Table 1, ISAR: beam width B
+    max_hop: int = 4  # Table 1, ISAR: max path length L (also bounds OSAR's candidate paths)
+    triple_scoring: bool = False  # B.8 (1): score only the newly added triple at each ISAR step
+    dynamic_pruning: bool = False  # B.8 (1): dynamic threshold on normalised candidate scores per ISAR step
+    prune_rule: str = "mean"  # B.8 (1): keep scores above the mean, or above a percentile
+    prune_percentile: float = 50.0  # B.8 (1): the "given percentile" when prune_rule = "percentile"
+    sbr_targets: int = 32  # ours: best-scored subgraph entities SBR draws shortest paths to (besides seeds)
+    max_candidates: int = 1000  # ours: cap on OSAR candidate paths and on ISAR extensions per step
+    use_synonyms: bool = True  # ours: synonym edges count as graph edges
+
+    def validate(self) -> None:
+        if self.extractor not in EXTRACTORS:
+            raise ConfigError(
+                f"unknown LEGO extractor {self.extractor!r}; choose one of: {', '.join(EXTRACTORS)}"
+            )
+        if self.path_module not in PATH_MODULES:
+            raise ConfigError(
+                f"unknown LEGO path module {self.path_module!r}; choose one of: {', '.join(PATH_MODULES)}"
+            )
+        for name in (
+            "seed_entities",
+            "max_ent",
+            "max_edge",
+            "top_k_paths",
+            "beam_width",
+            "max_hop",
+            "ppr_max_iter",
+            "max_candidates",
+        ):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"lego {name} must be at least 1, got {getattr(self, name)}")
+        if self.sae_hops < 0 or self.sbr_targets < 0:
+            raise ConfigError(
+                f"lego sae_hops and sbr_targets must be >= 0, got {self.sae_hops}, {self.sbr_targets}"
+            )
+        if not 0.0 <= self.ppr_damping < 1.0 or self.ppr_tol <= 0:
+            raise ConfigError(
+                f"lego ppr_damping must be in [0, 1) and ppr_tol > 0, got {self.ppr_damping}, {self.ppr_tol}"
+            )
+        if self.prune_rule not in PRUNE_RULES:
+            raise ConfigError(
+                f"lego prune_rule must be one of {', '.join(PRUNE_RULES)}, got {self.prune_rule!r}"
+            )
+        if not 0.0 <= self.prune_percentile <= 100.0:
+            raise ConfigError(f"lego prune_percentile must be in [0, 100], got {self.prune_percentile}")
+
+
+def extract_subgraph(
+    env: RetrievalEnv, query: Query, seeds: list[int], params: LegoParams
+) -> ExtractedSubgraph:
+    """Run the configured extraction module."""
+    snap = env.snapshot
+    if params.extractor == "sbe":
+        return sbe_ppr(
+            snap,
+            seeds,
+            params.max_ent,
+            params.ppr_damping,
+            params.ppr_tol,
+            params.ppr_max_iter,
+            params.use_synonyms,
+        )
+    return sae_eem(snap, query.vec, seeds, params.max_edge, params.sae_hops, params.use_synonyms)
+
+
+def retrieve_paths(
+    env: RetrievalEnv, query: Query, sub: ExtractedSubgraph, seeds: list[int], params: LegoParams
+) -> list[PathHit]:
+    """Run the configured path-retrieval module on ``sub``; paths best first."""
+    snap = env.snapshot
+    if params.path_module == "sbr":
+        return sbr_paths(snap, sub, seeds, params.sbr_targets, params.top_k_paths)
+    scorer = PathScorer(snap, env.encode, query.vec)
+    if params.path_module == "osar":
+        return osar_paths(snap, sub, seeds, scorer, params.max_hop, params.top_k_paths, params.max_candidates)
+    prune = PruneRule(params.prune_rule, params.prune_percentile) if params.dynamic_pruning else None
+    return isar_paths(
+        snap,
+        sub,
+        seeds,
+        scorer,
+        params.beam_width,
+        params.max_hop,
+        params.triple_scoring,
+        prune,
+        params.max_candidates,
+    )
+
+
+def path_chunks(env: RetrievalEnv, query: Query, paths: list[PathHit], top_k: int) -> list[ChunkHit]:
+    """Passages supporting the path triples, ranked by their best path's score (ties: first seen), then dense
+    chunks fill the remaining slots up to ``top_k`` (scored by their cosine). Sets ``PathHit.passages``."""
+    snap = env.snapshot
+    rel_chunks = snap.rel_chunks.tocsr()
+    best: dict[int, float] = {}
+    for hit in paths:
+        passages: list[int] = []
+        for r in hit.relations:
+            if r != SYNONYM:
+                passages += [
+                    int(p) for p in rel_chunks.indices[rel_chunks.indptr[r] : rel_chunks.indptr[r + 1]]
+                ]
+        hit.passages = sorted(set(passages))
+        for p in hit.passages:
+            best[p] = max(best.get(p, -np.inf), hit.reliability)
+    ranked = sorted(best.items(), key=lambda item: -item[1])[:top_k]
+    hits = [ChunkHit(p, s) for p, s in ranked]
+    if len(hits) < top_k and snap.n_passages:
+        dense = dense_scores(snap, query.vec)
+        taken = {h.passage for h in hits}
+        for p in top_indices(dense, top_k + len(taken)).tolist():
+            if len(hits) >= top_k:
+                break
+            if p not in taken:
+                hits.append(ChunkHit(int(p), float(dense[p])))
+    return hits
+
+
+def shape_subgraph(env: RetrievalEnv, sub: ExtractedSubgraph, params: LegoParams) -> Subgraph:
+    """The extracted subgraph as named nodes, unit-cost edges (one per hop) and one text line per edge."""
+    snap = env.snapshot
+    names = snap.entity_names
+    edges = [(names[u], names[v], 1.0) for u, v, _ in sub.edges]
+    text = "\n".join(path_text(snap, [u, v], [r]) for u, v, r in sub.edges)
+    stats = {
+        "extractor": params.extractor,
+        "path_module": params.path_module,
+        "subgraph_entities": len(sub.entities),
+        "subgraph_edges": len(sub.edges),
+    }
+    return Subgraph(
+        [names[e] for e in sub.entities], edges, text, stats, {names[e]: s for e, s in sub.scores.items()}
+    )
+
+
+def lego_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: LegoParams) -> RetrievalResult:
+    """Seeds -> extraction module -> path module on the subgraph -> paths, triples, supporting chunks."""
+    params.validate()
+    snap = env.snapshot
+    seeds = query_seeds(snap, query, params.seed_entities) if snap.n_entities else []
+    sub = extract_subgraph(env, query, seeds, params)
+    paths = retrieve_paths(env, query, sub, seeds, params) if sub.entities else []
+    chunks = path_chunks(env, query, paths, top_k)
+    triples = list(dict.fromkeys(r for hit in paths for r in hit.relations if r != SYNONYM))
+    info = {"seeds": [snap.entity_names[s] for s in seeds], "paths": len(paths)}
+    return RetrievalResult(
+        f"lego:{params.extractor}+{params.path_module}",
+        chunks,
+        paths,
+        shape_subgraph(env, sub, params),
+        triples,
+        info,
+    )

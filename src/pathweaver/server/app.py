@@ -1,0 +1,109 @@
+"""Build and run pathweaver's MCP server (stdio by default, or streamable HTTP with an optional bearer token)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+
+from pathweaver.config import ConfigError, Settings, load_settings
+from pathweaver.server import ServerState
+from pathweaver.server.auth import BearerTokenMiddleware, check_bind
+from pathweaver.server.background import IndexManager
+from pathweaver.server.prompts import register_prompts
+from pathweaver.server.resources import register_resources
+from pathweaver.server.roots import Roots, allowed_roots
+from pathweaver.server.tools import register_tools
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = """pathweaver answers questions from the user's own documents through a knowledge graph.
+Quick answer: `answer`. Step by step: `decompose_query` -> `retrieve_paths` / `build_mcmi` per sub-question ->
+`rerank` with resolved answers -> write the answer citing file, chunk and span. `search` finds exact phrases,
+`get_entity`/`neighbors` explore the graph, `index_status` says what is indexed and whether indexing is running."""
+
+MCP_PATH = "/mcp"
+
+
+def build_server(
+    service: Any, roots: Sequence[Path], settings: Settings, manager: IndexManager | None = None
+) -> MCPServer:
+    """An ``MCPServer`` with pathweaver's tools, resources and prompts over ``service``.
+
+    ``roots`` are the folders path arguments must lie in; ``manager`` (created, not started, when omitted) runs
+    indexing and watching.
+    """
+    checked = Roots(roots)
+    if manager is None:
+        manager = IndexManager(service, list(checked.roots))
+    state = ServerState(service=service, roots=checked, manager=manager, settings=settings)
+    server: MCPServer = MCPServer(name="pathweaver", instructions=INSTRUCTIONS, log_level="WARNING")
+    register_tools(server, state)
+    register_resources(server, state)
+    register_prompts(server)
+    return server
+
+
+def _watch_dirs(watch: Sequence[Path]) -> list[Path]:
+    bad = [str(p) for p in watch if not Path(p).expanduser().is_dir()]
+    if bad:
+        raise ConfigError(f"--watch needs existing folders; not a folder: {', '.join(bad)}")
+    return [Path(p).expanduser() for p in watch]
+
+
+def run_server(
+    store_dir: str | Path | None = None,
+    watch: Sequence[Path] = (),
+    transport: Literal["stdio", "http"] = "stdio",
+    host: str | None = None,
+    port: int | None = None,
+    token: str | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> None:
+    """Open the store, index and watch the allowed folders in the background, and serve until stopped.
+
+    ``host``/``port``/``token`` default to ``[server]`` settings (127.0.0.1:8765, no token). Over HTTP a
+    non-loopback host without a token is refused with a ``ConfigError`` before anything is opened.
+    """
+    if transport not in ("stdio", "http"):
+        raise ConfigError(f"unknown transport {transport!r}; use stdio or http")
+    settings = load_settings(store_dir, overrides)
+    host = host or settings.server.host
+    port = port or settings.server.port
+    token = token or settings.server.token or None
+    if transport == "http":
+        check_bind(host, token)
+    roots = allowed_roots(settings, _watch_dirs(watch))
+
+    from pathweaver.service import Pathweaver
+
+    service = Pathweaver(settings)
+    manager = IndexManager(service, [r for r in roots if r.is_dir()])
+    server = build_server(service, roots, settings, manager)
+    manager.start()
+    try:
+        if transport == "stdio":
+            import anyio
+
+            anyio.run(server.run_stdio_async)
+        else:
+            _serve_http(server, host, port, token)
+    finally:
+        manager.stop()
+        service.close()
+
+
+def http_app(server: MCPServer, host: str, token: str | None) -> Any:
+    """The streamable-HTTP ASGI app at ``/mcp``, behind the bearer-token check when ``token`` is set."""
+    app: Any = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    return BearerTokenMiddleware(app, token) if token else app
+
+
+def _serve_http(server: MCPServer, host: str, port: int, token: str | None) -> None:
+    import uvicorn
+
+    log.warning("pathweaver MCP over HTTP at http://%s:%d%s%s", host, port, MCP_PATH, " (token)" if token else "")
+    uvicorn.run(http_app(server, host, token), host=host, port=port, log_level="warning")

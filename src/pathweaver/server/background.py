@@ -1,0 +1,230 @@
+"""Background indexing and watching for the server: the first index runs on a thread, so tools answer at once.
+
+``IndexManager`` owns the set of indexed folders, the folder watcher and a status record that ``index_status``
+reports. Readers never wait on it: the service gives the indexer its own write connection (SQLite WAL).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+ProgressFn = Callable[[int, int, str], None]
+
+
+@dataclass
+class IndexStatus:
+    """What the indexer is doing now and what it did last."""
+
+    state: str = "idle"  # idle | indexing | watching | error
+    indexing: bool = False
+    done: int = 0
+    total: int = 0
+    message: str = ""
+    last_report: dict[str, Any] | None = None
+    last_error: str | None = None
+    batches: int = 0  # watcher batches applied
+    started_at: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "indexing": self.indexing,
+            "done": self.done,
+            "total": self.total,
+            "message": self.message,
+            "last_report": self.last_report,
+            "last_error": self.last_error,
+            "batches": self.batches,
+        }
+
+
+def _report_dict(report: Any) -> dict[str, Any]:
+    return report.to_dict() if hasattr(report, "to_dict") else dict(report)
+
+
+class IndexManager:
+    """Index ``folders`` on a background thread, then watch them and apply each change batch."""
+
+    def __init__(self, service: Any, folders: list[Path], debounce_seconds: float | None = None) -> None:
+        self.service = service
+        self.folders: list[Path] = []
+        for folder in folders:
+            if folder not in self.folders:
+                self.folders.append(folder)
+        self.watched: set[Path] = set(self.folders)
+        self.excluded: set[Path] = set()
+        self.debounce_seconds = (
+            service.settings.ingest.debounce_seconds if debounce_seconds is None else debounce_seconds
+        )
+        self.status = IndexStatus()
+        self._lock = threading.RLock()
+        self._jobs = 0
+        self._watcher: Any = None
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+        self.ready = threading.Event()  # set once the first index has finished (or failed)
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Index the folders on a daemon thread, then start watching them."""
+        self._thread = threading.Thread(target=self._initial, name="pathweaver-index", daemon=True)
+        self._thread.start()
+
+    def _initial(self) -> None:
+        try:
+            existing = [f for f in self.folders if f.is_dir()]
+            if existing:
+                self.index(existing, exact=False)
+        except Exception as exc:  # recorded for index_status; the server keeps serving
+            log.exception("initial indexing failed")
+            self.status.last_error = f"initial indexing failed: {exc}"
+        finally:
+            self.ready.set()
+        if not self._stopped:
+            self._restart_watcher()
+
+    def stop(self) -> None:
+        self._stopped = True
+        with self._lock:
+            if self._watcher is not None:
+                self._watcher.stop()
+                self._watcher = None
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    # -- indexing --------------------------------------------------------------------------------------------
+    def _begin(self, message: str) -> None:
+        with self._lock:
+            self._jobs += 1
+            self.status.indexing = True
+            self.status.state = "indexing"
+            self.status.done = self.status.total = 0
+            self.status.message = message
+
+    def _end(self, report: Any = None, error: BaseException | None = None) -> None:
+        with self._lock:
+            self._jobs -= 1
+            if report is not None:
+                self.status.last_report = _report_dict(report)
+            if error is not None:
+                self.status.last_error = str(error)
+            if self._jobs == 0:
+                self.status.indexing = False
+                self.status.state = "watching" if self._watcher is not None else "idle"
+                self.status.message = ""
+
+    def index(self, paths: list[Path], exact: bool = False, progress: ProgressFn | None = None) -> dict[str, Any]:
+        """Index ``paths`` now (on the calling thread), keeping the status current; returns the report."""
+
+        def on_progress(done: int, total: int, message: str) -> None:
+            self.status.done, self.status.total, self.status.message = done, total, message
+            if progress is not None:
+                progress(done, total, message)
+
+        self._begin(f"indexing {', '.join(map(str, paths))}")
+        try:
+            report = self.service.index(paths, exact=exact, progress=on_progress)
+            if self.excluded:
+                self.service.apply_changes(set(), set(self.excluded))
+        except BaseException as exc:
+            self._end(error=exc)
+            raise
+        self._end(report)
+        return _report_dict(report)
+
+    def _on_batch(self, changed: set[Path], removed: set[Path]) -> None:
+        changed = {p for p in changed if not self.is_excluded(p)}
+        removed = {p for p in removed if not self.is_excluded(p)}
+        if not changed and not removed:
+            return
+        self._begin(f"applying {len(changed)} changed, {len(removed)} removed")
+        try:
+            report = self.service.apply_changes(changed, removed)
+        except Exception as exc:  # one bad batch must not stop the watcher
+            log.exception("watcher batch failed")
+            self._end(error=exc)
+            return
+        self.status.batches += 1
+        self._end(report)
+
+    # -- folders ---------------------------------------------------------------------------------------------
+    def is_excluded(self, path: Path) -> bool:
+        return any(path == e or path.is_relative_to(e) for e in self.excluded)
+
+    def add_folder(self, folder: Path, watch: bool = True, progress: ProgressFn | None = None) -> dict[str, Any]:
+        """Index ``folder`` (keeping other documents) and watch it when ``watch``."""
+        with self._lock:
+            self.excluded = {e for e in self.excluded if not (e == folder or e.is_relative_to(folder))}
+            if folder not in self.folders:
+                self.folders.append(folder)
+            if watch:
+                self.watched.add(folder)
+        report = self.index([folder], exact=False, progress=progress)
+        if watch:
+            self._restart_watcher()
+        return report
+
+    def remove_folder(self, folder: Path) -> dict[str, Any]:
+        """Stop indexing and watching ``folder`` and delete its documents from the store."""
+        with self._lock:
+            if folder in self.folders:
+                self.folders.remove(folder)
+                self.watched.discard(folder)
+            elif any(folder.is_relative_to(f) for f in self.folders):
+                self.excluded.add(folder)
+            else:
+                raise FileNotFoundError(
+                    f"{folder} is not an indexed folder; indexed: {', '.join(map(str, self.folders)) or 'none'}"
+                )
+        self._begin(f"removing {folder}")
+        try:
+            report = self.service.apply_changes(set(), {folder})
+        except BaseException as exc:
+            self._end(error=exc)
+            raise
+        self._end(report)
+        self._restart_watcher()
+        return _report_dict(report)
+
+    def reindex(self, path: Path | None = None, progress: ProgressFn | None = None) -> dict[str, Any]:
+        """Re-scan ``path`` (or every indexed folder) and bring the store up to date."""
+        if path is not None:
+            return self.index([path], exact=False, progress=progress)
+        folders = [f for f in self.folders if f.is_dir()]
+        if not folders:
+            raise FileNotFoundError("no folders are indexed; add one with add_folder")
+        return self.index(folders, exact=False, progress=progress)
+
+    def _restart_watcher(self) -> None:
+        from pathweaver.ingest.watcher import FolderWatcher
+
+        with self._lock:
+            if self._stopped:
+                return
+            if self._watcher is not None:
+                self._watcher.stop()
+                self._watcher = None
+            roots = sorted(f for f in self.watched if f.is_dir())
+            if roots:
+                self._watcher = FolderWatcher(roots, self._on_batch, debounce_seconds=self.debounce_seconds)
+                self._watcher.start()
+            if not self.status.indexing:
+                self.status.state = "watching" if self._watcher is not None else "idle"
+
+    def snapshot(self) -> dict[str, Any]:
+        """Status plus the folder lists, for ``index_status``."""
+        with self._lock:
+            out = self.status.to_dict()
+            out["folders"] = [str(f) for f in self.folders]
+            out["watched"] = sorted(str(f) for f in self.watched)
+            out["excluded"] = sorted(str(f) for f in self.excluded)
+            out["ready"] = self.ready.is_set()
+            return out

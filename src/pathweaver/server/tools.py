@@ -1,0 +1,377 @@
+"""MCP tools: one per library function, each with a typed input schema, paper defaults and structured output.
+
+Every tool runs the (synchronous, thread-safe) service call on a worker thread, so the server keeps answering
+while one call works. Errors the user can fix come back as tool errors with a one-line message.
+"""
+
+# No ``from __future__ import annotations``: the tool signatures use names local to ``register_tools`` (the method
+# Literal, defaults from the settings), which must be evaluated when the functions are defined.
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
+
+from pathweaver.errors import user_errors
+from pathweaver.server import ServerState
+from pathweaver.server.sampling import SamplingError, sampling_backend
+
+T = TypeVar("T")
+READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
+DELETES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)
+
+
+# -- output models -------------------------------------------------------------------------------------------
+class Citation(BaseModel):
+    """Where a piece of context comes from: file, chunk id and character span in the file's text."""
+
+    doc: str
+    title: str = ""
+    chunk_id: int
+    span: list[int]
+    n: int | None = None
+
+
+class ChunkOut(Citation):
+    score: float
+    text: str
+
+
+class PathOut(BaseModel):
+    text: str
+    nodes: list[str]
+    relations: list[str]
+    reliability: float
+    citations: list[Citation] = []
+
+
+class TripleOut(BaseModel):
+    id: int
+    text: str
+    description: str | None = ""
+
+
+class SubgraphOut(BaseModel):
+    nodes: list[str]
+    edges: list[tuple[str, str, float]]
+    text: str
+    stats: dict[str, Any] = {}
+    node_scores: dict[str, float] = {}
+
+
+class RetrievalOut(BaseModel):
+    """Chunks best first; PathRAG paths in prompt order (ascending reliability, best last); MCMI subgraph."""
+
+    method: str
+    chunks: list[ChunkOut]
+    paths: list[PathOut] = []
+    subgraph: SubgraphOut | None = None
+    triples: list[TripleOut] = []
+    info: dict[str, Any] = {}
+    seconds: float = 0.0
+
+
+class PlanNodeOut(BaseModel):
+    id: str
+    question: str
+    depends_on: list[str] = []
+    relation: str | None = None
+
+
+class PlanOut(BaseModel):
+    """A DAG of sub-questions: run ``levels`` in order; questions within a level are independent."""
+
+    nodes: list[PlanNodeOut]
+    levels: list[list[str]]
+    order: list[str]
+    source: str
+    trace: Any = None
+
+
+class RerankItem(BaseModel):
+    index: int
+    text: str
+    score: float
+    relevance: float
+    dependency: float
+
+
+class RerankOut(BaseModel):
+    results: list[RerankItem]
+
+
+class AnswerOut(BaseModel):
+    answer: str
+    citations: list[Citation]
+    context: Any = None
+    plan: dict[str, Any] | None = None
+    llm: dict[str, Any] | None = None
+    seconds: float = 0.0
+
+
+class SearchOut(BaseModel):
+    results: list[ChunkOut]
+
+
+class Loose(BaseModel):
+    """A record whose fields come straight from the store."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class EntityOut(Loose):
+    name: str
+
+
+class NeighborsOut(Loose):
+    pass
+
+
+class StatusOut(BaseModel):
+    """Store statistics, skipped files and what the background indexer is doing."""
+
+    stats: dict[str, Any]
+    skipped: list[dict[str, Any]]
+    indexing: bool
+    state: str
+    done: int
+    total: int
+    message: str
+    ready: bool
+    folders: list[str]
+    watched: list[str]
+    roots: list[str]
+    last_report: dict[str, Any] | None = None
+    last_error: str | None = None
+
+
+class FolderOut(BaseModel):
+    folder: str
+    watched: bool
+    report: dict[str, Any]
+
+
+# -- helpers -------------------------------------------------------------------------------------------------
+async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run a service call on a worker thread; user-fixable errors become one-line tool errors."""
+    try:
+        return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+    except (*user_errors(), SamplingError) as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def progress_reporter(ctx: Context[Any, Any]) -> Callable[[int, int, str], None]:
+    """An indexer progress callback (any thread) that sends MCP progress notifications for this call."""
+    token = anyio.lowlevel.current_token()
+
+    def report(done: int, total: int, message: str) -> None:
+        try:
+            anyio.from_thread.run(ctx.report_progress, float(done), float(total or 0) or None, message, token=token)
+        except Exception:  # progress is best effort; the client may have gone
+            pass
+
+    return report
+
+
+def _defaults(state: ServerState, method: str) -> dict[str, Any]:
+    """A method's paper defaults overlaid with ``[retrieval.<method>]`` from the settings."""
+    from pathweaver.retrieval.registry import method_defaults
+
+    try:
+        base = method_defaults(method)
+    except ImportError:  # method module not installed in this build
+        base = {}
+    return {**base, **state.settings.retrieval.get(method, {})}
+
+
+# -- registration --------------------------------------------------------------------------------------------
+def register_tools(server: MCPServer, state: ServerState) -> None:
+    """Add every pathweaver tool to ``server``."""
+    from pathweaver.retrieval.registry import method_names
+
+    svc = state.service
+    pr = _defaults(state, "pathrag")
+    mc = _defaults(state, "mcmi")
+    Method = Literal[tuple(method_names())]  # type: ignore[valid-type]
+    Question = Annotated[str, Field(min_length=1, description="The question, in natural language.")]
+
+    @server.tool(annotations=READ_ONLY)
+    async def decompose_query(
+        question: Question,
+        plan: Annotated[
+            dict[str, Any] | None,
+            Field(description="Optional plan {nodes:[{id, question, depends_on, relation}]} to validate instead."),
+        ] = None,
+    ) -> PlanOut:
+        """Split a multi-hop question into a DAG of sub-questions (PankRAG): parallel and progress relations,
+        topological levels. Use first for questions that chain facts; answer each level's sub-questions with
+        retrieve_paths or build_mcmi, then rerank with the resolved answers."""
+        return PlanOut.model_validate(await call(svc.plan, question, plan))
+
+    @server.tool(annotations=READ_ONLY)
+    async def retrieve_paths(
+        question: Question,
+        keywords: Annotated[
+            list[str] | None, Field(description="Entity keywords for node retrieval; extracted when omitted.")
+        ] = None,
+        top_nodes: Annotated[int, Field(ge=1, description="N: nodes retrieved from the keywords (PathRAG).")] = pr.get(
+            "top_nodes", 40
+        ),
+        top_paths: Annotated[int, Field(ge=1, description="K: relational paths served (PathRAG).")] = pr.get(
+            "top_paths", 15
+        ),
+        alpha: Annotated[float, Field(gt=0, le=1, description="Decay rate of flow-based pruning (PathRAG).")] = pr.get(
+            "alpha", 0.7
+        ),
+        theta: Annotated[
+            float, Field(ge=0, description="Early-stop threshold of flow-based pruning (PathRAG).")
+        ] = pr.get("theta", 0.001),
+        top_k: Annotated[int, Field(ge=1, le=50, description="Supporting chunks returned.")] = 5,
+    ) -> RetrievalOut:
+        """Relational paths between the question's entities (PathRAG flow pruning), most reliable last, each with
+        citations. Use for 'how is X related to Y' and multi-hop questions where the chain of facts matters."""
+        params = {"top_nodes": top_nodes, "top_paths": top_paths, "alpha": alpha, "theta": theta}
+        data = await call(svc.retrieve_json, question, "pathrag", top_k, params, keywords)
+        return RetrievalOut.model_validate(data)
+
+    @server.tool(annotations=READ_ONLY)
+    async def build_mcmi(
+        question: Question,
+        k_triples: Annotated[
+            int, Field(ge=1, description="Top triples whose entities are the Steiner terminals (AGRAG).")
+        ] = mc.get("k_triples", 5),
+        k_chunks: Annotated[int, Field(ge=1, description="Hybrid chunks served with the subgraph (AGRAG).")] = mc.get(
+            "k_chunks", 5
+        ),
+    ) -> RetrievalOut:
+        """A compact reasoning subgraph (AGRAG MCMI: Steiner tree over the query's triples, grown while it gains
+        influence per cost) served as text, plus hybrid chunks. Use when the answer needs several connected facts."""
+        params = {"k_triples": k_triples, "k_chunks": k_chunks}
+        return RetrievalOut.model_validate(await call(svc.retrieve_json, question, "mcmi", k_chunks, params))
+
+    @server.tool(annotations=READ_ONLY)
+    async def rerank(
+        question: Question,
+        candidates: Annotated[list[str], Field(min_length=1, description="Candidate passages or answers.")],
+        resolved: Annotated[
+            list[str], Field(description="Answers to the sub-questions this one depends on (may be empty).")
+        ],
+        alpha: Annotated[
+            float | None,
+            Field(ge=0, le=1, description="Weight of relevance; beta=1-alpha. Omit: 0.6 specific, 0.75 abstract."),
+        ] = None,
+    ) -> RerankOut:
+        """Dependency-aware reranking (PankRAG): score = alpha*relevance + beta*cos(candidate, resolved answers).
+        Use after answering a plan's earlier levels, to rank candidates for a dependent sub-question."""
+        items = await call(svc.rerank, question, candidates, resolved, alpha)
+        return RerankOut(results=[RerankItem.model_validate(i) for i in items])
+
+    @server.tool(annotations=READ_ONLY)
+    async def answer(
+        question: Question,
+        ctx: Context,
+        method: Annotated[
+            Method | None, Field(description="Retrieval method; omit for the configured default.")
+        ] = None,
+        decompose: Annotated[bool, Field(description="Plan sub-questions first (PankRAG) and answer in order.")] = False,
+        top_k: Annotated[int, Field(ge=1, le=50, description="Chunks of context.")] = 5,
+    ) -> AnswerOut:
+        """Answer from the indexed documents with numbered citations (file, chunk, span). Uses your client's model
+        through MCP sampling when offered, else the configured LLM. Use for a finished answer in one call."""
+        llm = sampling_backend(ctx, state.settings.models.llm_backend)
+        kwargs: dict[str, Any] = {"method": method, "decompose": decompose, "top_k": top_k}
+        if llm is not None:
+            kwargs["llm"] = llm
+        return AnswerOut.model_validate(await call(svc.ask, question, **kwargs))
+
+    @server.tool(annotations=READ_ONLY)
+    async def search(
+        query: Annotated[str, Field(min_length=1, description="Words or a question.")],
+        mode: Annotated[
+            Literal["dense", "bm25", "hybrid"], Field(description="dense vectors, BM25 keywords, or both.")
+        ] = "hybrid",
+        k: Annotated[int, Field(ge=1, le=100, description="Number of chunks.")] = 5,
+    ) -> SearchOut:
+        """Plain chunk search (no graph). Use to look up a phrase, a file's content, or to check that a new file is
+        indexed."""
+        return SearchOut(results=[ChunkOut.model_validate(c) for c in await call(svc.search, query, mode, k)])
+
+    @server.tool(annotations=READ_ONLY)
+    async def get_entity(name: Annotated[str, Field(min_length=1, description="Entity name.")]) -> EntityOut:
+        """An entity card: kind, mentions with the chunks that support them, relations and synonyms."""
+        card = await call(svc.entity, name)
+        if card is None:
+            raise ToolError(f"no entity named {name!r}; use search or neighbors to find entity names")
+        return EntityOut.model_validate(card)
+
+    @server.tool(annotations=READ_ONLY)
+    async def neighbors(
+        entity: Annotated[str, Field(min_length=1, description="Entity name.")],
+        hops: Annotated[int, Field(ge=1, le=3, description="Graph distance.")] = 1,
+        limit: Annotated[int, Field(ge=1, le=500, description="Most neighbours returned.")] = 25,
+    ) -> NeighborsOut:
+        """Entities within ``hops`` of an entity, with the relations that join them. Use to explore the graph."""
+        return NeighborsOut.model_validate(await call(svc.neighbors, entity, hops, limit))
+
+    @server.tool(annotations=READ_ONLY)
+    async def index_status() -> StatusOut:
+        """Store statistics, skipped files with reasons, whether indexing is running, and the watched folders."""
+        stats = await call(svc.stats)
+        status = state.manager.snapshot()
+        return StatusOut(
+            stats={k: v for k, v in stats.items() if k != "skipped"},
+            skipped=list(stats.get("skipped", [])),
+            roots=[str(r) for r in state.roots.roots],
+            **{k: status[k] for k in StatusOut.model_fields if k in status},
+        )
+
+    @server.tool(annotations=WRITES)
+    async def add_folder(
+        path: Annotated[str, Field(min_length=1, description="A folder inside an allowed root.")],
+        ctx: Context,
+        watch: Annotated[bool, Field(description="Keep following its changes.")] = True,
+    ) -> FolderOut:
+        """Index a folder (inside the allowed roots) and optionally watch it. Sends progress notifications."""
+        folder = _checked(state, path, want_dir=True)
+        report = await call(state.manager.add_folder, folder, watch, progress_reporter(ctx))
+        return FolderOut(folder=str(folder), watched=watch, report=report)
+
+    @server.tool(annotations=DELETES)
+    async def remove_folder(
+        path: Annotated[str, Field(min_length=1, description="An indexed folder (or a folder inside one).")],
+    ) -> FolderOut:
+        """Stop indexing and watching a folder and delete its documents (and facts only they support)."""
+        folder = _checked(state, path, want_dir=False)
+        report = await call(state.manager.remove_folder, folder)
+        return FolderOut(folder=str(folder), watched=False, report=report)
+
+    @server.tool(annotations=WRITES)
+    async def reindex(
+        ctx: Context,
+        path: Annotated[
+            str | None, Field(description="A file or folder inside the roots; omit for every indexed folder.")
+        ] = None,
+    ) -> FolderOut:
+        """Re-scan files and bring the store up to date (changed content is re-embedded). Sends progress."""
+        target = _checked(state, path, want_dir=False) if path else None
+        report = await call(state.manager.reindex, target, progress_reporter(ctx))
+        folder = str(target) if target else ", ".join(map(str, state.manager.folders))
+        return FolderOut(folder=folder, watched=target is None or target in state.manager.watched, report=report)
+
+
+def _checked(state: ServerState, path: str, want_dir: bool) -> Any:
+    """``path`` resolved inside the roots, or a tool error saying why not."""
+    try:
+        real = state.roots.resolve(path)
+    except user_errors() as exc:
+        raise ToolError(str(exc)) from exc
+    if want_dir and not real.is_dir():
+        raise ToolError(f"{path!r} is not a folder")
+    return real

@@ -1,0 +1,1 @@
+"""Offline HTML views of retrieval results (the vendored cytoscape.js is inlined; nothing is fetched)."""
