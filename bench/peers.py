@@ -138,7 +138,7 @@ def _worker_peer(args: argparse.Namespace, passages: list, questions: list) -> d
             res = col.query(query_embeddings=[embedder.encode_one(q.text).tolist()], n_results=min(pool, len(texts)))
             dense = {int(i): 1.0 - float(d) for i, d in zip(res["ids"][0], res["distances"][0], strict=True)}
         if use_bm25:
-            docs, scs = retriever.retrieve(bm25s.tokenize([q.text], stopwords="en", show_progress=False),
+            docs, scs = retriever.retrieve(bm25s.tokenize([q.text], stopwords="en", return_ids=False, show_progress=False),
                                            k=min(pool, len(texts)), show_progress=False)
             sparse = {int(i): float(s) for i, s in zip(docs[0], scs[0], strict=True)}
         if use_dense and use_bm25:  # normalised sum / 2, a missing side counts 0

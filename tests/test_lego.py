@@ -46,7 +46,9 @@ def table_encoder(table: dict[str, float], calls: list[list[str]]) -> object:
 
 def whole(snapshot: GraphSnapshot, scores: dict[int, float] | None = None) -> ExtractedSubgraph:
     """The whole hand-built graph as the extracted subgraph."""
-    edges = [(int(s), int(d), r) for r, (s, d) in enumerate(zip(snapshot.rel_src, snapshot.rel_dst, strict=True))]
+    edges = [
+        (int(s), int(d), r) for r, (s, d) in enumerate(zip(snapshot.rel_src, snapshot.rel_dst, strict=True))
+    ]
     return ExtractedSubgraph(list(range(snapshot.n_entities)), edges, scores or {})
 
 
@@ -54,7 +56,15 @@ def whole(snapshot: GraphSnapshot, scores: dict[int, float] | None = None) -> Ex
 
 # a -> b, a -> c, a -> d; b -> e, b -> g; c -> f; d -> e
 BEAM_ENTITIES = ["a", "b", "c", "d", "e", "f", "g"]
-BEAM_RELATIONS = [(0, 1, "to"), (0, 2, "to"), (0, 3, "to"), (1, 4, "to"), (2, 5, "to"), (3, 4, "to"), (1, 6, "to")]
+BEAM_RELATIONS = [
+    (0, 1, "to"),
+    (0, 2, "to"),
+    (0, 3, "to"),
+    (1, 4, "to"),
+    (2, 5, "to"),
+    (3, 4, "to"),
+    (1, 6, "to"),
+]
 # path-level EEM scores cos(path text, query), chosen by hand
 BEAM_SCORES = {
     "a -to-> b": 0.9,
@@ -141,7 +151,11 @@ def test_sbr_finds_the_true_shortest_path() -> None:
     sub = whole(snap, {0: 0.5, 4: 0.4, 2: 0.3, 1: 0.1, 3: 0.1, 5: 0.05})
     hits = sbr_paths(snap, sub, [0, 4], n_targets=1, top_n=10)
     # targets: the other seed, plus the best non-seed entity c (0.3); one path per pair, ranked by the end score
-    assert [(h.nodes, h.relations) for h in hits] == [([0, 5, 4], [4, 5]), ([0, 1, 2], [0, 1]), ([4, 3, 2], [3, 2])]
+    assert [(h.nodes, h.relations) for h in hits] == [
+        ([0, 5, 4], [4, 5]),
+        ([0, 1, 2], [0, 1]),
+        ([4, 3, 2], [3, 2]),
+    ]
     assert hits[0].text == "a -l-> x <-m- e"
     assert hits[0].reliability == pytest.approx(0.4)
 
@@ -215,7 +229,16 @@ def test_synonym_edges_join_the_subgraph() -> None:
 
 # ---------------------------------------------------------------- whole method on real embeddings
 
-CURIE_ENTITIES = ["marie curie", "pierre curie", "polonium", "warsaw", "poland", "vistula", "paris", "sorbonne"]
+CURIE_ENTITIES = [
+    "marie curie",
+    "pierre curie",
+    "polonium",
+    "warsaw",
+    "poland",
+    "vistula",
+    "paris",
+    "sorbonne",
+]
 CURIE_RELATIONS = [
     (0, 2, "discovered"),
     (0, 3, "was born in"),
@@ -258,30 +281,40 @@ def ask(env: RetrievalEnv, text: str, keywords: list[str] | None = None) -> Quer
 
 
 def test_query_seeds_prefer_named_entities(curie_env: RetrievalEnv) -> None:
-    query = ask(curie_env, "Where was Marie Curie born?", ["Warsaw"])
-    seeds = query_seeds(curie_env.snapshot, query, 3)
-    assert seeds[:2] == [3, 0]  # keyword first, then the n-gram in the question
-    assert len(seeds) == 3 and len(set(seeds)) == 3
+    snap = curie_env.snapshot
+    # the agent keyword first, then the n-gram of the question; nothing else once the query names entities
+    assert query_seeds(snap, ask(curie_env, "Where was Marie Curie born?", ["Warsaw"]), 3) == [3, 0]
+    assert query_seeds(snap, ask(curie_env, "Where was Marie Curie born?", ["Warsaw"]), 1) == [3]
+    # no entity named: the entities nearest by cosine
+    seeds = query_seeds(snap, ask(curie_env, "the river of the Polish capital"), 2)
+    cos = snap.entity_vecs @ ask(curie_env, "the river of the Polish capital").vec
+    assert seeds == np.argsort(-cos)[:2].tolist()
 
 
 def test_osar_with_the_real_embedder_finds_the_birthplace(curie_env: RetrievalEnv) -> None:
     query = ask(curie_env, "In which city was Marie Curie born?")
-    result = run_method(curie_env, query, "lego:sbe+osar", 3, {"seed_entities": 1})
+    result = run_method(curie_env, query, "lego:sbe+osar", 3)
     assert result.info["seeds"] == ["marie curie"]
-    assert result.paths[0].text == "marie curie -was born in-> warsaw"
-    assert result.chunks[0].passage == 1  # the passage supporting the best path
+    # all candidate paths from marie curie, scored in one shot: the born-in edge leads (alone or extended)
+    assert result.paths[0].text.startswith("marie curie -was born in-> warsaw")
+    assert "marie curie -was born in-> warsaw" in [h.text for h in result.paths[:2]]
+    assert result.chunks[0].passage == 1  # the passage supporting the best path's triples
 
 
 @pytest.mark.parametrize("extractor", ["sbe", "sae"])
 @pytest.mark.parametrize("path_module", ["sbr", "osar", "isar"])
-def test_every_combination_runs_through_the_registry(curie_env: RetrievalEnv, extractor: str, path_module: str) -> None:
+def test_every_combination_runs_through_the_registry(
+    curie_env: RetrievalEnv, extractor: str, path_module: str
+) -> None:
     query = ask(curie_env, "Which river flows through the city where Marie Curie was born?")
     result = run_method(curie_env, query, f"lego:{extractor}+{path_module}", 5)
     snap = curie_env.snapshot
     assert result.method == f"lego:{extractor}+{path_module}"
     assert result.paths and len(result.chunks) == 5
     assert len({c.passage for c in result.chunks}) == 5
-    assert [h.reliability for h in result.paths] == sorted((h.reliability for h in result.paths), reverse=True)
+    assert [h.reliability for h in result.paths] == sorted(
+        (h.reliability for h in result.paths), reverse=True
+    )
     for hit in result.paths:
         assert hit.text == path_text(snap, hit.nodes, hit.relations)
         for a, r, b in zip(hit.nodes, hit.relations, hit.nodes[1:], strict=False):
@@ -302,7 +335,9 @@ def test_isar_options_through_the_registry(curie_env: RetrievalEnv) -> None:
     triple = run_method(curie_env, query, "lego:sae+isar", 3, {"triple_scoring": "true", "beam_width": 1})
     assert plain.paths and pruned.paths and triple.paths
     assert len(pruned.paths) <= len(plain.paths) <= 8 * 4
-    assert all(len(h.relations) == i + 1 for i, h in enumerate(sorted(triple.paths, key=lambda h: len(h.nodes))))
+    assert all(
+        len(h.relations) == i + 1 for i, h in enumerate(sorted(triple.paths, key=lambda h: len(h.nodes)))
+    )
 
 
 def test_path_chunks_rank_by_best_path_then_fill_with_dense(curie_env: RetrievalEnv) -> None:
@@ -331,8 +366,50 @@ def test_bad_parameters_are_clear_errors(curie_env: RetrievalEnv) -> None:
 def test_empty_graph_returns_dense_chunks_only() -> None:
     emb = get_embedder()
     snap = GraphSnapshot.from_arrays(
-        [], [], passages=CURIE_PASSAGES[:2], chunk_vecs=emb.encode(CURIE_PASSAGES[:2]), entity_vecs=np.zeros((0, 384))
+        [],
+        [],
+        passages=CURIE_PASSAGES[:2],
+        chunk_vecs=emb.encode(CURIE_PASSAGES[:2]),
+        entity_vecs=np.zeros((0, 384)),
     )
     env = RetrievalEnv(snap, lambda text, k: [], emb.encode)
     result = run_method(env, ask(env, "Where was Marie Curie born?"), "lego:sbe+isar", 2)
     assert result.paths == [] and [c.passage for c in result.chunks] == [1, 0]
+
+
+@pytest.mark.parametrize("method", ["lego:sbe+isar", "lego:sae+osar", "lego:sae+sbr"])
+def test_lego_on_the_indexed_corpus(method: str, request: pytest.FixtureRequest) -> None:
+    for module in ("pathweaver.store.reads", "pathweaver.ingest.pipeline"):
+        pytest.importorskip(module, reason="the store reader / indexer is not built yet")
+    pw = request.getfixturevalue("indexed")
+    out = pw.retrieve_json("Where was Marie Curie born?", method, 5)  # type: ignore[attr-defined]
+    assert out["paths"] and out["chunks"]
+    assert all(p["text"].split()[0] for p in out["paths"])
+    cited = {c["doc"] for p in out["paths"] for c in p["citations"]}
+    assert cited and all(doc.endswith((".md", ".txt")) for doc in cited)
+    assert out["subgraph"]["stats"]["subgraph_entities"] >= 2
+
+
+def test_isar_expansion_cap_pre_cuts_by_triple_score(beam_graph: GraphSnapshot) -> None:
+    # max_expansions=1: hop 1 has 3 extensions, cut to the best by triple score (r0 a-b, .9) before path scoring;
+    # hop 2 has a-b-e (r3 .6) and a-b-g (r6 .1), cut to a-b-e, whose path score is .5
+    scorer = PathScorer(beam_graph, table_encoder(BEAM_SCORES, []), Q)  # type: ignore[arg-type]
+    hits = isar_paths(beam_graph, whole(beam_graph), [0], scorer, 2, 2, max_expansions=1)
+    assert [(h.text, h.reliability) for h in hits] == [
+        ("a -to-> b", pytest.approx(0.9)),
+        ("a -to-> b -to-> e", 0.5),
+    ]
+
+
+def test_served_subgraph_puts_path_edges_first_and_is_capped(curie_env: RetrievalEnv) -> None:
+    snap = curie_env.snapshot
+    query = ask(curie_env, "Which river flows through the city where Marie Curie was born?")
+    result = run_method(curie_env, query, "lego:sbe+sbr", 3, {"subgraph_max_edges": 2, "top_k_paths": 1})
+    sub = result.subgraph
+    assert sub is not None and len(sub.edges) == 2 and sub.stats["served_edges"] == 2
+    assert sub.stats["subgraph_edges"] == 7  # the whole (connected) graph was extracted, 2 edges served
+    rels = (result.paths[0].relations + [r for r in range(7) if r not in result.paths[0].relations])[:2]
+    expected = [(snap.entity_names[snap.rel_src[r]], snap.entity_names[snap.rel_dst[r]], 1.0) for r in rels]
+    if len(result.paths[0].relations) < 2:  # the second served edge is then the best by cos(query, triple)
+        expected = expected[:1]
+    assert sub.edges[: len(expected)] == expected

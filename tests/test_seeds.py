@@ -45,13 +45,17 @@ def embed_env() -> tuple[RetrievalEnv, object]:
         ("When was the famous iron tower in France finished?", 3),
     ],
 )
-def test_dense_returns_the_right_passage(embed_env: tuple[RetrievalEnv, object], question: str, expected: int) -> None:
+def test_dense_returns_the_right_passage(
+    embed_env: tuple[RetrievalEnv, object], question: str, expected: int
+) -> None:
     env, emb = embed_env
     query = Query(question, emb.encode([question])[0])  # type: ignore[attr-defined]
     result = run_method(env, query, "dense", 2)
     assert result.chunks[0].passage == expected
     assert result.chunks[0].score > result.chunks[1].score
-    assert result.chunks[0].score == pytest.approx(float(env.snapshot.chunk_vecs[expected] @ query.vec), abs=1e-6)
+    assert result.chunks[0].score == pytest.approx(
+        float(env.snapshot.chunk_vecs[expected] @ query.vec), abs=1e-6
+    )
 
 
 def test_top_indices_orders_best_first_with_index_ties() -> None:
@@ -65,7 +69,9 @@ def _hand_env(bm25: list[tuple[int, float]]) -> tuple[RetrievalEnv, Query]:
     # Four passages on 2-d unit vectors; the query is (1, 0), so dense cos = x-coordinate.
     vecs = np.array([[1.0, 0.0], [0.8, 0.6], [0.6, 0.8], [0.0, 1.0]], dtype=np.float32)
     snap = GraphSnapshot.from_arrays([], [], passages=["p0", "p1", "p2", "p3"], chunk_vecs=vecs)
-    env = RetrievalEnv(snap, lambda text, k: bm25[:k], lambda texts: np.zeros((len(texts), 2), dtype=np.float32))
+    env = RetrievalEnv(
+        snap, lambda text, k: bm25[:k], lambda texts: np.zeros((len(texts), 2), dtype=np.float32)
+    )
     return env, Query("q", np.array([1.0, 0.0], dtype=np.float32))
 
 
@@ -76,9 +82,14 @@ def test_hybrid_normalises_then_averages() -> None:
     env, query = _hand_env([(3, 12.0), (2, 7.0), (1, 2.0)])
     scores = hybrid_chunk_scores(env, query, 3)
     assert scores == pytest.approx({0: 0.5, 1: 0.25, 2: 0.25, 3: 0.5})
-    # top_k = 4 with a pool of 3: ties broken by dense cosine (p0 1.0 > p3 0.0; p1 0.8 > p2 0.6)
+    # top_k = 3, pool = max(3, 1 x 3) = 3: ties broken by dense cosine (p0 1.0 > p3 0.0; p1 0.8 > p2 0.6)
+    result = hybrid_retrieve(env, query, 3, HybridParams(pool_min=3, pool_factor=1))
+    assert [c.passage for c in result.chunks] == [0, 3, 1]
+    # top_k = 4 widens the pool to 4: dense min-max becomes p0 1.0, p1 0.8, p2 0.6, p3 0.0, so
+    # HS: p0 (1+0)/2 = 0.5, p1 (0.8+0)/2 = 0.4, p2 (0.6+0.5)/2 = 0.55, p3 (0+1)/2 = 0.5
     result = hybrid_retrieve(env, query, 4, HybridParams(pool_min=3, pool_factor=1))
-    assert [c.passage for c in result.chunks] == [0, 3, 1, 2]
+    assert [c.passage for c in result.chunks] == [2, 0, 3, 1]
+    assert [c.score for c in result.chunks] == pytest.approx([0.55, 0.5, 0.5, 0.4])
 
 
 def test_hybrid_without_bm25_hits_is_dense_halved() -> None:
@@ -103,7 +114,10 @@ def test_entity_and_triple_seeds() -> None:
     ents = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], dtype=np.float32)
     rels = np.array([[0.0, 1.0], [0.8, 0.6]], dtype=np.float32)
     snap = GraphSnapshot.from_arrays(
-        ["curie", "warsaw", "radium"], [(0, 1, "born in"), (0, 2, "discovered")], entity_vecs=ents, rel_vecs=rels
+        ["curie", "warsaw", "radium"],
+        [(0, 1, "born in"), (0, 2, "discovered")],
+        entity_vecs=ents,
+        rel_vecs=rels,
     )
     q = np.array([0.8, 0.6], dtype=np.float32)
     # cos: curie 0.8, warsaw 0.6, radium 0.48 + 0.48 = 0.96
@@ -118,5 +132,9 @@ def test_statistical_keywords_match_vocabulary_then_nearest() -> None:
     snap = GraphSnapshot.from_arrays(["marie curie", "curie", "warsaw", "radium"], [], entity_vecs=ents)
     q = np.array([0.0, 0.6, 0.8], dtype=np.float32)
     # n-gram matches: "marie curie" (2 words) before "curie"; then nearest by cos: warsaw 0.8 > radium 0.48
-    assert statistical_keywords(snap, "Where did Marie Curie live?", q, n=3) == ["marie curie", "curie", "warsaw"]
+    assert statistical_keywords(snap, "Where did Marie Curie live?", q, n=3) == [
+        "marie curie",
+        "curie",
+        "warsaw",
+    ]
     assert statistical_keywords(snap, "nothing matches here", q, n=2) == ["warsaw", "curie"]

@@ -115,3 +115,23 @@ def test_page_renders_in_headless_chromium(tmp_path: Path) -> None:
     subprocess.run([*common, f"--screenshot={shot}", "--window-size=1200,800", page.as_uri()],
                    capture_output=True, text=True, timeout=120, check=True)
     assert shot.stat().st_size > 10_000
+
+
+def test_render_for_question_on_a_real_store(indexed, tmp_path: Path) -> None:
+    from pathweaver.viz.show import render_for_question
+
+    page = render_for_question(indexed, "Where was Marie Curie born?", "pathrag", top_k=3)
+    count = int(re.search(r'data-node-count="(\d+)"', page).group(1))
+    assert count >= 3  # at least the three cited chunks, plus path entities
+    assert page.count('<li class="chunk">') == 3
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    html_file = tmp_path / "real.html"
+    html_file.write_text(page, encoding="utf-8")
+    dom = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
+         "--host-resolver-rules=MAP * ~NOTFOUND", "--virtual-time-budget=5000", "--dump-dom", html_file.as_uri()],
+        capture_output=True, text=True, timeout=120)
+    assert f'<span id="pw-rendered-nodes">{count}</span>' in dom.stdout

@@ -13,6 +13,7 @@ Parquet: one ``<table>.parquet`` per store table in the output folder. DuckDB: o
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,6 +26,18 @@ from pathweaver.config import ConfigError
 
 FORMATS = ("graphml", "parquet", "duckdb")
 TABLES = ("documents", "chunks", "entities", "relations", "mentions", "relation_sources", "synonyms")
+# Column types of the store schema (store/schema.py), so empty tables keep typed columns; others are text.
+INT_COLUMNS = frozenset({"id", "doc_id", "ord", "start", "end", "n_tokens", "size", "entity_id", "chunk_id", "count",
+                         "src_id", "dst_id", "relation_id", "a_id", "b_id"})
+FLOAT_COLUMNS = frozenset({"mtime", "indexed_at", "score", "cos"})
+
+
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml(value: Any) -> str:
+    """Text safe for an XML 1.0 attribute value (GraphML): control characters removed."""
+    return _XML_INVALID.sub("", str(value))
 
 
 class TableSource(Protocol):
@@ -43,14 +56,14 @@ def build_graph(reader: TableSource) -> nx.MultiDiGraph:
     docs = {d["id"]: d for d in _records(reader, "documents")}
     graph = nx.MultiDiGraph()
     for ent in _records(reader, "entities"):
-        graph.add_node(f"e{ent['id']}", type="entity", name=str(ent["name"]), kind=str(ent.get("kind", "")))
+        graph.add_node(f"e{ent['id']}", type="entity", name=_xml(ent["name"]), kind=_xml(ent.get("kind", "")))
     chunk_docs: dict[int, dict[str, Any]] = {}
     for ch in _records(reader, "chunks"):
         doc = docs.get(ch["doc_id"], {})
         chunk_docs[ch["id"]] = doc
         graph.add_node(
-            f"c{ch['id']}", type="chunk", doc=str(doc.get("path", "")), title=str(doc.get("title", "")),
-            ord=int(ch["ord"]), start=int(ch["start"]), end=int(ch["end"]), text=str(ch["text"]),
+            f"c{ch['id']}", type="chunk", doc=_xml(doc.get("path", "")), title=_xml(doc.get("title", "")),
+            ord=int(ch["ord"]), start=int(ch["start"]), end=int(ch["end"]), text=_xml(ch["text"]),
         )
     provenance: dict[int, list[dict[str, Any]]] = {}
     for src in _records(reader, "relation_sources"):
@@ -62,9 +75,9 @@ def build_graph(reader: TableSource) -> nx.MultiDiGraph:
     for rel in _records(reader, "relations"):
         prov = provenance.get(rel["id"], [])
         graph.add_edge(
-            f"e{rel['src_id']}", f"e{rel['dst_id']}", key=f"r{rel['id']}", type="relation", label=str(rel["label"]),
-            kind=str(rel.get("kind", "")), description=str(rel.get("description", "")),
-            provenance=json.dumps(prov), n_sources=len(prov),
+            f"e{rel['src_id']}", f"e{rel['dst_id']}", key=f"r{rel['id']}", type="relation", label=_xml(rel["label"]),
+            kind=_xml(rel.get("kind", "")), description=_xml(rel.get("description", "")),
+            provenance=_xml(json.dumps(prov)), n_sources=len(prov),
         )
     for m in _records(reader, "mentions"):
         graph.add_edge(
@@ -92,11 +105,20 @@ def graph_counts(graph: nx.MultiDiGraph) -> dict[str, int]:
     return counts
 
 
+def _arrow_array(column: str, values: list[Any]) -> pa.Array:
+    """Typed by the schema for known columns; otherwise inferred (text when the table is empty)."""
+    if column in INT_COLUMNS:
+        return pa.array(values, type=pa.int64())
+    if column in FLOAT_COLUMNS:
+        return pa.array(values, type=pa.float64())
+    return pa.array(values, type=None if any(v is not None for v in values) else pa.string())
+
+
 def _arrow_tables(reader: TableSource) -> dict[str, pa.Table]:
     out = {}
     for table in TABLES:
         columns, rows = reader.table_rows(table)
-        out[table] = pa.table({c: [row[i] for row in rows] for i, c in enumerate(columns)})
+        out[table] = pa.table({c: _arrow_array(c, [row[i] for row in rows]) for i, c in enumerate(columns)})
     return out
 
 

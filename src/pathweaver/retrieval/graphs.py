@@ -4,7 +4,7 @@ PPR node space (see ``store/snapshot.py``): entities are nodes ``0..E-1``, passa
 Edges of the undirected weighted node-space graph (HippoRAG 2 / AGRAG §III-B):
 - relation edges entity↔entity, weight = number of relations joining the pair (``relation_weight="count"``) or 1;
 - synonym edges entity↔entity, weight = their cosine (AGRAG Eq. 5);
-- Contains edges passage↔entity, weight 1 (``contains_weight="one"``) or the mention count.
+- Contains edges passage↔entity, weight = the mention count (``contains_weight="count"``) or 1 (HippoRAG 2).
 
 The caches live in a dict attribute on the snapshot object, so they die with it and a new store version (a new
 snapshot) never sees stale matrices. Nothing here is built per query.
@@ -61,7 +61,9 @@ class NodeSpaceGraph:
 
 
 def node_space_graph(
-    snapshot: GraphSnapshot, relation_weight: RelationWeight = "count", contains_weight: ContainsWeight = "one"
+    snapshot: GraphSnapshot,
+    relation_weight: RelationWeight = "count",
+    contains_weight: ContainsWeight = "count",
 ) -> NodeSpaceGraph:
     """The cached entity+passage graph of ``snapshot`` (see the module docstring for the edge weights)."""
     if relation_weight not in ("count", "one"):
@@ -88,7 +90,10 @@ def _build_node_space(snapshot: GraphSnapshot, relation_weight: str, contains_we
     if relation_weight == "one":
         rel.data[:] = 1.0
     syn = sp.coo_matrix(
-        (snapshot.syn_cos.astype(np.float64), (snapshot.syn_a.astype(np.int64), snapshot.syn_b.astype(np.int64))),
+        (
+            snapshot.syn_cos.astype(np.float64),
+            (snapshot.syn_a.astype(np.int64), snapshot.syn_b.astype(np.int64)),
+        ),
         shape=(n_e, n_e),
     ).tocsr()
     syn = syn.maximum(syn.T)

@@ -39,10 +39,15 @@ def statistical_keywords(
     if n <= 0 or snapshot.n_entities == 0:
         return []
     matched = matched_entities(snapshot, text, ngram_max)
-    have_vecs = qvec is not None and snapshot.entity_vecs.shape[0] == snapshot.n_entities and snapshot.entity_vecs.size
+    have_vecs = (
+        qvec is not None
+        and snapshot.entity_vecs.shape[0] == snapshot.n_entities
+        and snapshot.entity_vecs.size
+    )
     cos = (snapshot.entity_vecs[matched] @ qvec) if have_vecs and matched else np.zeros(len(matched))
     ranked = sorted(
-        range(len(matched)), key=lambda i: (-len(snapshot.entity_names[matched[i]].split()), -float(cos[i]), i)
+        range(len(matched)),
+        key=lambda i: (-len(snapshot.entity_names[matched[i]].split()), -float(cos[i]), i),
     )
     chosen = [matched[i] for i in ranked][:n]
     if have_vecs and len(chosen) < n:

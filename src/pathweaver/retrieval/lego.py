@@ -50,7 +50,9 @@ class LegoParams:
     prune_rule: str = "mean"  # B.8 (1): keep scores above the mean, or above a percentile
     prune_percentile: float = 50.0  # B.8 (1): the "given percentile" when prune_rule = "percentile"
     sbr_targets: int = 32  # ours: best-scored subgraph entities SBR draws shortest paths to (besides seeds)
-    max_candidates: int = 1000  # ours: cap on OSAR candidate paths and on ISAR extensions per step
+    max_candidates: int = 1000  # ours: cap on OSAR's candidate paths (breadth-first, shortest kept)
+    max_expansions: int = 256  # ours: cap on ISAR extensions scored per step (pre-cut by triple score)
+    subgraph_max_edges: int = 500  # ours: edges served in the result's subgraph (path edges first)
     use_synonyms: bool = True  # ours: synonym edges count as graph edges
 
     def validate(self) -> None:
@@ -71,6 +73,8 @@ class LegoParams:
             "max_hop",
             "ppr_max_iter",
             "max_candidates",
+            "max_expansions",
+            "subgraph_max_edges",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"lego {name} must be at least 1, got {getattr(self, name)}")
@@ -128,7 +132,7 @@ def retrieve_paths(
         params.max_hop,
         params.triple_scoring,
         prune,
-        params.max_candidates,
+        params.max_expansions,
     )
 
 
@@ -161,20 +165,47 @@ def path_chunks(env: RetrievalEnv, query: Query, paths: list[PathHit], top_k: in
     return hits
 
 
-def shape_subgraph(env: RetrievalEnv, sub: ExtractedSubgraph, params: LegoParams) -> Subgraph:
-    """The extracted subgraph as named nodes, unit-cost edges (one per hop) and one text line per edge."""
+def served_edges(
+    env: RetrievalEnv, query: Query, sub: ExtractedSubgraph, paths: list[PathHit], limit: int
+) -> list[tuple[int, int, int]]:
+    """At most ``limit`` subgraph edges to serve: those on the retrieved paths (in path order), then the rest by
+    cos(query, triple), synonym edges last."""
+    snap = env.snapshot
+    path_rels = dict.fromkeys(r for hit in paths for r in hit.relations if r != SYNONYM)
+    first = [(int(snap.rel_src[r]), int(snap.rel_dst[r]), r) for r in path_rels]
+    rest = [e for e in sub.edges if e[2] not in path_rels]
+    rv = snap.rel_vecs
+    if rv.ndim == 2 and rv.shape == (snap.n_relations, query.vec.shape[0]) and rest:
+        rels = np.array([max(r, 0) for _, _, r in rest])
+        cos = np.where(np.array([r == SYNONYM for _, _, r in rest]), -np.inf, rv[rels] @ query.vec)
+        rest = [rest[i] for i in np.lexsort((np.arange(len(rest)), -cos))]
+    return (first + rest)[:limit]
+
+
+def shape_subgraph(
+    env: RetrievalEnv, query: Query, sub: ExtractedSubgraph, paths: list[PathHit], params: LegoParams
+) -> Subgraph:
+    """The extracted subgraph as named nodes, unit-cost edges (one per hop) and one text line per edge, cut to
+    ``params.subgraph_max_edges`` served edges (``stats`` keeps the full sizes)."""
     snap = env.snapshot
     names = snap.entity_names
-    edges = [(names[u], names[v], 1.0) for u, v, _ in sub.edges]
-    text = "\n".join(path_text(snap, [u, v], [r]) for u, v, r in sub.edges)
+    edges = served_edges(env, query, sub, paths, params.subgraph_max_edges)
+    nodes = list(
+        dict.fromkeys([n for hit in paths for n in hit.nodes] + [x for u, v, _ in edges for x in (u, v)])
+    )
     stats = {
         "extractor": params.extractor,
         "path_module": params.path_module,
         "subgraph_entities": len(sub.entities),
         "subgraph_edges": len(sub.edges),
+        "served_edges": len(edges),
     }
     return Subgraph(
-        [names[e] for e in sub.entities], edges, text, stats, {names[e]: s for e, s in sub.scores.items()}
+        [names[e] for e in nodes],
+        [(names[u], names[v], 1.0) for u, v, _ in edges],
+        "\n".join(path_text(snap, [u, v], [r]) for u, v, r in edges),
+        stats,
+        {names[e]: sub.scores.get(e, 0.0) for e in nodes},
     )
 
 
@@ -192,7 +223,7 @@ def lego_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: LegoParam
         f"lego:{params.extractor}+{params.path_module}",
         chunks,
         paths,
-        shape_subgraph(env, sub, params),
+        shape_subgraph(env, query, sub, paths, params),
         triples,
         info,
     )

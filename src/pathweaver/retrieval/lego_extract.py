@@ -1,7 +1,7 @@
 """LEGO-GraphRAG subgraph extraction: query seed entities, SBE-PPR and SAE-EEMs (LEGO appendix B.1, B.7).
 
 - ``query_seeds``: the query's start entities (the papers' "topic entities"); we have no entity linker, so they are
-  the entities the query names (agent keywords, then the query's n-grams), then the entities nearest by cosine.
+  the entities the query names (agent keywords, then the query's n-grams), else the entities nearest by cosine.
 - SBE-PPR: personalised PageRank over the entity graph from the seeds; keep the top ``max_ent`` entities and every
   relation among them (Table 1: max_ent = 1000).
 - SAE-EEMs: the top ``max_edge`` triples by cos(query, triple) (Table 1: max_edge = 64), with the seeds (the nodes
@@ -56,8 +56,9 @@ class ExtractedSubgraph:
 
 
 def query_seeds(snapshot: GraphSnapshot, query: Query, n: int) -> list[int]:
-    """Up to ``n`` start entities: entities named by ``query.keywords``, then by the query's n-grams, then the
-    entities nearest to ``query.vec`` (ours: the appendix assumes given topic entities)."""
+    """Up to ``n`` start entities: the entities named by ``query.keywords``, then by the query's n-grams; when the
+    query names none, the ``n`` entities nearest to ``query.vec`` (ours: the appendix assumes given topic
+    entities, so named entities are trusted and the cosine fallback only runs when there are none)."""
     if n < 1:
         raise ConfigError(f"seed_entities must be at least 1, got {n}")
     seeds: list[int] = []
@@ -66,13 +67,7 @@ def query_seeds(snapshot: GraphSnapshot, query: Query, n: int) -> list[int]:
     for ent in named:
         if ent is not None and ent not in seeds and len(seeds) < n:
             seeds.append(ent)
-    if len(seeds) < n:
-        for ent, _ in top_entities(snapshot, query.vec, n + len(seeds)):
-            if ent not in seeds:
-                seeds.append(ent)
-            if len(seeds) >= n:
-                break
-    return seeds
+    return seeds or [ent for ent, _ in top_entities(snapshot, query.vec, n)]
 
 
 def entity_transition(snapshot: GraphSnapshot, use_synonyms: bool) -> sp.csr_matrix:

@@ -75,12 +75,15 @@ class PathScorer:
     def triples(self, steps: list[tuple[int, int, int]]) -> np.ndarray:
         """Scores of single triples ``(a, relation, b)`` (ISAR triple-level scoring, B.8 (1))."""
         out = np.zeros(len(steps), dtype=np.float64)
-        need: list[int] = []
-        for i, (_, r, _) in enumerate(steps):
-            if r != SYNONYM and self._rel_vecs and np.any(self.snapshot.rel_vecs[r]):
-                out[i] = float(self.snapshot.rel_vecs[r] @ self.qvec)
-            else:
-                need.append(i)
+        rels = np.array([r for _, r, _ in steps], dtype=np.int64)
+        stored = rels != SYNONYM
+        if self._rel_vecs and stored.any():
+            vecs = self.snapshot.rel_vecs[rels[stored]]
+            stored[stored] = np.any(vecs != 0, axis=1)  # an all-zero row means the vector was not loaded
+            out[stored] = self.snapshot.rel_vecs[rels[stored]] @ self.qvec
+        else:
+            stored[:] = False
+        need = np.flatnonzero(~stored).tolist()
         if need:
             out[need] = self.texts([triple_text(self.snapshot, *steps[i]) for i in need])
         return out
@@ -227,14 +230,14 @@ def isar_paths(
     max_hop: int,
     triple_scoring: bool = False,
     prune: PruneRule | None = None,
-    max_candidates: int = 1000,
+    max_expansions: int = 256,
     trace: list[BeamStep] | None = None,
 ) -> list[PathHit]:
     """ISAR-EEMs, LEGO Algorithm 1: beams start as the seed entities; at each step 1..``max_hop`` every beam path
     is extended by each neighbouring edge that reaches a new node and scored, S(p') = M(p', q) = cos(EEM(text of
     p'), q), or with ``triple_scoring`` the cos of the newly added triple only (B.8 (1)); the top ``beam_width``
     (after ``prune``, when given) become the next beams and join the result set, which is returned best first.
-    More than ``max_candidates`` extensions in one step are first cut to the best by triple score (ours, an
+    More than ``max_expansions`` extensions in one step are first cut to the best by triple score (ours, an
     EEM pre-filter in the spirit of B.8 (2) EEMs-PF). ``trace`` collects each step's kept beams."""
     if beam_width < 1 or max_hop < 1:
         raise ConfigError(f"beam_width and max_hop must be at least 1, got {beam_width}, {max_hop}")
@@ -242,20 +245,21 @@ def isar_paths(
     beams: list[tuple[list[int], list[int]]] = [([s], []) for s in start_entities(sub, seeds)]
     result: list[PathHit] = []
     for _ in range(max_hop):
-        cands = [
-            (nodes + [v], rels + [r])
-            for nodes, rels in beams
+        ext = [
+            (b, v, r)
+            for b, (nodes, _) in enumerate(beams)
             for v, r in adj.get(nodes[-1], [])
             if v not in nodes
         ]
-        if not cands:
+        if not ext:
             break
         tscores = np.zeros(0)
-        if len(cands) > max_candidates or triple_scoring:
-            tscores = scorer.triples([(n[-2], r[-1], n[-1]) for n, r in cands])
-        if len(cands) > max_candidates:
-            order = np.lexsort((np.arange(len(cands)), -tscores))[:max_candidates]
-            cands, tscores = [cands[i] for i in order], tscores[order]
+        if len(ext) > max_expansions or triple_scoring:
+            tscores = scorer.triples([(beams[b][0][-1], r, v) for b, v, r in ext])
+        if len(ext) > max_expansions:
+            order = np.lexsort((np.arange(len(ext)), -tscores))[:max_expansions]
+            ext, tscores = [ext[i] for i in order], tscores[order]
+        cands = [(beams[b][0] + [v], beams[b][1] + [r]) for b, v, r in ext]
         scores = tscores if triple_scoring else scorer.texts([path_text(snapshot, n, r) for n, r in cands])
         idx = np.arange(len(cands))
         if prune is not None:

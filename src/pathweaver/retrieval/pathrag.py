@@ -27,9 +27,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
+from pathweaver.extract.entities import normalize
 from pathweaver.retrieval.graphs import entity_degrees, pair_relations, relation_passages
 from pathweaver.retrieval.keywords import DEFAULT_KEYWORDS, statistical_keywords
-from pathweaver.retrieval.seeds import dense_scores, top_indices
+from pathweaver.retrieval.seeds import SeedError, dense_scores, top_indices
 from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
 
@@ -46,30 +47,67 @@ class PathRAGParams:
     # walk after one hop, so our default lets 2-3 hop flows through nodes of moderate degree.
     theta: float = 0.001
     max_hops: int = 3  # longest path in edges (the authors' code: DFS depth <= 3)
-    paths_per_pair: int = 2  # "retain only the most reliable relational paths for this node pair" (count: ours)
-    max_candidates_per_pair: int = 64  # cap on DAG paths enumerated per pair before scoring (efficiency; ours)
+    # "retain only the most reliable relational paths for this node pair": how many is ours
+    paths_per_pair: int = 2
+    max_candidates_per_pair: int = 64  # DAG paths enumerated per pair before scoring (efficiency; ours)
     n_keywords: int = DEFAULT_KEYWORDS  # statistical keywords when the query brings none (ours)
 
     def validate(self) -> None:
         if self.top_nodes < 2 or self.top_paths < 1:
-            raise ConfigError(f"pathrag needs top_nodes >= 2 and top_paths >= 1, got {self.top_nodes}, {self.top_paths}")
+            raise ConfigError(
+                f"pathrag needs top_nodes >= 2 and top_paths >= 1, got {self.top_nodes}, {self.top_paths}"
+            )
         if not 0.0 < self.alpha <= 1.0:
             raise ConfigError(f"pathrag alpha must be in (0, 1], got {self.alpha}")
         if self.theta < 0.0:
             raise ConfigError(f"pathrag theta must be >= 0, got {self.theta}")
-        if self.max_hops < 1 or self.paths_per_pair < 1 or self.max_candidates_per_pair < 1 or self.n_keywords < 1:
-            raise ConfigError("pathrag max_hops, paths_per_pair, max_candidates_per_pair and n_keywords must be >= 1")
+        if (
+            self.max_hops < 1
+            or self.paths_per_pair < 1
+            or self.max_candidates_per_pair < 1
+            or self.n_keywords < 1
+        ):
+            raise ConfigError(
+                "pathrag max_hops, paths_per_pair, max_candidates_per_pair and n_keywords must be >= 1"
+            )
+
+
+@dataclass
+class FlowRow:
+    """The propagation from one start: the nodes it reached (sorted), their resource S, the level they were
+    reached at, and whether they spread further."""
+
+    nodes: np.ndarray  # (m,) int64, sorted
+    S: np.ndarray  # (m,) float64
+    level: np.ndarray  # (m,) int64
+    spread: np.ndarray  # (m,) bool
+
+    def find(self, nodes: np.ndarray) -> np.ndarray:
+        """Positions of ``nodes`` in this row, -1 where a node was not reached."""
+        if self.nodes.size == 0:
+            return np.full(len(nodes), -1, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.nodes, nodes), self.nodes.size - 1)
+        return np.where(self.nodes[pos] == nodes, pos, -1)
+
+    def resources(self, n: int) -> np.ndarray:
+        """S over all ``n`` nodes (0 where not reached)."""
+        out = np.zeros(n)
+        out[self.nodes] = self.S
+        return out
+
+    def levels(self, n: int) -> np.ndarray:
+        """Level over all ``n`` nodes (-1 where not reached)."""
+        out = np.full(n, -1, dtype=np.int64)
+        out[self.nodes] = self.level
+        return out
 
 
 @dataclass
 class Flow:
-    """Eq. 2-3 propagation from several starts: per start row, resources ``S``, the level each node was reached
-    at (-1 = never) and whether it spread further (``spread``)."""
+    """Eq. 2-3 propagation from several starts, one ``FlowRow`` per start (sparse: only reached nodes)."""
 
     starts: list[int]
-    S: np.ndarray  # (n_starts, E) float64
-    level: np.ndarray  # (n_starts, E) int16
-    spread: np.ndarray  # (n_starts, E) bool
+    rows: list[FlowRow]
 
 
 def retrieve_nodes(snapshot: GraphSnapshot, keyword_vecs: np.ndarray, n: int) -> list[int]:
@@ -92,57 +130,92 @@ def retrieve_nodes(snapshot: GraphSnapshot, keyword_vecs: np.ndarray, n: int) ->
 
 
 def propagate(
-    adjacency: sp.csr_matrix, degrees: np.ndarray, starts: list[int], alpha: float, theta: float, max_hops: int
+    adjacency: sp.csr_matrix,
+    degrees: np.ndarray,
+    starts: list[int],
+    alpha: float,
+    theta: float,
+    max_hops: int,
 ) -> Flow:
-    """Flow-based pruning (PathRAG Eq. 2-3) from every node of ``starts`` at once over an undirected adjacency."""
+    """Flow-based pruning (PathRAG Eq. 2-3) from every node of ``starts`` at once over an undirected adjacency.
+
+    Level by level, the frontier of all starts is one sparse (starts × nodes) matrix times the adjacency, so the
+    cost follows the nodes the pruning keeps alive, not the graph size.
+    """
     n_s, n = len(starts), adjacency.shape[0]
-    S = np.zeros((n_s, n), dtype=np.float64)
-    level = np.full((n_s, n), -1, dtype=np.int16)
-    spread = np.zeros((n_s, n), dtype=bool)
-    rows = np.arange(n_s)
-    S[rows, starts] = 1.0
-    level[rows, starts] = 0
-    frontier = np.zeros((n_s, n), dtype=bool)
-    frontier[rows, starts] = True
-    safe_deg = np.maximum(degrees, 1.0)
-    adj_t = adjacency.T.tocsr()
+    rows = np.arange(n_s, dtype=np.int64)
+    cols = np.asarray(starts, dtype=np.int64)
+    vals = np.ones(n_s)
+    parts = [(rows, cols, vals, np.zeros(n_s, dtype=np.int64))]
+    seen = np.sort(rows * n + cols)
+    spread_keys: list[np.ndarray] = []
     for hop in range(1, max_hops + 1):
+        deg = degrees[cols]
         # Eq. 3: a node of the current level spreads only if S(v)/|N(v,·)| >= θ (and it has neighbours).
-        alive = frontier & (degrees > 0) & (S / safe_deg >= theta)
-        spread |= alive
+        alive = (deg > 0) & (vals / np.maximum(deg, 1.0) >= theta)
         if not alive.any():
             break
-        out = np.where(alive, alpha * S / safe_deg, 0.0)  # per-edge share α·S(u)/|N(u,·)|, Eq. 2
-        incoming = np.asarray((adj_t @ sp.csr_matrix(out).T).T.todense())  # Σ over in-neighbours u
-        new = (incoming > 0) & (level < 0)  # each node is updated at most once
-        S[new] = incoming[new]
-        level[new] = hop
-        frontier = new
-    return Flow(list(starts), S, level, spread)
+        spread_keys.append(rows[alive] * n + cols[alive])
+        share = alpha * vals[alive] / deg[alive]  # per-edge share α·S(u)/|N(u,·)|, Eq. 2
+        frontier = sp.csr_matrix((share, (rows[alive], cols[alive])), shape=(n_s, n))
+        incoming = (frontier @ adjacency).tocoo()  # Σ over the in-neighbours u of the previous level
+        keys = incoming.row.astype(np.int64) * n + incoming.col
+        new = (incoming.data > 0) & ~np.isin(
+            keys, seen, assume_unique=False
+        )  # each node updated at most once
+        if not new.any():
+            break
+        rows, cols, vals = (
+            incoming.row[new].astype(np.int64),
+            incoming.col[new].astype(np.int64),
+            incoming.data[new],
+        )
+        parts.append((rows, cols, vals, np.full(rows.size, hop, dtype=np.int64)))
+        seen = np.union1d(seen, keys[new])
+    all_rows = np.concatenate([p[0] for p in parts])
+    all_cols = np.concatenate([p[1] for p in parts])
+    all_s = np.concatenate([p[2] for p in parts])
+    all_lvl = np.concatenate([p[3] for p in parts])
+    spread = np.isin(all_rows * n + all_cols, np.concatenate(spread_keys or [np.zeros(0, dtype=np.int64)]))
+    order = np.lexsort((all_cols, all_rows))
+    bounds = np.searchsorted(all_rows[order], np.arange(n_s + 1))
+    out: list[FlowRow] = []
+    for i in range(n_s):
+        sel = order[bounds[i] : bounds[i + 1]]
+        out.append(FlowRow(all_cols[sel], all_s[sel], all_lvl[sel], spread[sel]))
+    return Flow(list(starts), out)
 
 
-def _dag_paths(adjacency: sp.csr_matrix, flow: Flow, i: int, target: int, cap: int) -> list[list[int]]:
-    """All start→target paths of start row ``i`` along the propagation DAG (at most ``cap``)."""
-    lvl, spread = flow.level[i], flow.spread[i]
+def _dag_paths(adjacency: sp.csr_matrix, row: FlowRow, target: int, cap: int) -> list[list[int]]:
+    """All start→target paths along one start's propagation DAG (at most ``cap``): each step goes back to a
+    neighbour reached one level earlier that spread."""
     out: list[list[int]] = []
 
-    def back(node: int, suffix: list[int]) -> None:
+    def back(node: int, node_level: int, suffix: list[int]) -> None:
         if len(out) >= cap:
             return
-        if lvl[node] == 0:
+        if node_level == 0:
             out.append([node, *suffix])
             return
-        nbrs = adjacency.indices[adjacency.indptr[node] : adjacency.indptr[node + 1]]
-        for u in nbrs[(lvl[nbrs] == lvl[node] - 1) & spread[nbrs]].tolist():
-            back(u, [node, *suffix])
+        nbrs = adjacency.indices[adjacency.indptr[node] : adjacency.indptr[node + 1]].astype(np.int64)
+        pos = row.find(nbrs)
+        ok = pos >= 0
+        ok[ok] = (row.level[pos[ok]] == node_level - 1) & row.spread[pos[ok]]
+        for u in nbrs[ok].tolist():
+            back(u, node_level - 1, [node, *suffix])
 
-    back(target, [])
+    pos = row.find(np.array([target], dtype=np.int64))[0]
+    if pos >= 0:
+        back(target, int(row.level[pos]), [])
     return out
 
 
-def reliability(path: list[int], resources: np.ndarray) -> float:
-    """PathRAG Eq. 4: S(P) = (1/|E_P|) Σ_{v∈V_P} S(v)."""
-    return float(resources[path].sum()) / (len(path) - 1)
+def reliability(path: list[int], row: FlowRow) -> float:
+    """PathRAG Eq. 4: S(P) = (1/|E_P|) Σ_{v∈V_P} S(v), with S from the path's start."""
+    pos = row.find(np.asarray(path, dtype=np.int64))
+    if (pos < 0).any():
+        raise ValueError(f"path {path} leaves the propagation of its start")
+    return float(row.S[pos].sum()) / (len(path) - 1)
 
 
 def candidate_paths(
@@ -155,12 +228,15 @@ def candidate_paths(
     flow = propagate(adjacency, entity_degrees(snapshot), nodes, params.alpha, params.theta, params.max_hops)
     node_arr = np.array(nodes, dtype=np.int64)
     pool: dict[tuple[int, ...], tuple[float, list[int]]] = {}
-    for i, start in enumerate(nodes):
-        reached = node_arr[flow.level[i, node_arr] > 0]
+    for start, row in zip(nodes, flow.rows, strict=True):
+        reached = node_arr[row.find(node_arr) >= 0]
         for t in reached.tolist():
             if t == start:
                 continue
-            scored = [(reliability(p, flow.S[i]), p) for p in _dag_paths(adjacency, flow, i, t, params.max_candidates_per_pair)]
+            scored = [
+                (reliability(p, row), p)
+                for p in _dag_paths(adjacency, row, t, params.max_candidates_per_pair)
+            ]
             scored.sort(key=lambda rp: (-rp[0], rp[1]))
             for rel, path in scored[: params.paths_per_pair]:
                 key = tuple(min(path, path[::-1]))
@@ -205,9 +281,13 @@ def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float) -> PathH
 
 
 def _keyword_vectors(env: RetrievalEnv, keywords: list[str]) -> np.ndarray:
-    """Entity names reuse their stored vectors; other keywords are embedded."""
+    """Keywords naming an entity (after ``normalize``) reuse its stored vector; other keywords are embedded."""
     snap = env.snapshot
-    known = [snap.entity_index.get(k) for k in keywords]
+    if snap.entity_vecs.shape[0] != snap.n_entities or snap.entity_vecs.shape[1] == 0:
+        raise SeedError(
+            "pathrag needs entity vectors; load the snapshot with vectors from a store indexed with the embedder"
+        )
+    known = [snap.entity_index.get(normalize(k)) for k in keywords]
     vecs = np.zeros((len(keywords), snap.entity_vecs.shape[1]), dtype=np.float32)
     unknown = [i for i, e in enumerate(known) if e is None]
     for i, e in enumerate(known):
@@ -218,7 +298,9 @@ def _keyword_vectors(env: RetrievalEnv, keywords: list[str]) -> np.ndarray:
     return vecs
 
 
-def rank_chunks(snapshot: GraphSnapshot, paths: list[PathHit], dense: np.ndarray, top_k: int) -> list[ChunkHit]:
+def rank_chunks(
+    snapshot: GraphSnapshot, paths: list[PathHit], dense: np.ndarray, top_k: int
+) -> list[ChunkHit]:
     """Passages supporting ``paths`` by best path reliability (ties: dense cosine), filled with dense hits."""
     best: dict[int, float] = {}
     for hit in paths:

@@ -89,7 +89,9 @@ def hybrid_chunk_scores(env: RetrievalEnv, query: Query, pool: int) -> dict[int,
         combined[p] = combined.get(p, 0.0) + s / 2.0
     if bm25:
         bm_idx = [p for p, _ in bm25]
-        for p, s in zip(bm_idx, minmax(np.array([s for _, s in bm25], dtype=np.float64)).tolist(), strict=True):
+        for p, s in zip(
+            bm_idx, minmax(np.array([s for _, s in bm25], dtype=np.float64)).tolist(), strict=True
+        ):
             combined[p] = combined.get(p, 0.0) + s / 2.0
     return combined
 
@@ -121,7 +123,9 @@ class HybridParams:
 
     def validate(self) -> None:
         if self.pool_min < 1 or self.pool_factor < 1:
-            raise ConfigError(f"hybrid pool_min and pool_factor must be >= 1, got {self.pool_min}, {self.pool_factor}")
+            raise ConfigError(
+                f"hybrid pool_min and pool_factor must be >= 1, got {self.pool_min}, {self.pool_factor}"
+            )
 
     def pool(self, top_k: int) -> int:
         return max(self.pool_min, self.pool_factor * top_k)
@@ -136,7 +140,9 @@ def dense_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: DensePar
 
 def bm25_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: Bm25Params) -> RetrievalResult:
     """Top ``top_k`` passages by FTS5 BM25."""
-    return RetrievalResult("bm25", [ChunkHit(int(p), float(s)) for p, s in env.bm25_chunks(query.text, top_k)])
+    return RetrievalResult(
+        "bm25", [ChunkHit(int(p), float(s)) for p, s in env.bm25_chunks(query.text, top_k)]
+    )
 
 
 def hybrid_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: HybridParams) -> RetrievalResult:

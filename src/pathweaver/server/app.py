@@ -106,4 +106,4 @@ def _serve_http(server: MCPServer, host: str, port: int, token: str | None) -> N
     import uvicorn
 
     log.warning("pathweaver MCP over HTTP at http://%s:%d%s%s", host, port, MCP_PATH, " (token)" if token else "")
-    uvicorn.run(http_app(server, host, token), host=host, port=port, log_level="warning")
+    uvicorn.run(http_app(server, host, token), host=host, port=port, log_level="warning", interface="asgi3")

@@ -65,7 +65,8 @@ class IndexManager:
             service.settings.ingest.debounce_seconds if debounce_seconds is None else debounce_seconds
         )
         self.status = IndexStatus()
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # status and folder sets
+        self._watch_lock = threading.Lock()  # swapping the watcher
         self._jobs = 0
         self._watcher: Any = None
         self._thread: threading.Thread | None = None
@@ -93,10 +94,10 @@ class IndexManager:
 
     def stop(self) -> None:
         self._stopped = True
-        with self._lock:
-            if self._watcher is not None:
-                self._watcher.stop()
-                self._watcher = None
+        with self._watch_lock:
+            old, self._watcher = self._watcher, None
+        if old is not None:
+            old.stop()
         if self._thread is not None:
             self._thread.join(timeout=30)
 
@@ -175,12 +176,13 @@ class IndexManager:
     def remove_folder(self, folder: Path) -> dict[str, Any]:
         """Stop indexing and watching ``folder`` and delete its documents from the store."""
         with self._lock:
-            if folder in self.folders:
+            listed = folder in self.folders
+            if listed:
                 self.folders.remove(folder)
                 self.watched.discard(folder)
-            elif any(folder.is_relative_to(f) for f in self.folders):
-                self.excluded.add(folder)
-            else:
+            if any(folder.is_relative_to(f) for f in self.folders):
+                self.excluded.add(folder)  # still under another indexed folder: keep it out from now on
+            elif not listed:
                 raise FileNotFoundError(
                     f"{folder} is not an indexed folder; indexed: {', '.join(map(str, self.folders)) or 'none'}"
                 )
@@ -204,20 +206,27 @@ class IndexManager:
         return self.index(folders, exact=False, progress=progress)
 
     def _restart_watcher(self) -> None:
+        """Replace the watcher with one over the current watched folders.
+
+        Holds only ``_watch_lock``: stopping a watcher waits for its in-flight batch, which takes ``_lock``.
+        """
         from pathweaver.ingest.watcher import FolderWatcher
 
-        with self._lock:
+        with self._watch_lock:
+            old, self._watcher = self._watcher, None
+            if old is not None:
+                old.stop()
             if self._stopped:
                 return
-            if self._watcher is not None:
-                self._watcher.stop()
-                self._watcher = None
-            roots = sorted(f for f in self.watched if f.is_dir())
+            with self._lock:
+                roots = sorted(f for f in self.watched if f.is_dir())
             if roots:
-                self._watcher = FolderWatcher(roots, self._on_batch, debounce_seconds=self.debounce_seconds)
-                self._watcher.start()
-            if not self.status.indexing:
-                self.status.state = "watching" if self._watcher is not None else "idle"
+                watcher = FolderWatcher(roots, self._on_batch, debounce_seconds=self.debounce_seconds)
+                watcher.start()
+                self._watcher = watcher
+            with self._lock:
+                if not self.status.indexing:
+                    self.status.state = "watching" if self._watcher is not None else "idle"
 
     def snapshot(self) -> dict[str, Any]:
         """Status plus the folder lists, for ``index_status``."""

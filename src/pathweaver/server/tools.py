@@ -6,6 +6,7 @@ while one call works. Errors the user can fix come back as tool errors with a on
 
 # No ``from __future__ import annotations``: the tool signatures use names local to ``register_tools`` (the method
 # Literal, defaults from the settings), which must be evaluated when the functions are defined.
+import contextlib
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -159,11 +160,21 @@ class FolderOut(BaseModel):
 
 
 # -- helpers -------------------------------------------------------------------------------------------------
+def readable_errors() -> tuple[type[BaseException], ...]:
+    """Errors whose message is enough for the agent: user errors, sampling and LLM failures."""
+    found: list[type[BaseException]] = [*user_errors(), SamplingError]
+    with contextlib.suppress(ImportError):
+        from pathweaver.models.llm import LLMError
+
+        found.append(LLMError)
+    return tuple(found)
+
+
 async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run a service call on a worker thread; user-fixable errors become one-line tool errors."""
     try:
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
-    except (*user_errors(), SamplingError) as exc:
+    except readable_errors() as exc:
         raise ToolError(str(exc)) from exc
 
 
@@ -172,10 +183,8 @@ def progress_reporter(ctx: Context[Any, Any]) -> Callable[[int, int, str], None]
     token = anyio.lowlevel.current_token()
 
     def report(done: int, total: int, message: str) -> None:
-        try:
+        with contextlib.suppress(Exception):  # progress is best effort; the client may have gone
             anyio.from_thread.run(ctx.report_progress, float(done), float(total or 0) or None, message, token=token)
-        except Exception:  # progress is best effort; the client may have gone
-            pass
 
     return report
 

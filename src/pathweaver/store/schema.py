@@ -12,7 +12,8 @@ SCHEMA_V1: list[str] = [
         key TEXT PRIMARY KEY,
         value TEXT NOT NULL
     )""",
-    # status: 'indexed' | 'skipped'. A skipped file keeps its reason and has no chunks.
+    # status: 'indexed' | 'skipped'. A skipped file keeps its reason and has no chunks. headings (JSON
+    # [[offset, text]]) and links (JSON [target]) keep the structure the parser found, so refresh needs no re-parse.
     """CREATE TABLE documents (
         id INTEGER PRIMARY KEY,
         path TEXT NOT NULL UNIQUE,
@@ -22,11 +23,14 @@ SCHEMA_V1: list[str] = [
         size INTEGER NOT NULL DEFAULT 0,
         status TEXT NOT NULL DEFAULT 'indexed' CHECK (status IN ('indexed', 'skipped')),
         reason TEXT NOT NULL DEFAULT '',
-        indexed_at REAL NOT NULL DEFAULT 0
+        indexed_at REAL NOT NULL DEFAULT 0,
+        headings TEXT NOT NULL DEFAULT '[]',
+        links TEXT NOT NULL DEFAULT '[]'
     )""",
     "CREATE INDEX documents_hash ON documents(content_hash)",
     # start/end: character span of the chunk in the parsed document text. grams: JSON {gram: count} of all
-    # candidate n-grams (the input of ER, AGRAG Eq. 2), kept so corpus statistics can be recomputed without parsing.
+    # candidate n-grams (the input of ER, AGRAG Eq. 2), kept so corpus statistics can be recomputed without parsing;
+    # n_words is |t| of Eq. 2.
     """CREATE TABLE chunks (
         id INTEGER PRIMARY KEY,
         doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
@@ -37,6 +41,7 @@ SCHEMA_V1: list[str] = [
         text TEXT NOT NULL,
         heading TEXT NOT NULL DEFAULT '',
         grams TEXT NOT NULL DEFAULT '{}',
+        n_words INTEGER NOT NULL DEFAULT 0,
         UNIQUE (doc_id, ord)
     )""",
     "CREATE INDEX chunks_doc ON chunks(doc_id)",
@@ -48,8 +53,9 @@ SCHEMA_V1: list[str] = [
         df INTEGER NOT NULL
     ) WITHOUT ROWID""",
     # kind: 'ngram' (statistical), 'title', 'heading', 'link' (structure people wrote, DESIGN principle 7).
+    # AUTOINCREMENT: ids are never reused, so "id > synonym watermark" reliably means "not yet paired" (Eq. 5).
     """CREATE TABLE entities (
-        id INTEGER PRIMARY KEY,
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
         name TEXT NOT NULL UNIQUE,
         kind TEXT NOT NULL DEFAULT 'ngram'
     )""",

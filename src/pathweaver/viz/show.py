@@ -102,7 +102,9 @@ def build_elements(result: dict[str, Any], snapshot: GraphSnapshot | None, param
                 els.edge(cid, _entity_id(nodes[0]), "supports", "cites", rel)
     for rank, chunk in enumerate(result.get("chunks") or [], start=1):
         cid = f"chunk:{chunk['chunk_id']}"
-        els.node(cid, f"[{rank}] {chunk.get('title') or chunk.get('doc', '')}", "chunk", float(chunk.get("score", 0)))
+        label = f"[{rank}] {chunk.get('title') or chunk.get('doc', '')}"
+        els.node(cid, label, "chunk", float(chunk.get("score", 0)))
+        els.nodes[cid]["label"] = label  # the rank label wins over a path citation's plain title
         if snapshot is None:
             continue
         passage = snapshot.chunk_index.get(int(chunk["chunk_id"]))
@@ -189,7 +191,7 @@ _APP = """
         'label': 'data(label)', 'font-size': 8, 'color': '#555'}},
       {selector: 'edge[kind = "path"]', style: {'line-color': '#c0392b'}},
       {selector: 'edge[kind = "subgraph"]', style: {'line-color': '#8e44ad'}},
-      {selector: 'edge[kind = "mention"], edge[kind = "cites"]', style: {'line-style': 'dashed'}}
+      {selector: 'edge[kind = "mention"], edge[kind = "cites"]', style: {'line-style': 'dashed', 'label': ''}}
     ],
     layout: {name: 'cose', animate: false, randomize: false, nodeDimensionsIncludeLabels: true}
   });

@@ -1,0 +1,117 @@
+"""Indexing throughput: whole pipeline vs raw embedding on the same chunk texts, peak RSS, one-file re-index.
+
+    python bench/index_throughput.py [--limit N] [--corpus ultradomain|2wiki|both] [--json]
+
+ultradomain-mix: each of the 61 long contexts becomes a .txt file; 2wikimultihopqa: one .txt per passage (6,119),
+plus one ~10 KB note whose edit is then re-indexed (watcher path ``apply_changes`` and a full ``index_paths`` scan).
+Pipeline chunks/s counts everything (parse, chunk, embed, extract, write, refresh); raw embedding chunks/s encodes
+the same chunk texts with the same model and batch size in the same process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+DATA = Path("/work/shared/data")
+
+
+def write_corpus(name: str, folder: Path, limit: int | None) -> Path | None:
+    """Write the corpus as .txt files; for 2wiki also a ~10 KB note (returned) for the edit test."""
+    folder.mkdir(parents=True)
+    if name == "ultradomain":
+        items = json.loads((DATA / "ultradomain-mix" / "mix_unique_contexts.json").read_text(encoding="utf-8"))
+        for i, text in enumerate(items[:limit]):
+            (folder / f"context{i:03d}.txt").write_text(text, encoding="utf-8")
+        return None
+    passages = json.loads((DATA / "2wikimultihopqa" / "corpus.json").read_text(encoding="utf-8"))
+    for i, p in enumerate(passages[:limit]):
+        (folder / f"p{i:05d}.txt").write_text(f"{p['title']}\n\n{p['text']}", encoding="utf-8")
+    note, parts = folder / "ten-kb-note.txt", []
+    for p in passages[-200:]:
+        parts.append(p["text"])
+        if sum(len(x) for x in parts) >= 10_000:
+            break
+    note.write_text("\n\n".join(parts)[:10_240], encoding="utf-8")
+    return note
+
+
+def run(name: str, limit: int | None, workdir: Path) -> dict[str, Any]:
+    from pathweaver.config import Settings
+    from pathweaver.ingest.pipeline import Indexer
+    from pathweaver.models.embedder import configure_threads, get_embedder
+    from pathweaver.store.db import Database
+
+    configure_threads()
+    folder, store = workdir / name / "files", workdir / name / "store"
+    note = write_corpus(name, folder, limit)
+    emb = get_embedder()
+    emb.encode(["warm up the model"])
+    settings = Settings(store_dir=store)
+    with Database(store) as db:
+        indexer = Indexer(db, settings, emb)
+        start = time.perf_counter()
+        report = indexer.index_paths([folder])
+        pipeline_s = time.perf_counter() - start
+        texts = [r[0] for r in db.conn.execute("SELECT text FROM chunks ORDER BY id")]
+        stats = {k: db.conn.execute(f"SELECT count(*) FROM {k}").fetchone()[0]
+                 for k in ("documents", "chunks", "entities", "relations", "synonyms", "mentions")}
+        start = time.perf_counter()
+        emb.encode(texts, batch_size=settings.ingest.batch_size)
+        raw_s = time.perf_counter() - start
+        out: dict[str, Any] = {
+            "corpus": name, "files": len(list(folder.iterdir())), **stats,
+            "pipeline_seconds": round(pipeline_s, 2), "refresh_seconds": round(
+                (indexer.last_refresh or {}).get("seconds", 0.0), 2),
+            "pipeline_chunks_per_s": round(len(texts) / pipeline_s, 2),
+            "raw_embedding_seconds": round(raw_s, 2), "raw_embedding_chunks_per_s": round(len(texts) / raw_s, 2),
+            "pipeline_vs_raw": round(raw_s / pipeline_s, 3), "errors": report.errors,
+        }
+        if note is not None:
+            with open(note, "a", encoding="utf-8") as f:
+                f.write("\nThis sentence was added by the benchmark to edit the note.")
+            start = time.perf_counter()
+            edit = indexer.apply_changes({note}, set())
+            out["reindex_10kb_apply_changes_s"] = round(time.perf_counter() - start, 3)
+            out["reindex_10kb_refreshed"] = edit.refreshed
+            with open(note, "a", encoding="utf-8") as f:
+                f.write("\nAnd a second edit.")
+            start = time.perf_counter()
+            indexer.index_paths([folder])
+            out["reindex_10kb_full_scan_s"] = round(time.perf_counter() - start, 3)
+    out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    for key, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("TOKENIZERS_PARALLELISM", "false"),
+                       ("OPENBLAS_NUM_THREADS", "1")):
+        os.environ.setdefault(key, value)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--limit", type=int, default=None, help="index only the first N documents of each corpus")
+    parser.add_argument("--corpus", choices=("ultradomain", "2wiki", "both"), default="both")
+    parser.add_argument("--json", action="store_true", help="print JSON only")
+    args = parser.parse_args(argv)
+    names = ["ultradomain", "2wiki"] if args.corpus == "both" else [args.corpus]
+    with tempfile.TemporaryDirectory(prefix="pw-bench-") as tmp:
+        results = [run(n, args.limit, Path(tmp)) for n in names]
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    keys = [k for k in results[0] if k != "errors"]
+    print("| " + " | ".join(["metric"] + [r["corpus"] for r in results]) + " |")
+    print("|" + "---|" * (len(results) + 1))
+    for k in keys[1:]:
+        print("| " + " | ".join([k] + [str(r.get(k, "")) for r in results]) + " |")
+    print(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,143 @@
+"""MCP overhead and freshness: p50/p95 per tool over stdio vs the same call in-process, and write-to-searchable time.
+
+    python bench/mcp_latency.py [--corpus demo] [--repeat 20] [--freshness 5]
+
+It copies the corpus to a temp folder, indexes it in-process (for the in-process timings), then starts
+``pathweaver serve --watch`` over stdio on a second store over the same folder and times each tool through a real
+ClientSession. Freshness: a file with a unique phrase is written and ``search`` is polled until it is found, once
+with the server idle and once while it indexes a burst of other new files (busy). Figures are printed only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+sys.path.insert(0, str(SRC))
+
+from pathweaver.demo import OFFLINE_ENV, demo_corpus, server_command, wait_until_indexed  # noqa: E402
+
+QUESTION = "Who warned Scrooge that three spirits would visit him?"
+POLL_S = 0.05
+
+
+def cases() -> list[tuple[str, dict[str, Any], Callable[[Any], Any]]]:
+    """(tool, arguments, the same call on the service)."""
+    return [
+        ("search", {"query": "Tiny Tim", "mode": "hybrid", "k": 5}, lambda s: s.search("Tiny Tim", "hybrid", 5)),
+        ("retrieve_paths", {"question": QUESTION}, lambda s: s.retrieve_json(QUESTION, "pathrag", 5)),
+        ("build_mcmi", {"question": QUESTION}, lambda s: s.retrieve_json(QUESTION, "mcmi", 5)),
+        ("decompose_query", {"question": QUESTION}, lambda s: s.plan(QUESTION)),
+        ("index_status", {}, lambda s: s.stats()),
+    ]
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def in_process(notes: Path, store: Path, repeat: int) -> dict[str, list[float]]:
+    from pathweaver.service import Pathweaver
+
+    out: dict[str, list[float]] = {}
+    with Pathweaver.open(store) as svc:
+        svc.index([notes])
+        for name, _, fn in cases():
+            fn(svc)  # warm caches (snapshot, model)
+            times = []
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                fn(svc)
+                times.append(time.perf_counter() - t0)
+            out[name] = times
+    return out
+
+
+async def over_stdio(notes: Path, store: Path, repeat: int, freshness: int) -> dict[str, Any]:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    command, args = server_command(store, [notes])
+    params = StdioServerParameters(command=command, args=args, env={**os.environ, **OFFLINE_ENV})
+    out: dict[str, Any] = {"tools": {}}
+    with open(os.devnull, "w") as devnull:
+        async with stdio_client(params, errlog=devnull) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            t0 = time.perf_counter()
+            await wait_until_indexed(session, lambda _: None)
+            out["index_seconds"] = time.perf_counter() - t0
+            for name, arguments, _ in cases():
+                await session.call_tool(name, arguments)
+                times = []
+                for _ in range(repeat):
+                    t0 = time.perf_counter()
+                    result = await session.call_tool(name, arguments)
+                    times.append(time.perf_counter() - t0)
+                    if result.is_error:
+                        raise RuntimeError(f"{name}: {result.content}")
+                out["tools"][name] = times
+            out["idle"] = [await time_to_searchable(session, notes, f"idle{i}", busy=0) for i in range(freshness)]
+            out["busy"] = [await time_to_searchable(session, notes, f"busy{i}", busy=8) for i in range(freshness)]
+    return out
+
+
+async def time_to_searchable(session: Any, notes: Path, tag: str, busy: int) -> float:
+    """Seconds from writing a file to ``search`` finding its phrase (``busy`` other files written just before)."""
+    for i in range(busy):
+        (notes / f"filler-{tag}-{i}.md").write_text(f"# Filler {i}\n\nFiller note {i} about Fezziwig's ball.\n")
+    phrase = f"zyx{tag}quux"
+    t0 = time.perf_counter()
+    (notes / f"fresh-{tag}.md").write_text(f"# Fresh\n\nThe marker {phrase} is here.\n")
+    while True:
+        result = await session.call_tool("search", {"query": phrase, "mode": "bm25", "k": 3})
+        hits = (result.structured_content or {}).get("results", [])
+        if any(phrase in h["text"] for h in hits):
+            return time.perf_counter() - t0
+        if time.perf_counter() - t0 > 120:
+            raise TimeoutError(f"{phrase} not searchable after 120 s")
+        await anyio.sleep(POLL_S)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=None)
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--freshness", type=int, default=5, help="samples of write-to-searchable, idle and busy")
+    args = parser.parse_args()
+    for key, value in OFFLINE_ENV.items():
+        os.environ.setdefault(key, value)
+    corpus = args.corpus or demo_corpus()
+    with tempfile.TemporaryDirectory(prefix="pw-mcp-bench-") as tmp:
+        notes = Path(tmp) / "notes"
+        shutil.copytree(corpus, notes)
+        local = in_process(notes, Path(tmp) / "store-local", args.repeat)
+        remote = anyio.run(over_stdio, notes, Path(tmp) / "store-mcp", args.repeat, args.freshness)
+    print(f"corpus {corpus} ({len(list(corpus.glob('*.md')))} files); server index {remote['index_seconds']:.1f} s")
+    print(f"{'tool':<16}{'in-proc p50':>12}{'p95':>9}{'stdio p50':>12}{'p95':>9}{'overhead p50':>14}  (ms)")
+    for name, times in remote["tools"].items():
+        lp50, lp95 = pct(local[name], 0.5) * 1e3, pct(local[name], 0.95) * 1e3
+        rp50, rp95 = pct(times, 0.5) * 1e3, pct(times, 0.95) * 1e3
+        print(f"{name:<16}{lp50:>12.1f}{lp95:>9.1f}{rp50:>12.1f}{rp95:>9.1f}{rp50 - lp50:>14.1f}")
+    for label in ("idle", "busy"):
+        values = remote[label]
+        print(
+            f"write -> searchable ({label}): median {statistics.median(values):.2f} s, "
+            f"max {max(values):.2f} s over {len(values)} files"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

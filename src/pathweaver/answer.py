@@ -1,0 +1,142 @@
+"""Answer generation: retrieve (or plan and execute), build the paper's context layout, and ask the LLM for a cited
+answer. Without a model, or when it fails, the answer is extractive: the best evidence sentences with their
+citations. ``ask`` never raises because of the model."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pathweaver.models.llm import LLMBackend, LLMError
+from pathweaver.planner.decompose import decompose as make_plan
+from pathweaver.planner.execute import PlanTrace, execute_plan
+from pathweaver.retrieval.context import Context, best_sentences, build_context, layout_for
+from pathweaver.retrieval.types import RetrievalEnv, RetrievalResult
+
+ANSWER_MAX_TOKENS = 512
+EXTRACTIVE_SENTENCES = 2
+EXTRACTIVE_NO_LLM = "Extractive answer (no LLM configured): "
+EXTRACTIVE_FAILED = "Extractive answer (the LLM failed): "
+
+SYSTEM = (
+    "You answer questions using only the numbered sources given. Cite every claim with its source number in "
+    "brackets, like [1]. If the sources do not contain the answer, say so."
+)
+# Per-layout instruction: where the evidence sits and how to read it.
+TEMPLATES = {
+    # PathRAG Eq. 6: query first, then paths in ascending reliability (most reliable last)
+    "pathrag": "{context}\n\nThe relational paths are ordered from least to most reliable; the last ones matter "
+    "most. Answer the question above.",
+    # AGRAG §III-D: reasoning subgraph string (Eq. 18) plus hybrid chunks
+    "agrag": "{context}\n\nUse the reasoning subgraph to connect the facts and the chunks for details.\n\n"
+    "Question: {question}",
+    # Path Pooling: triples ordered with the most relevant nearest the question (recency bias)
+    "pooling": "{context}\n\nQuestion: {question}",
+    "chunks": "{context}\n\nQuestion: {question}",
+}
+
+
+def prompt_messages(question: str, context: Context, layout: str, resolved: str = "") -> list[dict[str, str]]:
+    body = TEMPLATES[layout].format(context=context.text, question=question)
+    if resolved:  # PankRAG §2.3: resolved dependencies D join the reranked knowledge K in one context
+        body = f"Resolved sub-questions:\n{resolved}\n\n{body}"
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": body}]
+
+
+def extractive(context: Context, question: str, env: RetrievalEnv, label: str) -> str:
+    qvec = env.encode([question])[0]
+    picked = best_sentences(context, qvec, env.encode, k=EXTRACTIVE_SENTENCES)
+    if not picked:
+        return label + "no indexed passage matches the question."
+    return label + " ".join(f"{s} [{n}]" for s, n, _ in picked)
+
+
+def _resolved_text(trace: PlanTrace) -> str:
+    lines = []
+    for node_id in trace.plan.order[:-1]:
+        node = trace.nodes[node_id]
+        if node.answer:
+            lines.append(f"- {node.rephrased} -> {node.answer}")
+    return "\n".join(lines)
+
+
+def ask(
+    env: RetrievalEnv,
+    question: str,
+    *,
+    retrieve: Callable[[str, list[str] | None], RetrievalResult],
+    method: str,
+    top_k: int,
+    llm: LLMBackend,
+    decompose: bool = False,
+    plan: dict[str, Any] | None = None,
+    timeout: float = 60.0,
+    max_tokens: int = ANSWER_MAX_TOKENS,
+) -> dict[str, Any]:
+    """Answer ``question`` with citations; see the module docstring for the keys of the result."""
+    start = time.perf_counter()
+    fallbacks: list[str] = []
+    tokens = [0, 0]
+    plan_dict: dict[str, Any] | None = None
+    resolved = ""
+    if decompose or plan is not None:
+        built, info = make_plan(question, llm, plan, timeout=timeout)
+        if info.get("fallback"):
+            fallbacks.append(f"plan: {info['fallback']}")
+        tokens[0] += int(info.get("prompt_tokens", 0))
+        tokens[1] += int(info.get("completion_tokens", 0))
+        trace = execute_plan(
+            built, lambda q: retrieve(q, None), env.encode, llm, env.snapshot, top_k, timeout=timeout
+        )
+        fallbacks += trace.fallbacks
+        tokens[0] += trace.prompt_tokens
+        tokens[1] += trace.completion_tokens
+        result = RetrievalResult(method=method, chunks=trace.merged)
+        layout = "chunks"
+        plan_dict = {**trace.to_dict(), "trace": info}
+        resolved = _resolved_text(trace)
+    else:
+        result = retrieve(question, None)
+        layout = layout_for(method)
+    context = build_context(env.snapshot, result, layout, max_items=max(top_k, 1), question=question)
+    model, backend = getattr(llm, "model", ""), getattr(llm, "name", "none")
+    is_extractive = False
+    try:
+        if not context.items:
+            raise LLMError("nothing was retrieved")
+        res = llm.complete(
+            prompt_messages(question, context, layout, resolved), max_tokens=max_tokens, timeout=timeout
+        )
+        answer = res.text.strip()
+        model = res.model or model
+        tokens[0] += res.prompt_tokens
+        tokens[1] += res.completion_tokens
+        if not answer:
+            raise LLMError("the model returned an empty answer")
+    except LLMError as exc:
+        fallbacks.append(f"answer: {exc}")
+        label = EXTRACTIVE_NO_LLM if backend == "none" else EXTRACTIVE_FAILED
+        answer = extractive(context, question, env, label)
+        is_extractive = True
+    except Exception as exc:  # a model failure never escapes ask()
+        fallbacks.append(f"answer: {type(exc).__name__}: {exc}")
+        answer = extractive(context, question, env, EXTRACTIVE_FAILED)
+        is_extractive = True
+    return {
+        "answer": answer,
+        "citations": [
+            {k: c[k] for k in ("n", "doc", "title", "chunk_id", "span")} for c in context.citations
+        ],
+        "context": context.to_dict(),
+        "plan": plan_dict,
+        "llm": {
+            "backend": backend,
+            "model": model,
+            "prompt_tokens": tokens[0],
+            "completion_tokens": tokens[1],
+            "fallbacks": fallbacks,
+        },
+        "seconds": time.perf_counter() - start,
+        "extractive": is_extractive,
+    }

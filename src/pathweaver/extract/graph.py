@@ -1,0 +1,156 @@
+"""One document's share of the graph: entities, mentions and relations of its chunks, from stored inputs only.
+
+``derive_document`` is a pure function of the document's chunks (text, candidate-gram counts, word count), its
+structure (title, headings, links) and the corpus statistics (|T_c| and df) it is given. Indexing and refresh
+both call it, so a refresh over the final corpus gives exactly what a fresh index gives.
+
+- N-gram entities: ER (AGRAG §III-B Eq. 2) above tau (Eq. 3), at most ``max_entities`` per chunk; the mention
+  count is count(v, t) and the mention score the ER value.
+- Structural entities (DESIGN principle 7): the title is mentioned by the first chunk, a heading by the chunk that
+  contains its offset (count = max(1, count(v, t))); a link target is supported by its link relation.
+- Relations: sentence co-occurrence of the entities a chunk mentions (the no-LLM stand-in for Eq. 4), with the
+  sentence span moved into document coordinates; link relations "title links to target" supported by chunk 0.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pathweaver.config import ConfigError, ExtractSettings
+from pathweaver.extract.entities import candidate_grams, select_entities, words
+from pathweaver.extract.relations import cooccurrence_relations
+from pathweaver.extract.structure import link_relations, structural_entities
+
+# Which kind an entity keeps when several sources name it (authored structure beats statistics).
+KIND_RANK = {"title": 0, "heading": 1, "link": 2, "ngram": 3}
+
+
+@dataclass(frozen=True)
+class ExtractParams:
+    """Graph-construction parameters (AGRAG §III-B); defaults from ``ExtractSettings``."""
+
+    ngram_max: int = 3  # b
+    tau: float = 0.004  # ER threshold, Eq. 3
+    max_entities: int = 40
+    label_max_words: int = 4
+    synonym_phi: float = 0.9  # phi, Eq. 5
+
+    def validate(self) -> None:
+        """Raise ``ConfigError`` naming the bad setting."""
+        if self.ngram_max < 1:
+            raise ConfigError(f"extract.ngram_max must be >= 1, got {self.ngram_max}")
+        if self.max_entities < 0 or self.label_max_words < 0:
+            raise ConfigError("extract.max_entities_per_chunk and extract.relation_label_max_words must be >= 0")
+        if not -1.0 <= self.synonym_phi < 1.0:
+            raise ConfigError(f"extract.synonym_phi must be in [-1, 1), got {self.synonym_phi}")
+
+    @classmethod
+    def from_settings(cls, s: ExtractSettings) -> ExtractParams:
+        return cls(s.ngram_max, s.tau, s.max_entities_per_chunk, s.relation_label_max_words, s.synonym_phi)
+
+
+@dataclass(frozen=True)
+class ChunkInput:
+    """What derivation needs of a chunk; ``key`` identifies it to the caller (chunk id or list position)."""
+
+    key: int
+    start: int
+    end: int
+    text: str
+    grams: Mapping[str, int]
+    n_words: int
+
+
+@dataclass(frozen=True)
+class Structure:
+    title: str
+    headings: Sequence[tuple[int, str]] = ()
+    links: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class RelationRow:
+    src: str
+    dst: str
+    label: str
+    kind: str  # 'cooccur' | 'link'
+    chunk: int  # ChunkInput.key
+    start: int  # sentence span in document coordinates
+    end: int
+    sentence: str
+
+
+@dataclass
+class DocGraph:
+    kinds: dict[str, str] = field(default_factory=dict)  # entity name -> kind
+    mentions: dict[tuple[str, int], tuple[int, float]] = field(default_factory=dict)  # (name, key) -> (count, ER)
+    relations: list[RelationRow] = field(default_factory=list)
+
+
+def chunk_stats(text: str, ngram_max: int) -> tuple[dict[str, int], int]:
+    """Candidate-gram counts and word count |t| of one chunk (inputs of Eq. 2)."""
+    return dict(candidate_grams(text, ngram_max)), len(words(text))
+
+
+def merge_kind(current: str | None, new: str) -> str:
+    if current is None:
+        return new
+    return new if KIND_RANK.get(new, 9) < KIND_RANK.get(current, 9) else current
+
+
+def _heading_chunk(chunks: Sequence[ChunkInput], offset: int) -> ChunkInput:
+    starts = [c.start for c in chunks]
+    i = max(0, bisect.bisect_right(starts, offset) - 1)
+    return chunks[i]
+
+
+def derive_document(
+    chunks: Sequence[ChunkInput],
+    structure: Structure,
+    n_chunks: int,
+    df: Mapping[str, int],
+    params: ExtractParams,
+) -> DocGraph:
+    """Entities, mentions and relations of one document (chunks sorted by ``start``); see the module docstring."""
+    out = DocGraph()
+    if not chunks:
+        return out
+    chunks = sorted(chunks, key=lambda c: (c.start, c.key))
+    named: dict[int, set[str]] = {c.key: set() for c in chunks}
+    for c in chunks:
+        chosen = select_entities(c.grams, c.n_words, n_chunks, df, params.tau, params.max_entities)
+        for name, er in chosen.items():
+            out.kinds[name] = merge_kind(out.kinds.get(name), "ngram")
+            out.mentions[(name, c.key)] = (int(c.grams[name]), float(er))
+            named[c.key].add(name)
+    heading_at: dict[str, int] = {}
+    for off, text in structure.headings:
+        for name, _ in structural_entities("", [(off, text)], []):
+            heading_at.setdefault(name, off)
+    first = chunks[0]
+    for name, kind in structural_entities(structure.title, list(structure.headings), list(structure.links)):
+        if kind == "link":
+            continue  # supported by its link relation below, not by a mention
+        out.kinds[name] = merge_kind(out.kinds.get(name), kind)
+        target = _heading_chunk(chunks, heading_at[name]) if kind == "heading" and name in heading_at else first
+        count, score = out.mentions.get((name, target.key), (0, 0.0))
+        out.mentions[(name, target.key)] = (max(1, count, int(target.grams.get(name, 0))), score)
+        named[target.key].add(name)
+    for c in chunks:
+        for rel in cooccurrence_relations(c.text, named[c.key], params.label_max_words):
+            out.relations.append(
+                RelationRow(rel.src, rel.dst, rel.label, "cooccur", c.key, c.start + rel.start, c.start + rel.end,
+                            rel.sentence)
+            )
+    for src, dst, label in link_relations(structure.title, list(structure.links)):
+        out.kinds[src] = merge_kind(out.kinds.get(src), "title")
+        out.kinds[dst] = merge_kind(out.kinds.get(dst), "link")
+        out.relations.append(RelationRow(src, dst, label, "link", first.key, 0, 0, ""))
+    return out
+
+
+def triple_text(src: str, label: str, dst: str) -> str:
+    """The text embedded for a relation ("subject label object"), as ``GraphSnapshot.triple_text``."""
+    return f"{src} {label} {dst}"

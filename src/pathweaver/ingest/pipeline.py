@@ -1,0 +1,544 @@
+"""Incremental indexing: files -> chunks -> vectors -> graph, one transaction per file.
+
+Incremental rule for corpus statistics (ER, AGRAG §III-B Eq. 2-3, depends on |T_c| and df):
+- ``gram_df`` and the chunk count are maintained exactly in every file's transaction.
+- A small change (at most ``extract.auto_refresh_ratio`` of the documents) is extracted at once: each new chunk's
+  entities are selected with the statistics *including* the new chunks; other chunks keep the selection they had.
+- A large change (a first index, a big batch) is written as chunks only, with ``refresh_pending`` set in meta;
+  the graph is then derived for the whole corpus by ``refresh()`` at the end of the call.
+- ``refresh()`` re-selects every chunk's entities from its stored ``grams`` with current statistics, re-derives
+  mentions, relations (and the synonyms of new entities, Eq. 5) and collects garbage in one transaction, without
+  re-parsing or re-embedding chunks (entity and triple vectors come from ``embed_cache``). It runs on its own when
+  ``refresh_pending`` is set (also after a crash) or when the chunks changed since the last refresh exceed
+  ``auto_refresh_ratio`` of all chunks.
+Hence any sequence of changes followed by ``refresh()`` ends in exactly the graph of a fresh index of the final
+folder (which itself ends with the refresh computation).
+
+Synonyms depend only on the entity set: each entity is paired with all others once, when its id first passes the
+``synonym_watermark`` kept in meta (entity ids are never reused), in a pass at the end of each call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from pathweaver.config import ConfigError, Settings
+from pathweaver.extract.graph import (
+    KIND_RANK,
+    ChunkInput,
+    DocGraph,
+    ExtractParams,
+    Structure,
+    chunk_stats,
+    derive_document,
+    merge_kind,
+    triple_text,
+)
+from pathweaver.extract.synonyms import synonym_pairs_for
+from pathweaver.ingest.chunker import chunk_text
+from pathweaver.ingest.ignore import TEXT_SUFFIXES, IgnoreRules, iter_files, looks_binary
+from pathweaver.ingest.parsers import ParsedDocument, ParseError, parse_file
+from pathweaver.ingest.scanner import (
+    FileEntry,
+    KnownDoc,
+    ScanResult,
+    diff,
+    entry_for,
+    file_reason,
+    under,
+    walk,
+)
+from pathweaver.store import writes as w
+from pathweaver.store.db import Connection, Database
+
+ProgressFn = Callable[[int, int, str], None]
+BATCH_CHUNKS = 256  # chunks parsed ahead and embedded in one call
+
+
+class EmbedderLike(Protocol):
+    model_name: str
+
+    @property
+    def dim(self) -> int: ...
+
+    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray: ...
+
+    def tokenize(self, text: str) -> list[tuple[int, int]]: ...
+
+
+@dataclass
+class IndexReport:
+    """What one ``index_paths``/``apply_changes`` call did."""
+
+    added: int = 0
+    updated: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    renamed: int = 0
+    chunks: int = 0  # chunks written
+    embedded: int = 0  # chunk texts that needed the model (the rest came from embed_cache)
+    seconds: float = 0.0
+    refreshed: bool = False
+    errors: list[dict[str, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _Prepared:
+    entry: FileEntry
+    content_hash: str
+    doc: ParsedDocument
+    rows: list[w.ChunkRow]
+    vecs: np.ndarray | None = None
+
+
+class Indexer:
+    """Keeps a store in step with folders; see the module docstring for the incremental rule."""
+
+    def __init__(self, db: Database, settings: Settings, embedder: EmbedderLike) -> None:
+        self.db = db
+        self.settings = settings
+        self.embedder = embedder
+        self.params = ExtractParams.from_settings(settings.extract)
+        self.params.validate()
+        self.last_refresh: dict[str, Any] | None = None  # the result of the latest refresh()
+        if not 0.0 <= settings.extract.auto_refresh_ratio <= 1.0:
+            raise ConfigError(f"extract.auto_refresh_ratio must be in [0, 1], got {settings.extract.auto_refresh_ratio}")
+        model = getattr(embedder, "model_name", settings.models.embedding_model)
+        db.ensure_embedding(model, int(embedder.dim))
+
+    # -- public API ------------------------------------------------------------------------------------------
+    def index_paths(self, paths: list[Path], exact: bool = True, progress: ProgressFn | None = None) -> IndexReport:
+        """Index files and folders; with ``exact`` documents not under any of ``paths`` are removed."""
+        start = time.perf_counter()
+        roots = [Path(os.path.abspath(p)) for p in paths]
+        missing = [str(p) for p in roots if not p.exists() and not p.is_symlink()]
+        if missing:
+            raise ConfigError(f"no such file or folder: {', '.join(missing)}")
+        ing = self.settings.ingest
+        found = walk(roots, list(ing.ignore), ing.max_file_bytes)
+        root_strs = [str(r) for r in roots]
+        scan = diff(found, self._known(), (lambda p: True) if exact else (lambda p: under(p, root_strs)))
+        report = self._apply(scan, progress)
+        with self.db.write() as conn:
+            old = json.loads(self.db.get_meta("roots", "[]") or "[]")
+            keep = [] if exact else [r for r in old if r not in root_strs]
+            w.set_meta(conn, "roots", json.dumps(sorted(keep + [str(r) for r in roots if r.is_dir()])))
+        report.seconds = time.perf_counter() - start
+        return report
+
+    def apply_changes(self, changed: set[Path], removed: set[Path]) -> IndexReport:
+        """Apply one watcher batch: ``removed`` paths (files or folders) go, ``changed`` ones are re-scanned."""
+        start = time.perf_counter()
+        changed_s = {os.path.abspath(p) for p in changed}
+        removed_s = {os.path.abspath(p) for p in removed} - changed_s
+        found: dict[str, FileEntry] = {}
+        ing = self.settings.ingest
+        for p in sorted(changed_s):
+            path = Path(p)
+            if not path.exists():
+                removed_s.add(p)
+                continue
+            root = self._root_of(p)
+            if path.is_dir():
+                rules = IgnoreRules(Path(root) if root else path, list(ing.ignore), ing.max_file_bytes)
+                for f, reason in iter_files(path, rules):
+                    found[str(f)] = entry_for(f, reason)
+            elif root:
+                rules = IgnoreRules(Path(root), list(ing.ignore), ing.max_file_bytes)
+                reason = rules.reason(path) or file_reason(path, list(ing.ignore), ing.max_file_bytes)
+                found[p] = entry_for(path, reason)
+            else:
+                found.update(walk([path], list(ing.ignore), ing.max_file_bytes))
+        scope = removed_s | changed_s
+        scan = diff(found, self._known(), lambda p: under(p, scope))
+        report = self._apply(scan, None)
+        report.seconds = time.perf_counter() - start
+        return report
+
+    def remove_path(self, path: Path) -> int:
+        """Remove the documents at or under ``path``; returns how many."""
+        target = os.path.abspath(path)
+        docs = [d for d in self._known().values() if under(d.path, [target])]
+        for doc in docs:
+            self._delete(doc)
+        self._synonym_pass()
+        return len(docs)
+
+    def refresh(self) -> dict[str, Any]:
+        """Re-derive the whole graph from stored chunks with current corpus statistics (see module docstring)."""
+        start = time.perf_counter()
+        for _ in range(3):
+            version = self.db.version()
+            plan = self._derive_all()
+            vectors = self._vectors(list(plan["kinds"]) + [triple_text(r[0], r[2], r[1]) for r in plan["relations"]])
+            with self.db.write() as conn:
+                row = conn.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()
+                if int(row[0]) != version:
+                    continue  # another writer moved the store under us; derive again
+                removed = self._apply_plan(conn, plan, vectors)
+                synonyms = self._synonyms_in(conn)
+                w.set_meta(conn, "changed_chunks", "0")
+                w.set_meta(conn, "refresh_pending", "0")
+                w.set_meta(conn, "last_refresh", str(time.time()))
+                counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                          for t in ("entities", "relations", "mentions", "synonyms")}
+            self.last_refresh = {**counts, "removed_entities": removed["entities"],
+                                 "removed_relations": removed["relations"], "new_synonyms": synonyms,
+                                 "seconds": time.perf_counter() - start}
+            return self.last_refresh
+        raise RuntimeError("refresh: the store kept changing during the refresh; retry when indexing is idle")
+
+    # -- scan application ------------------------------------------------------------------------------------
+    def _known(self) -> dict[str, KnownDoc]:
+        rows = self.db.conn.execute(
+            "SELECT id, path, content_hash, mtime, size, status, reason FROM documents"
+        ).fetchall()
+        return {r[1]: KnownDoc(*r) for r in rows}
+
+    def _root_of(self, path: str) -> str | None:
+        roots = json.loads(self.db.get_meta("roots", "[]") or "[]")
+        inside = [r for r in roots if under(path, [r])]
+        return max(inside, key=len) if inside else None
+
+    def _apply(self, scan: ScanResult, progress: ProgressFn | None) -> IndexReport:
+        report = IndexReport(unchanged=len(scan.unchanged) + len(scan.touched))
+        known = self._known()
+        n_work = len(scan.new) + len(scan.changed)
+        n_indexed = sum(1 for d in known.values() if d.status == "indexed") - len(scan.deleted) + len(scan.new)
+        deferred = n_work > 0 and (
+            self._count("chunks") == 0 or n_work > self.settings.extract.auto_refresh_ratio * max(1, n_indexed)
+        )
+        for doc in scan.deleted:
+            self._delete(doc)
+            report.deleted += 1
+        for entry in scan.skipped:
+            self._write_skipped(entry, known.get(entry.path))
+            report.skipped += 1
+        if scan.touched:
+            with self.db.write() as conn:
+                for doc, entry in scan.touched:
+                    w.update_document_stat(conn, doc.id, entry.mtime, entry.size)
+        for doc, entry in scan.renamed:
+            if self._rename(doc, entry, deferred):
+                report.renamed += 1
+            else:  # the content changed after the scan: a plain delete + add
+                self._delete(doc)
+                report.deleted += 1
+                scan.new.append(entry)
+        work = scan.new + scan.changed
+        new_paths = {e.path for e in scan.new}
+        done = 0
+        for batch in self._batches(work, report):
+            self._embed_chunks(batch, report)
+            for prep in batch:
+                if isinstance(prep, _Prepared):
+                    self._write_file(prep, known.get(prep.entry.path), deferred)
+                    report.chunks += len(prep.rows)
+                    if prep.entry.path in new_paths:
+                        report.added += 1
+                    else:
+                        report.updated += 1
+                else:
+                    entry, reason = prep
+                    self._write_skipped(FileEntry(entry.path, reason, entry.mtime, entry.size), known.get(entry.path))
+                    report.skipped += 1
+                done += 1
+                if progress:
+                    progress(done, len(work), prep.entry.path if isinstance(prep, _Prepared) else prep[0].path)
+        if self._needs_refresh():
+            self.refresh()
+            report.refreshed = True
+        else:
+            self._synonym_pass()
+        return report
+
+    def _needs_refresh(self) -> bool:
+        if self.db.get_meta("refresh_pending", "0") == "1":
+            return True
+        changed = int(self.db.get_meta("changed_chunks", "0") or 0)
+        total = self._count("chunks")
+        return changed > 0 and changed > self.settings.extract.auto_refresh_ratio * max(1, total)
+
+    def _count(self, table: str) -> int:
+        return int(self.db.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+    # -- reading and parsing ---------------------------------------------------------------------------------
+    def _batches(self, work: list[FileEntry], report: IndexReport) -> Any:
+        """Yield lists of prepared files (or (entry, reason) failures) holding about BATCH_CHUNKS chunks."""
+        batch: list[_Prepared | tuple[FileEntry, str]] = []
+        n = 0
+        for entry in work:
+            try:
+                prep: _Prepared | tuple[FileEntry, str] = self._prepare(entry)
+            except Exception as exc:  # a parser bug must not stop the whole run; the file is reported
+                prep = (entry, f"error: {type(exc).__name__}: {exc}")
+                report.errors.append({"path": entry.path, "error": prep[1]})
+            batch.append(prep)
+            n += len(prep.rows) if isinstance(prep, _Prepared) else 0
+            if n >= BATCH_CHUNKS:
+                yield batch
+                batch, n = [], 0
+        if batch:
+            yield batch
+
+    def _prepare(self, entry: FileEntry) -> _Prepared | tuple[FileEntry, str]:
+        path = Path(entry.path)
+        try:
+            with open(path, "rb") as f:
+                data = f.read(self.settings.ingest.max_file_bytes + 1)
+        except FileNotFoundError:
+            return entry, "vanished before it could be read"
+        except PermissionError:
+            return entry, "unreadable: permission denied"
+        except OSError as exc:
+            return entry, f"unreadable: {exc.strerror or exc}"
+        if len(data) > self.settings.ingest.max_file_bytes:
+            return entry, f"too large (> {self.settings.ingest.max_file_bytes} bytes)"
+        if path.suffix.lower() in TEXT_SUFFIXES and looks_binary(data):
+            return entry, "binary content"
+        try:
+            doc = parse_file(path, data)
+        except ParseError as exc:
+            return entry, str(exc)
+        ing = self.settings.ingest
+        chunks = chunk_text(doc.text, self.embedder.tokenize(doc.text), ing.chunk_tokens, ing.chunk_overlap,
+                            doc.headings)
+        if not chunks:
+            return entry, "empty document"
+        rows = []
+        for c in chunks:
+            grams, n_words = chunk_stats(c.text, self.params.ngram_max)
+            rows.append(w.ChunkRow(c.ord, c.start, c.end, c.n_tokens, c.text, c.heading, grams, n_words))
+        return _Prepared(entry, hashlib.sha1(data).hexdigest(), doc, rows)
+
+    def _embed_chunks(self, batch: Sequence[_Prepared | tuple[FileEntry, str]], report: IndexReport) -> None:
+        """Vectors for every chunk of the batch, in one model call for the texts not in ``embed_cache``."""
+        preps = [p for p in batch if isinstance(p, _Prepared)]
+        texts = [r.text for p in preps for r in p.rows]
+        cached = w.cache_get(self.db.conn, texts)
+        missing = sorted({t for t in texts if t not in cached})
+        if missing:
+            vecs = self.embedder.encode(missing, batch_size=self.settings.ingest.batch_size)
+            fresh = dict(zip(missing, vecs, strict=True))
+            with self.db.write() as conn:
+                w.cache_put(conn, fresh)
+            cached.update(fresh)
+            report.embedded += len(missing)
+        for p in preps:
+            p.vecs = np.stack([cached[r.text] for r in p.rows]) if p.rows else None
+
+    def _vectors(self, texts: list[str]) -> dict[str, np.ndarray]:
+        """Vectors of short texts (entity names, triples): from ``embed_cache``, else embedded and cached."""
+        unique = list(dict.fromkeys(texts))
+        out = w.cache_get(self.db.conn, unique)
+        missing = [t for t in unique if t not in out]
+        if missing:
+            fresh = dict(zip(missing, self.embedder.encode(missing, batch_size=256), strict=True))
+            with self.db.write() as conn:
+                w.cache_put(conn, fresh)
+            out.update(fresh)
+        return out
+
+    # -- per-file writes -------------------------------------------------------------------------------------
+    def _write_skipped(self, entry: FileEntry, known: KnownDoc | None) -> None:
+        with self.db.write() as conn:
+            ents, rels = w.chunk_dependents(conn, known.id) if known else (set(), set())
+            doc_id = w.upsert_document(conn, entry.path, title=Path(entry.path).name, mtime=entry.mtime,
+                                       size=entry.size, status="skipped", reason=entry.reason or "unknown",
+                                       indexed_at=time.time())
+            removed = w.delete_document_chunks(conn, doc_id)
+            w.add_meta_int(conn, "changed_chunks", removed)
+            w.collect_garbage(conn, ents, rels)
+
+    def _delete(self, doc: KnownDoc) -> None:
+        with self.db.write() as conn:
+            ents, rels = w.chunk_dependents(conn, doc.id)
+            removed = w.delete_document(conn, doc.id)
+            w.add_meta_int(conn, "changed_chunks", removed)
+            w.collect_garbage(conn, ents, rels)
+
+    def _write_file(self, prep: _Prepared, known: KnownDoc | None, deferred: bool) -> None:
+        graph, vectors = (None, {}) if deferred else self._file_graph(prep, known)
+        doc = prep.doc
+        with self.db.write() as conn:
+            ents, rels = w.chunk_dependents(conn, known.id) if known else (set(), set())
+            doc_id = w.upsert_document(
+                conn, prep.entry.path, title=doc.title, content_hash=prep.content_hash, mtime=prep.entry.mtime,
+                size=prep.entry.size, status="indexed", reason="", indexed_at=time.time(), headings=doc.headings,
+                links=doc.links,
+            )
+            removed = w.delete_document_chunks(conn, doc_id)
+            ids = w.insert_chunks(conn, doc_id, doc.title, prep.rows, prep.vecs)
+            if graph is None:
+                w.set_meta(conn, "refresh_pending", "1")
+            else:
+                self._write_graph(conn, graph, dict(enumerate(ids)), vectors)
+            w.add_meta_int(conn, "changed_chunks", removed + len(ids))
+            w.collect_garbage(conn, ents, rels)
+
+    def _file_graph(self, prep: _Prepared, known: KnownDoc | None) -> tuple[DocGraph, dict[str, np.ndarray]]:
+        """The file's graph with current statistics including its own new chunks (read before the write)."""
+        conn = self.db.conn
+        old_grams: dict[str, int] = {}
+        n_old = 0
+        if known is not None:
+            for (grams_json,) in conn.execute("SELECT grams FROM chunks WHERE doc_id = ?", (known.id,)):
+                n_old += 1
+                for g in json.loads(grams_json):
+                    old_grams[g] = old_grams.get(g, 0) + 1
+        new_grams: dict[str, int] = {}
+        for r in prep.rows:
+            for g in r.grams:
+                new_grams[g] = new_grams.get(g, 0) + 1
+        df = _lookup_df(conn, list(new_grams))
+        for g, n in new_grams.items():
+            df[g] = df.get(g, 0) - old_grams.get(g, 0) + n
+        n_chunks = self._count("chunks") - n_old + len(prep.rows)
+        chunks = [ChunkInput(i, r.start, r.end, r.text, r.grams, r.n_words) for i, r in enumerate(prep.rows)]
+        structure = Structure(prep.doc.title, prep.doc.headings, prep.doc.links)
+        graph = derive_document(chunks, structure, n_chunks, df, self.params)
+        texts = list(graph.kinds) + [triple_text(r.src, r.label, r.dst) for r in graph.relations]
+        return graph, self._vectors(texts)
+
+    @staticmethod
+    def _write_graph(conn: Connection, graph: DocGraph, chunk_ids: dict[int, int],
+                     vectors: dict[str, np.ndarray]) -> None:
+        ids = w.ensure_entities(conn, graph.kinds, vectors, KIND_RANK)
+        w.insert_mentions(conn, [(ids[n], chunk_ids[k], c, s) for (n, k), (c, s) in graph.mentions.items()])
+        for r in graph.relations:
+            text = triple_text(r.src, r.label, r.dst)
+            rid = w.ensure_relation(conn, ids[r.src], ids[r.dst], r.label, r.kind, r.sentence, text, vectors[text])
+            w.insert_relation_source(conn, rid, chunk_ids[r.chunk], r.start, r.end, r.sentence)
+
+    def _rename(self, doc: KnownDoc, entry: FileEntry, deferred: bool) -> bool:
+        """Move ``doc`` to ``entry.path`` without re-embedding; False if the content changed meanwhile."""
+        try:
+            with open(entry.path, "rb") as f:
+                data = f.read()
+            parsed = parse_file(Path(entry.path), data)
+        except (OSError, ParseError):
+            return False
+        if hashlib.sha1(data).hexdigest() != doc.content_hash:
+            return False
+        row = self.db.conn.execute("SELECT title, headings, links FROM documents WHERE id = ?", (doc.id,)).fetchone()
+        same = (row[0], json.loads(row[1]), json.loads(row[2])) == (
+            parsed.title, [list(h) for h in parsed.headings], list(parsed.links))
+        graph, vectors, keys = None, {}, {}
+        if not same and not deferred:
+            chunks = self._stored_chunks(f"c.doc_id = {int(doc.id)}")
+            n_chunks = self._count("chunks")
+            df = _lookup_df(self.db.conn, sorted({g for c in chunks for g in c.grams}))
+            graph = derive_document(chunks, Structure(parsed.title, parsed.headings, parsed.links), n_chunks, df,
+                                    self.params)
+            keys = {c.key: c.key for c in chunks}
+            vectors = self._vectors(list(graph.kinds) + [triple_text(r.src, r.label, r.dst) for r in graph.relations])
+        with self.db.write() as conn:
+            w.rename_document(conn, doc.id, entry.path, entry.mtime, entry.size, parsed.title, parsed.headings,
+                              parsed.links)
+            if not same:
+                ents, rels = w.chunk_dependents(conn, doc.id)
+                w.clear_chunk_derived(conn, list(keys) or [r[0] for r in conn.execute(
+                    "SELECT id FROM chunks WHERE doc_id = ?", (doc.id,))])
+                if graph is None:
+                    w.set_meta(conn, "refresh_pending", "1")
+                else:
+                    self._write_graph(conn, graph, keys, vectors)
+                w.collect_garbage(conn, ents, rels)
+        return True
+
+    # -- refresh ---------------------------------------------------------------------------------------------
+    def _stored_chunks(self, where: str = "1") -> list[ChunkInput]:
+        rows = self.db.conn.execute(
+            f"SELECT c.id, c.start, c.end, c.text, c.grams, c.n_words FROM chunks c WHERE {where} ORDER BY c.id"
+        ).fetchall()
+        return [ChunkInput(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5]) for r in rows]
+
+    def _derive_all(self) -> dict[str, Any]:
+        """The graph every stored chunk supports under current statistics: kinds, mentions, relations."""
+        conn = self.db.conn
+        n_chunks = self._count("chunks")
+        df = dict(conn.execute("SELECT gram, df FROM gram_df").fetchall())
+        docs = conn.execute(
+            "SELECT id, title, headings, links FROM documents WHERE status = 'indexed' ORDER BY path"
+        ).fetchall()
+        by_doc: dict[int, list[ChunkInput]] = {}
+        for r in conn.execute("SELECT id, doc_id, start, end, text, grams, n_words FROM chunks"):
+            by_doc.setdefault(r[1], []).append(ChunkInput(r[0], r[2], r[3], r[4], json.loads(r[5]), r[6]))
+        kinds: dict[str, str] = {}
+        mentions: dict[tuple[str, int], tuple[int, float]] = {}
+        relations: dict[tuple[str, str, str], tuple[str, str]] = {}  # key -> (kind, description)
+        sources: list[tuple[tuple[str, str, str], int, int, int, str]] = []
+        for doc_id, title, headings, links in docs:
+            structure = Structure(title, [tuple(h) for h in json.loads(headings)], json.loads(links))
+            g = derive_document(by_doc.get(doc_id, []), structure, n_chunks, df, self.params)
+            for name, kind in g.kinds.items():
+                kinds[name] = merge_kind(kinds.get(name), kind)
+            for key, (count, score) in g.mentions.items():
+                c0, s0 = mentions.get(key, (0, 0.0))
+                mentions[key] = (max(c0, count), max(s0, score))
+            for r in g.relations:
+                relations.setdefault((r.src, r.dst, r.label), (r.kind, r.sentence))
+                sources.append(((r.src, r.dst, r.label), r.chunk, r.start, r.end, r.sentence))
+        return {"kinds": kinds, "mentions": mentions, "relations": relations, "sources": sources}
+
+    @staticmethod
+    def _apply_plan(conn: Connection, plan: dict[str, Any], vectors: dict[str, np.ndarray]) -> dict[str, int]:
+        w.clear_derived(conn)
+        ids = w.ensure_entities(conn, plan["kinds"], vectors, KIND_RANK)
+        w.set_entity_kinds(conn, {ids[n]: k for n, k in plan["kinds"].items()})
+        w.insert_mentions(conn, [(ids[n], cid, c, s) for (n, cid), (c, s) in plan["mentions"].items()])
+        rel_ids: dict[tuple[str, str, str], int] = {}
+        for key, (kind, description) in plan["relations"].items():
+            src, dst, label = key
+            text = triple_text(src, label, dst)
+            rel_ids[key] = w.ensure_relation(conn, ids[src], ids[dst], label, kind, description, text, vectors[text])
+        for key, cid, start, end, sentence in plan["sources"]:
+            w.insert_relation_source(conn, rel_ids[key], cid, start, end, sentence)
+        return w.collect_garbage(conn)
+
+    # -- synonyms --------------------------------------------------------------------------------------------
+    def _synonym_pass(self) -> int:
+        mark = int(self.db.get_meta("synonym_watermark", "0") or 0)
+        top = self.db.conn.execute("SELECT max(id) FROM entities").fetchone()[0]
+        if top is None or int(top) <= mark:
+            return 0
+        with self.db.write() as conn:
+            return self._synonyms_in(conn)
+
+    def _synonyms_in(self, conn: Connection) -> int:
+        """Pair entities newer than the watermark with all entities (cos > phi, AGRAG Eq. 5)."""
+        row = conn.execute("SELECT value FROM meta WHERE key = 'synonym_watermark'").fetchone()
+        mark = int(row[0]) if row else 0
+        rows = conn.execute("SELECT rowid, embedding FROM entity_vec").fetchall()
+        if not rows:
+            return 0
+        ids = np.array([r[0] for r in rows], dtype=np.int64)
+        vecs = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
+        new = ids > mark
+        pairs = synonym_pairs_for(ids[new], vecs[new], ids, vecs, self.params.synonym_phi) if new.any() else []
+        w.insert_synonyms(conn, pairs)
+        w.set_meta(conn, "synonym_watermark", str(max(mark, int(ids.max()))))
+        return len(pairs)
+
+
+def _lookup_df(conn: Connection, grams: list[str]) -> dict[str, int]:
+    """Stored document frequencies of ``grams``."""
+    out: dict[str, int] = {}
+    for i in range(0, len(grams), 500):
+        part = grams[i : i + 500]
+        marks = ",".join("?" * len(part))
+        out.update(conn.execute(f"SELECT gram, df FROM gram_df WHERE gram IN ({marks})", part).fetchall())
+    return out

@@ -1,0 +1,161 @@
+"""Diff folders against the ``documents`` table: new, changed, unchanged, deleted and renamed files.
+
+mtime + size is the fast pre-check; a file is hashed only when they differ from the stored row (or when it may be
+the new name of a deleted document of the same size). A deleted path and a new path with the same content hash
+are a rename: the row moves in place and keeps its chunks, vectors and graph.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pathweaver.ingest.ignore import IgnoreRules, iter_files
+
+# Skip reasons that come from the walk (not from reading the file): they are re-checked on every scan.
+WALK_REASONS = ("too large", "hidden", "ignored by", "unsupported", "symlink", "broken symlink", "not a regular",
+                "outside root", "unreadable")
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """A file found on disk; ``reason`` is why it is skipped without reading it (None = index it)."""
+
+    path: str
+    reason: str | None
+    mtime: float = 0.0
+    size: int = 0
+
+
+@dataclass(frozen=True)
+class KnownDoc:
+    """A row of the documents table."""
+
+    id: int
+    path: str
+    content_hash: str
+    mtime: float
+    size: int
+    status: str
+    reason: str
+
+
+@dataclass
+class ScanResult:
+    new: list[FileEntry] = field(default_factory=list)
+    changed: list[FileEntry] = field(default_factory=list)
+    unchanged: list[FileEntry] = field(default_factory=list)
+    touched: list[tuple[KnownDoc, FileEntry]] = field(default_factory=list)  # same content, new mtime
+    skipped: list[FileEntry] = field(default_factory=list)  # walk reason, row to (re)write
+    deleted: list[KnownDoc] = field(default_factory=list)
+    renamed: list[tuple[KnownDoc, FileEntry]] = field(default_factory=list)
+
+
+def file_hash(path: str | Path) -> str:
+    """sha1 of the file's bytes (streamed)."""
+    h = hashlib.sha1()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def entry_for(path: Path, reason: str | None) -> FileEntry:
+    """``FileEntry`` with the current mtime and size (zeros when the file cannot be stat'ed)."""
+    try:
+        st = os.stat(path)
+        return FileEntry(str(path), reason, st.st_mtime, st.st_size)
+    except OSError:
+        return FileEntry(str(path), reason)
+
+
+def walk(paths: Iterable[Path], patterns: list[str], max_bytes: int) -> dict[str, FileEntry]:
+    """Every supported file under ``paths`` (folders or files) with its walk-time skip reason."""
+    found: dict[str, FileEntry] = {}
+    for p in paths:
+        p = Path(os.path.abspath(p))
+        if p.is_dir():
+            rules = IgnoreRules(p, patterns, max_bytes)
+            for path, reason in iter_files(p, rules):
+                found[str(path)] = entry_for(path, reason)
+        else:
+            found[str(p)] = entry_for(p, file_reason(p, patterns, max_bytes))
+    return found
+
+
+def file_reason(path: Path, patterns: list[str], max_bytes: int) -> str | None:
+    """Skip reason of one named file (rules rooted at its folder)."""
+    try:
+        reason = IgnoreRules(path.parent, patterns, max_bytes).reason(path)
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    if reason is None and path.exists() and not os.access(path, os.R_OK):
+        return "unreadable: permission denied"
+    return reason
+
+
+def under(path: str, roots: Iterable[str]) -> bool:
+    """True when ``path`` is one of ``roots`` or inside one of them."""
+    return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+
+def _safe_hash(path: str) -> str | None:
+    try:
+        return file_hash(path)
+    except OSError:
+        return None
+
+
+def diff(found: dict[str, FileEntry], known: dict[str, KnownDoc], in_scope: Callable[[str], bool],
+         hasher: Callable[[str], str | None] = _safe_hash) -> ScanResult:
+    """Classify ``found`` files against ``known`` rows; known rows ``in_scope`` but not found are deleted."""
+    out = ScanResult()
+    for path in sorted(found):
+        entry = found[path]
+        doc = known.get(path)
+        same_stat = doc is not None and doc.mtime == entry.mtime and doc.size == entry.size
+        if entry.reason is not None:
+            if same_stat and doc is not None and doc.status == "skipped" and doc.reason == entry.reason:
+                out.unchanged.append(entry)
+            else:
+                out.skipped.append(entry)
+        elif doc is None:
+            out.new.append(entry)
+        elif doc.status == "skipped":
+            walk_reason = doc.reason.startswith(WALK_REASONS)
+            (out.unchanged if same_stat and not walk_reason else out.changed).append(entry)
+        elif same_stat:
+            out.unchanged.append(entry)
+        else:
+            digest = hasher(path)
+            if digest is not None and digest == doc.content_hash:
+                out.touched.append((doc, entry))
+            else:
+                out.changed.append(entry)
+    gone = [doc for path, doc in sorted(known.items()) if path not in found and in_scope(path)]
+    _match_renames(out, gone, hasher)
+    return out
+
+
+def _match_renames(out: ScanResult, gone: list[KnownDoc], hasher: Callable[[str], str | None]) -> None:
+    """Pair deleted indexed documents with new files of the same size and content hash."""
+    by_size: dict[int, list[KnownDoc]] = {}
+    for doc in gone:
+        if doc.status == "indexed" and doc.content_hash:
+            by_size.setdefault(doc.size, []).append(doc)
+    still_new: list[FileEntry] = []
+    for entry in out.new:
+        candidates = by_size.get(entry.size)
+        digest = hasher(entry.path) if candidates else None
+        match = next((d for d in candidates or [] if d.content_hash == digest), None)
+        if match is None:
+            still_new.append(entry)
+            continue
+        candidates.remove(match)  # type: ignore[union-attr]
+        gone.remove(match)
+        out.renamed.append((match, entry))
+    out.new = still_new
+    out.deleted = gone

@@ -1,0 +1,246 @@
+"""Run a plan (PankRAG §2.2-2.3): levels in topological order, the nodes of a level concurrently. Each node is
+rephrased with its resolved dependencies, retrieves, reranks its chunks against the resolved answers (Eq. 4-5;
+only when it has dependencies), and gets a sub-answer from the LLM or, without one, extractively."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pathweaver.models.llm import LLMBackend, LLMError
+from pathweaver.planner.decompose import Plan, rephrase
+from pathweaver.planner.rerank import ALPHA, dependency_rerank, question_type
+from pathweaver.retrieval.context import build_context, sentences
+from pathweaver.retrieval.types import ChunkHit, EncodeFn, RetrievalResult
+from pathweaver.store.snapshot import GraphSnapshot
+
+RRF_K = (
+    60  # reciprocal-rank fusion constant (Cormack et al. 2009) for merging node rankings; ours, not PankRAG's
+)
+MAX_WORKERS = 4
+SUB_ANSWER_TOKENS = 64
+SUB_ANSWER_CHUNKS = 3
+SUB_ANSWER_PROMPT = """Answer the question in a few words, using only the sources. If they do not say, reply
+"unknown".
+
+{context}
+
+Question: {question}
+Answer:"""
+
+
+@dataclass
+class NodeTrace:
+    id: str
+    question: str
+    rephrased: str
+    depends_on: list[str]
+    chunks_before: list[dict[str, Any]]
+    chunks_after: list[dict[str, Any]]
+    reranked: bool
+    alpha: float | None
+    answer: str
+    answer_source: str  # llm | extractive | none
+    citation: dict[str, Any] | None
+    seconds: float
+    fallback: str | None = None
+
+
+@dataclass
+class PlanTrace:
+    plan: Plan
+    nodes: dict[str, NodeTrace]
+    merged: list[ChunkHit]
+    fallbacks: list[str] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    def answers(self) -> dict[str, str]:
+        return {k: v.answer for k, v in self.nodes.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan.to_dict(),
+            "nodes": [asdict(self.nodes[i]) for i in self.plan.order if i in self.nodes],
+            "seconds": self.seconds,
+        }
+
+
+def _hits_json(snapshot: GraphSnapshot, hits: list[ChunkHit]) -> list[dict[str, Any]]:
+    return [{"chunk_id": int(snapshot.chunk_ids[h.passage]), "score": float(h.score)} for h in hits]
+
+
+def _cand_vecs(snapshot: GraphSnapshot, hits: list[ChunkHit], encode: EncodeFn) -> np.ndarray:
+    vecs = snapshot.chunk_vecs
+    if vecs.ndim == 2 and vecs.shape[0] == snapshot.n_passages and vecs.shape[1] > 0:
+        return vecs[[h.passage for h in hits]]
+    return np.asarray(encode([snapshot.chunk_texts[h.passage] for h in hits]))
+
+
+def extractive_answer(
+    snapshot: GraphSnapshot, hits: list[ChunkHit], question: str, encode: EncodeFn
+) -> tuple[str, int | None]:
+    """The best-supported answer in the top chunks: the sentence most similar to ``question``, narrowed to the
+    first (preferably capitalised) entity it names that the question does not (a placeholder filler), else the
+    sentence. Returns
+    (answer, passage)."""
+    top = hits[:SUB_ANSWER_CHUNKS]
+    cands = [
+        (" ".join(snapshot.chunk_texts[h.passage][a:b].split()), h.passage)
+        for h in top
+        for a, b in sentences(snapshot.chunk_texts[h.passage])
+    ]
+    cands = [c for c in cands if len(c[0]) > 3]
+    if not cands:
+        return "", None
+    qvec, vecs = encode([question]), encode([c[0] for c in cands])
+    sims = np.asarray(vecs) @ np.asarray(qvec)[0]
+    i = int(np.argmax(sims))
+    sentence, passage = cands[i]
+    lowered = question.lower()
+    row = snapshot.mentions.getrow(passage) if snapshot.n_entities else None
+    names = [snapshot.entity_names[e] for e in (row.indices if row is not None else [])]
+    found = []
+    for name in names:
+        m = re.search(rf"\b{re.escape(name)}\b", sentence, re.I)
+        if (
+            m
+            and name.lower() not in lowered
+            and not any(w in lowered for w in name.lower().split() if len(w) > 3)
+        ):
+            proper = (
+                sentence[m.start()].isupper() or sentence[m.start()].isdigit()
+            )  # names beat common n-grams
+            found.append((not proper, m.start(), -len(name), sentence[m.start() : m.end()]))
+    if found:
+        return min(found)[3], passage
+    return sentence, passage
+
+
+def _sub_answer(
+    node_q: str,
+    hits: list[ChunkHit],
+    snapshot: GraphSnapshot,
+    encode: EncodeFn,
+    llm: LLMBackend,
+    timeout: float,
+) -> tuple[str, str, int | None, str | None, tuple[int, int]]:
+    """(answer, source, passage, fallback reason, (prompt tokens, completion tokens))."""
+    if not hits:
+        return "", "none", None, "no chunks retrieved", (0, 0)
+    ctx = build_context(snapshot, RetrievalResult(method="plan", chunks=hits[:SUB_ANSWER_CHUNKS]), "chunks")
+    messages = [{"role": "user", "content": SUB_ANSWER_PROMPT.format(context=ctx.text, question=node_q)}]
+    try:
+        res = llm.complete(messages, max_tokens=SUB_ANSWER_TOKENS, timeout=timeout)
+        text = " ".join(res.text.split()).strip()
+        if text and text.lower().strip(".") != "unknown":
+            return text, "llm", hits[0].passage, None, (res.prompt_tokens, res.completion_tokens)
+        reason = "the model had no answer"
+    except LLMError as exc:
+        reason = str(exc)
+    answer, passage = extractive_answer(snapshot, hits, node_q, encode)
+    return answer, "extractive", passage, reason, (0, 0)
+
+
+def merge_rankings(plan: Plan, node_hits: dict[str, list[ChunkHit]], top_k: int) -> list[ChunkHit]:
+    """Union of the node chunk lists by reciprocal-rank fusion (ties keep topological node order)."""
+    score: dict[int, float] = {}
+    first: dict[int, int] = {}
+    seq = 0
+    for rank in range(max((len(h) for h in node_hits.values()), default=0)):
+        for node_id in plan.order:
+            hits = node_hits.get(node_id, [])
+            if rank < len(hits):
+                p = hits[rank].passage
+                score[p] = score.get(p, 0.0) + 1.0 / (RRF_K + rank + 1)
+                first.setdefault(p, seq)
+                seq += 1
+    ranked = sorted(score, key=lambda p: (-score[p], first[p]))
+    return [ChunkHit(p, score[p]) for p in ranked[:top_k]]
+
+
+def execute_plan(
+    plan: Plan,
+    retrieve: Callable[[str], RetrievalResult],
+    encode: EncodeFn,
+    llm: LLMBackend,
+    snapshot: GraphSnapshot,
+    top_k: int,
+    alpha: float | None = None,
+    timeout: float = 60.0,
+) -> PlanTrace:
+    """Run ``plan`` level by level; see the module docstring. ``alpha`` None = by question type (PankRAG §3.4)."""
+    start = time.perf_counter()
+    answers: dict[str, str] = {}
+    traces: dict[str, NodeTrace] = {}
+    node_hits: dict[str, list[ChunkHit]] = {}
+    tokens = [0, 0]
+
+    def run(node_id: str) -> tuple[NodeTrace, list[ChunkHit], tuple[int, int]]:
+        t0 = time.perf_counter()
+        node = plan.node(node_id)
+        resolved = {d: answers[d] for d in node.depends_on if answers.get(d)}
+        query = rephrase(node.question, resolved, node.depends_on)
+        hits = list(retrieve(query).chunks)
+        before = _hits_json(snapshot, hits)
+        a = alpha if alpha is not None else ALPHA[question_type(node.question)]
+        reranked = bool(resolved) and bool(hits)
+        if reranked:
+            scores = dependency_rerank(
+                np.array([h.score for h in hits]),
+                _cand_vecs(snapshot, hits, encode),
+                np.asarray(encode(list(resolved.values()))),
+                a,
+            )
+            hits = [ChunkHit(hits[i].passage, float(scores[i])) for i in np.argsort(-scores, kind="stable")]
+        answer, source, passage, fallback, used = _sub_answer(query, hits, snapshot, encode, llm, timeout)
+        citation = None
+        if passage is not None:
+            span = [int(x) for x in snapshot.chunk_spans[passage]]
+            citation = {
+                "doc": snapshot.chunk_docs[passage],
+                "chunk_id": int(snapshot.chunk_ids[passage]),
+                "span": span,
+            }
+        trace = NodeTrace(
+            node.id,
+            node.question,
+            query,
+            list(node.depends_on),
+            before,
+            _hits_json(snapshot, hits),
+            reranked,
+            a if reranked else None,
+            answer,
+            source,
+            citation,
+            time.perf_counter() - t0,
+            fallback,
+        )
+        return trace, hits[:top_k], used
+
+    with ThreadPoolExecutor(max_workers=MAX_WORKERS) as pool:
+        for level in plan.levels:
+            for trace, hits, used in pool.map(run, level):
+                traces[trace.id] = trace
+                answers[trace.id] = trace.answer
+                node_hits[trace.id] = hits
+                tokens[0] += used[0]
+                tokens[1] += used[1]
+    fallbacks = sorted({f"sub-answer: {t.fallback}" for t in traces.values() if t.fallback})
+    return PlanTrace(
+        plan,
+        traces,
+        merge_rankings(plan, node_hits, top_k),
+        fallbacks,
+        tokens[0],
+        tokens[1],
+        time.perf_counter() - start,
+    )

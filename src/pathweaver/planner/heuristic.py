@@ -1,0 +1,199 @@
+"""Rule-based decomposition, the no-LLM stand-in for PankRAG's planner (§2.2).
+
+Two shapes are recognised:
+- parallel: comparisons ("Which film came out first, X or Y?", "Who is older, A or B?") and "Are A and B both ...?"
+  become one node per item plus a final node that depends on all of them;
+- progress: nested descriptions ("the spouse of the director of film X", "the country where Y was born",
+  "X's manufacturer") are peeled innermost first into a chain whose later nodes reference earlier answers as
+  "#1", "#2" (MuSiQue's decomposition format).
+Anything else is a single node.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pathweaver.planner.decompose import Plan, single_plan, validate_plan
+
+
+@dataclass(frozen=True)
+class HeuristicParams:
+    max_hops: int = 4  # longest progress chain produced
+    max_np_words: int = 4  # words in a relational noun ("the headquarters city of")
+
+
+# A named thing: a placeholder, a quoted title, or capitalised words (with small joining words inside).
+_SMALL = r"(?:of|the|in|de|del|des|la|le|and|for|a|at|on|to|von|van|du|&)"
+_CAP = r"(?:[A-Z0-9][\w\-'.&’]*)"
+ENTITY = rf"(?:#\d+|\"[^\"]+\"|“[^”]+”|{_CAP}(?:\s+(?:{_SMALL}\s+)*{_CAP})*)"
+_PERSON = {
+    "actor",
+    "actress",
+    "author",
+    "director",
+    "producer",
+    "performer",
+    "singer",
+    "composer",
+    "creator",
+    "founder",
+    "spouse",
+    "wife",
+    "husband",
+    "father",
+    "mother",
+    "child",
+    "son",
+    "daughter",
+    "sibling",
+    "brother",
+    "sister",
+    "president",
+    "leader",
+    "writer",
+    "star",
+    "owner",
+    "person",
+    "player",
+    "artist",
+    "designer",
+    "inventor",
+    "manufacturer",
+    "publisher",
+    "member",
+    "king",
+    "queen",
+    "ruler",
+    "mayor",
+}
+_GENERIC = {
+    "name",
+    "names",
+    "ranking",
+    "rank",
+    "number",
+    "title",
+    "type",
+    "kind",
+    "version",
+    "total",
+}  # not hops
+_RELATIVE = r"(?:where|in which|whose|who|that|which|to whom|under whom|by whom)"
+_STOP = (
+    r"(?:where|when|who|whom|whose|which|that|the|a|an|in|of|by|to|from|with|for|on|at|as|and|or|is|was|were|"
+    r"are|be|been|being|has|have|had|did|does|do|located|born|found)"
+)
+_NOUN = rf"(?:(?!{_STOP}\b)[a-z][\w\-]*)"
+_COMPARATIVE = re.compile(
+    r"^(?P<head>(?:which|who|what|whose)\b.*?\b(?:first|earlier|later|last|older|younger|oldest|youngest|"
+    r"more|less|longer|shorter|larger|smaller|bigger|higher|lower|faster|newer|recently|most|fewest|"
+    r"\w+er))\s*,?\s*(?P<a>.+?)\s*,?\s+or\s+(?P<b>.+?)\s*\??$",
+    re.I,
+)
+_BOTH = re.compile(
+    r"^(?P<verb>are|were|do|did|is|was)\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+both\s+(?P<rest>.+?)\s*\??$", re.I
+)
+
+
+def _wh(noun: str) -> str:
+    return "Who" if noun.split()[-1].lower() in _PERSON else "What"
+
+
+def _parallel(items: list[str], sub_questions: list[str], final: str) -> Plan:
+    nodes = [
+        {"id": str(i + 1), "question": q, "depends_on": [], "relation": "parallel"}
+        for i, q in enumerate(sub_questions)
+    ]
+    deps = [str(i + 1) for i in range(len(items))]
+    nodes.append({"id": str(len(items) + 1), "question": final, "depends_on": deps, "relation": "parallel"})
+    return validate_plan(nodes, source="heuristic")
+
+
+def _comparison(question: str) -> Plan | None:
+    m = _COMPARATIVE.match(question.strip())
+    if m:
+        head, a, b = m.group("head"), m.group("a").strip(" ,"), m.group("b").strip(" ,?")
+        if len(a.split()) <= 12 and len(b.split()) <= 12:
+            return _parallel([a, b], [f"{head}: {a}?", f"{head}: {b}?"], question)
+    m = _BOTH.match(question.strip())
+    if m:
+        verb, rest = m.group("verb").lower(), m.group("rest")
+        singular = {"are": "Is", "were": "Was", "do": "Does", "did": "Did"}.get(verb, verb.capitalize())
+        a, b = m.group("a"), m.group("b")
+        return _parallel([a, b], [f"{singular} {a} {rest}?", f"{singular} {b} {rest}?"], question)
+    return None
+
+
+def _reductions(text: str, max_np_words: int) -> list[tuple[int, int, str]]:
+    """Candidate innermost descriptions in ``text``: (start, end, sub-question)."""
+    noun = rf"{_NOUN}(?:\s+{_NOUN}){{0,{max_np_words - 1}}}"
+    of_entity = re.compile(rf"the\s+(?P<r>{noun})\s+of\s+(?P<e>(?:{_NOUN}\s+)?{ENTITY})")  # "of (film) Jaws"
+    entity_noun = re.compile(rf"the\s+(?P<e>{ENTITY})\s+(?P<r>{_NOUN})\b")
+    relative = re.compile(rf"the\s+(?P<n>{noun})\s+(?P<rel>{_RELATIVE})\s+(?P<c>[^,?]+)")
+    out: list[tuple[int, int, str]] = []
+    for m in re.finditer(rf"(?P<e>{ENTITY})(?:'s|’s|')\s+(?P<r>{_NOUN}(?:\s+{_NOUN})?)\b", text):  # "E's R"
+        out.append((m.start(), m.end(), f"{_wh(m.group('r'))} is the {m.group('r')} of {m.group('e')}?"))
+    for the in re.finditer(r"\bthe\b", text):  # every "the", so overlapping descriptions are all seen
+        pos = the.start()
+        m = of_entity.match(text, pos)  # "the R of E", E a named thing or an earlier answer
+        if m and m.group("r").split()[-1].lower() not in _GENERIC:
+            out.append((pos, m.end(), f"{_wh(m.group('r'))} is the {m.group('r')} of {m.group('e')}?"))
+        m = entity_noun.match(text, pos)  # "the Lovin' All Night performer"
+        if m and m.group("r").lower() in _PERSON:
+            out.append((pos, m.end(), f"Who is the {m.group('r')} of {m.group('e')}?"))
+        m = relative.match(
+            text, pos
+        )  # "the N where/who/that <clause naming an entity>", up to a comma or the end
+        if m:
+            clause = m.group("c").strip()
+            named = re.search(ENTITY, clause) or m.group("n").split()[-1] in _PERSON
+            if named and len(clause.split()) >= 2:
+                q = f"{_wh(m.group('n'))} is the {m.group('n')} {m.group('rel')} {clause}?"
+                out.append((pos, pos + len(m.group(0).rstrip()), q))
+    return out
+
+
+def _trivial(rest: str) -> bool:
+    """The question left after a reduction only restates the placeholder ("What is #1?")."""
+    words = re.sub(r"#\d+|[?.,]", " ", rest).lower().split()
+    return (
+        len([w for w in words if w not in {"what", "who", "which", "is", "was", "are", "were", "the"}]) == 0
+    )
+
+
+def _chain(question: str, params: HeuristicParams) -> Plan | None:
+    text = question.strip()
+    subs: list[str] = []
+    while len(subs) < params.max_hops - 1:
+        cands = [c for c in _reductions(text, params.max_np_words) if not _spans_whole(text, c)]
+        if not cands:
+            break
+        start, end, sub_q = max(cands, key=lambda c: (c[0], -c[1]))  # innermost: rightmost start, shortest
+        subs.append(sub_q)
+        text = f"{text[:start]}#{len(subs)}{text[end:]}"
+        if _trivial(text):
+            subs.pop()
+            break
+    if not subs:
+        return None
+    nodes = [{"id": "1", "question": subs[0], "depends_on": [], "relation": "parallel"}]
+    for i, q in enumerate([*subs[1:], text], start=2):
+        refs = sorted({r for r in re.findall(r"#(\d+)", q) if int(r) < i}, key=int)
+        nodes.append(
+            {"id": str(i), "question": q, "depends_on": refs, "relation": "progress" if refs else "parallel"}
+        )
+    return validate_plan(nodes, source="heuristic")
+
+
+def _spans_whole(text: str, cand: tuple[int, int, str]) -> bool:
+    """A reduction covering the whole question (after its wh-word) would leave nothing to ask."""
+    return _trivial(text[: cand[0]] + " " + text[cand[1] :])
+
+
+def heuristic_decompose(question: str, params: HeuristicParams | None = None) -> Plan:
+    """Parallel nodes for comparisons and "both" questions, a progress chain for nested descriptions, else one
+    node."""
+    params = params or HeuristicParams()
+    question = question.strip()
+    return _comparison(question) or _chain(question, params) or single_plan(question)

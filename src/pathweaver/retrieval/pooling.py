@@ -1,0 +1,265 @@
+"""Path Pooling (Wang et al. 2025, §3.3-3.4, §4.3): smooth triple scores along path kernels, then rerank/reselect.
+
+- Triple scores are cos(query, triple) (the "naive triple-based scorer", §3.2/§3.4) over the coarse top triples.
+- Path kernels (§3.3): paths from the query entities over the graph made of the retrieved triples (undirected),
+  by Dijkstra (one shortest path per reached entity, edge length 1 − score: our choice, the paper does not say)
+  or BFS (every simple path of up to ``max_path_len`` = 4 triples, §4.3.1). Triples on no kernel path, including
+  those unreachable from the query entities, are single-hop paths.
+- Smoothing (§3.3): each triple of a path gets the path's mean score (``pooling="max"``: its max, §4.3.2) plus a
+  positional score: with m the path's minimum triple score, the i-th triple from the query entity adds
+  m / a^i (a = ``position_a``; our reading of the formula, which is lost in our copy of the text). A triple's
+  pooled score is the max over all paths containing it.
+- ``mode="rerank"`` (§3.4 position reranking): the top ``top_triples`` triples, reordered by pooled score in
+  ascending order so the best sits nearest the question (recency bias). ``mode="reselect"`` (§3.4 triple
+  reselection): the coarse top ``coarse_m``, pooled, then the pooled top ``top_triples``, in the same order.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pathweaver.config import ConfigError
+from pathweaver.retrieval.graphs import relation_passages
+from pathweaver.retrieval.keywords import matched_entities
+from pathweaver.retrieval.seeds import dense_scores, top_indices, top_triples
+from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult
+from pathweaver.store.snapshot import GraphSnapshot
+
+MODES = ("rerank", "reselect")
+POOLINGS = ("mean", "max")
+KERNELS = ("dijkstra", "bfs")
+
+
+@dataclass
+class PoolingParams:
+    """Path Pooling parameters; the paper's experiments use 25-500 triples (§4.2, Table 2)."""
+
+    mode: str = "reselect"  # §3.4: "rerank" (position reranking) | "reselect" (triple reselection)
+    coarse_m: int = 100  # M: coarse top-M triples before reselection (§3.4; 100 = SubgraphRAG's default)
+    top_triples: int = 25  # K: triples served (§4.2: gains from 25 triples on)
+    position_a: float = 10.0  # a: positional score constant (§3.3; its value is not in our copy of the paper)
+    pooling: str = "mean"  # §4.3.2: "mean" (recommended) | "max"
+    kernel: str = "dijkstra"  # §3.3 / §4.3.1: "dijkstra" (recommended) | "bfs"
+    max_path_len: int = 4  # §4.3.1: maximum BFS path length
+    max_bfs_paths: int = 20000  # ours: BFS path budget (BFS paths grow fast, §4.3.1 Table 2)
+    query_entities: int = 3  # ours: entities of the retrieved triples nearest the query seed the kernels
+    max_paths: int = 20  # ours: kernel paths returned as PathHit, best first
+
+    def validate(self) -> None:
+        if self.mode not in MODES:
+            raise ConfigError(f"pooling mode must be one of {MODES}, got {self.mode!r}")
+        if self.pooling not in POOLINGS:
+            raise ConfigError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
+        if self.kernel not in KERNELS:
+            raise ConfigError(f"pooling kernel must be one of {KERNELS}, got {self.kernel!r}")
+        if self.position_a == 0:
+            raise ConfigError("pooling position_a must be non-zero (§3.3)")
+        if min(self.coarse_m, self.top_triples, self.max_path_len, self.max_bfs_paths) < 1:
+            raise ConfigError("pooling coarse_m, top_triples, max_path_len and max_bfs_paths must be >= 1")
+        if self.query_entities < 0 or self.max_paths < 0:
+            raise ConfigError("pooling query_entities and max_paths must be >= 0")
+
+
+@dataclass
+class Kernel:
+    """A path kernel: entity ``nodes`` and the ``triples`` (local positions) joining them, from the source on."""
+
+    nodes: list[int]
+    triples: list[int]
+
+
+def _adjacency(triples: Sequence[tuple[int, int]]) -> dict[int, list[tuple[int, int]]]:
+    adj: dict[int, list[tuple[int, int]]] = {}
+    for t, (h, d) in enumerate(triples):
+        if h == d:
+            continue
+        adj.setdefault(h, []).append((d, t))
+        adj.setdefault(d, []).append((h, t))
+    return adj
+
+
+def dijkstra_kernels(
+    triples: Sequence[tuple[int, int]], scores: Sequence[float], sources: Iterable[int]
+) -> list[Kernel]:
+    """One shortest path (edge length 1 − score, floored at 0) from each source to every entity it reaches;
+    ties keep the first-found path, lower triple positions first."""
+    adj = _adjacency(triples)
+    kernels: list[Kernel] = []
+    for src in dict.fromkeys(sources):
+        if src not in adj:
+            continue
+        dist = {src: 0.0}
+        prev: dict[int, tuple[int, int]] = {}
+        heap = [(0.0, src)]
+        done: set[int] = set()
+        while heap:
+            d, u = heapq.heappop(heap)
+            if u in done:
+                continue
+            done.add(u)
+            for v, t in adj[u]:
+                nd = d + max(1.0 - float(scores[t]), 0.0)
+                if v not in dist or nd < dist[v] - 1e-12:
+                    dist[v], prev[v] = nd, (u, t)
+                    heapq.heappush(heap, (nd, v))
+        for target in sorted(prev):
+            nodes, path = [target], []
+            while nodes[-1] != src:
+                u, t = prev[nodes[-1]]
+                path.append(t)
+                nodes.append(u)
+            kernels.append(Kernel(nodes[::-1], path[::-1]))
+    return kernels
+
+
+def bfs_kernels(
+    triples: Sequence[tuple[int, int]], sources: Iterable[int], max_len: int, max_paths: int
+) -> list[Kernel]:
+    """Every simple path of 1..``max_len`` triples from each source, breadth first, up to ``max_paths`` in all."""
+    adj = _adjacency(triples)
+    kernels: list[Kernel] = []
+    for src in dict.fromkeys(sources):
+        if src not in adj:
+            continue
+        queue: deque[Kernel] = deque([Kernel([src], [])])
+        while queue and len(kernels) < max_paths:
+            k = queue.popleft()
+            for v, t in adj[k.nodes[-1]]:
+                if v in k.nodes:
+                    continue
+                nxt = Kernel([*k.nodes, v], [*k.triples, t])
+                kernels.append(nxt)
+                if len(kernels) >= max_paths:
+                    break
+                if len(nxt.triples) < max_len:
+                    queue.append(nxt)
+    return kernels
+
+
+def pool_scores(
+    kernels: Sequence[Kernel], scores: Sequence[float], position_a: float, pooling: str = "mean"
+) -> tuple[np.ndarray, list[float]]:
+    """Pooled triple scores (§3.3) and each kernel's base score (mean or max of its triple scores).
+
+    Triple i of a kernel (1-based, from the source) scores base + m / a^i, m the kernel's minimum triple score; a
+    triple's pooled score is its max over kernels. Triples on no kernel are single-hop paths: s + s / a.
+    """
+    if pooling not in POOLINGS:
+        raise ConfigError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    s = np.asarray(scores, dtype=np.float64)
+    pooled = np.full(s.shape[0], -np.inf)
+    bases: list[float] = []
+    for k in kernels:
+        vals = s[k.triples]
+        base = float(vals.mean() if pooling == "mean" else vals.max())
+        low = float(vals.min())
+        bases.append(base)
+        for i, t in enumerate(k.triples, start=1):
+            pooled[t] = max(pooled[t], base + low / position_a**i)
+    single = ~np.isfinite(pooled)
+    pooled[single] = s[single] + s[single] / position_a
+    return pooled, bases
+
+
+def recency_order(pooled: Sequence[float], chosen: Iterable[int]) -> list[int]:
+    """``chosen`` positions in ascending pooled score, best last (§3.4 recency bias); ties put the earlier
+    (better coarse-ranked) position later."""
+    return sorted(chosen, key=lambda i: (float(pooled[i]), -i))
+
+
+def query_entity_seeds(snapshot: GraphSnapshot, query: Query, candidates: Sequence[int], n: int) -> list[int]:
+    """The query entities among ``candidates`` (entities of the retrieved triples): keyword and query n-gram
+    matches first, then the candidates nearest the query vector, ``n`` in all (at least the matches)."""
+    cand = set(candidates)
+    named = [snapshot.entity_index.get(k.strip().lower(), -1) for k in query.keywords]
+    named += matched_entities(snapshot, query.text)
+    seeds = [e for e in dict.fromkeys(named) if e in cand]
+    vecs = snapshot.entity_vecs
+    if len(seeds) < n and candidates and vecs.shape[0] == snapshot.n_entities and vecs.size:
+        ids = np.array(sorted(cand), dtype=np.int64)
+        cos = vecs[ids] @ query.vec.astype(vecs.dtype, copy=False)
+        for i in top_indices(cos, n + len(seeds)).tolist():
+            if len(seeds) >= n:
+                break
+            if int(ids[i]) not in seeds:
+                seeds.append(int(ids[i]))
+    return seeds
+
+
+def _path_hit(snapshot: GraphSnapshot, k: Kernel, rels: list[int], base: float) -> PathHit:
+    relations = [rels[t] for t in k.triples]
+    parts = [snapshot.entity_names[k.nodes[0]]]
+    for node, r in zip(k.nodes[1:], relations, strict=True):
+        forward = int(snapshot.rel_dst[r]) == node
+        parts.append(f"-{snapshot.rel_labels[r]}->" if forward else f"<-{snapshot.rel_labels[r]}-")
+        parts.append(snapshot.entity_names[node])
+    passages: list[int] = []
+    rp = relation_passages(snapshot)
+    for r in relations:
+        passages.extend(int(p) for p in rp[r].indices.tolist() if int(p) not in passages)
+    return PathHit(list(k.nodes), relations, base, " ".join(parts), passages)
+
+
+def _chunks(
+    env: RetrievalEnv, query: Query, rels: list[int], pooled: dict[int, float], top_k: int
+) -> list[ChunkHit]:
+    """Passages supporting the served triples, by their best pooled triple score; dense chunks fill up to top_k."""
+    best: dict[int, float] = {}
+    rp = relation_passages(env.snapshot)
+    for r in rels:
+        for p in rp[r].indices.tolist():
+            best[int(p)] = max(best.get(int(p), -np.inf), pooled[r])
+    hits = [ChunkHit(p, float(s)) for p, s in sorted(best.items(), key=lambda it: (-it[1], it[0]))[:top_k]]
+    if len(hits) < top_k and env.snapshot.n_passages:
+        dense = dense_scores(env.snapshot, query.vec)
+        for p in top_indices(dense, top_k + len(hits)).tolist():
+            if len(hits) >= top_k:
+                break
+            if p not in best:
+                hits.append(ChunkHit(int(p), float(dense[p])))
+    return hits
+
+
+def pooling_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PoolingParams) -> RetrievalResult:
+    """Path Pooling over the query's top triples; ``triples`` in prompt order (best last), ``paths`` = kernels."""
+    snap = env.snapshot
+    first = params.coarse_m if params.mode == "reselect" else params.top_triples
+    coarse = top_triples(snap, query.vec, first)
+    rels = [r for r, _ in coarse]
+    scores = [s for _, s in coarse]
+    triples = [(int(snap.rel_src[r]), int(snap.rel_dst[r])) for r in rels]
+    entities = sorted({e for pair in triples for e in pair})
+    sources = query_entity_seeds(snap, query, entities, params.query_entities)
+    if params.kernel == "dijkstra":
+        kernels = dijkstra_kernels(triples, scores, sources)
+    else:
+        kernels = bfs_kernels(triples, sources, params.max_path_len, params.max_bfs_paths)
+    pooled, bases = pool_scores(kernels, scores, params.position_a, params.pooling)
+    chosen = list(range(len(rels)))
+    if params.mode == "reselect":
+        chosen = sorted(chosen, key=lambda i: (-pooled[i], i))[: params.top_triples]
+    order = recency_order(pooled, chosen)
+    served = [rels[i] for i in order]
+    pooled_by_rel = {rels[i]: float(pooled[i]) for i in range(len(rels))}
+    keep = set(chosen)
+    ranked = sorted(
+        (i for i, k in enumerate(kernels) if keep.intersection(k.triples)), key=lambda i: (-bases[i], i)
+    )
+    paths = [_path_hit(snap, kernels[i], rels, bases[i]) for i in ranked[: params.max_paths]]
+    return RetrievalResult(
+        "pooling",
+        _chunks(env, query, served, pooled_by_rel, top_k),
+        paths=paths,
+        triples=served,
+        info={
+            "query_entities": [snap.entity_names[e] for e in sources],
+            "kernels": len(kernels),
+            "coarse": len(rels),
+            "pooled": {int(r): round(s, 6) for r, s in pooled_by_rel.items() if r in set(served)},
+        },
+    )

@@ -1,0 +1,301 @@
+"""Read side of the store: the graph snapshot, BM25 over chunks, stats, and cards for documents and entities.
+
+Every multi-statement read runs in one read transaction, so it sees one committed version even while the indexer
+writes (WAL). The snapshot is shared per store file and rebuilt only when ``meta.store_version`` moves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from pathweaver.config import ConfigError
+from pathweaver.extract.entities import normalize
+from pathweaver.store.cache import cache_for
+from pathweaver.store.db import Connection, Database
+from pathweaver.store.snapshot import GraphSnapshot
+
+EXPORT_TABLES = ("documents", "chunks", "entities", "relations", "mentions", "relation_sources", "synonyms")
+_FTS_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def fts_query(text: str) -> str:
+    """A safe FTS5 MATCH expression: every word quoted, joined by OR ('' when there are no words)."""
+    tokens = list(dict.fromkeys(t.lower() for t in _FTS_TOKEN_RE.findall(text or "")))
+    return " OR ".join(f'"{t}"' for t in tokens)
+
+
+def _vectors(conn: Connection, table: str, ids: np.ndarray, dim: int) -> np.ndarray:
+    """Rows of a vec0 table in the order of ``ids`` (zeros where a row is missing)."""
+    out = np.zeros((len(ids), dim), dtype=np.float32)
+    if not len(ids) or not dim:
+        return out
+    pos = {int(i): k for k, i in enumerate(ids.tolist())}
+    for rowid, blob in conn.execute(f"SELECT rowid, embedding FROM {table}"):
+        k = pos.get(int(rowid))
+        if k is not None:
+            out[k] = np.frombuffer(blob, dtype=np.float32)
+    return out
+
+
+class StoreReader:
+    """Queries over one ``Database`` connection (use one reader per thread)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.cache = cache_for(str(db.path.resolve()))
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[Connection]:
+        """One read transaction (a consistent view) unless the connection is already inside one."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            yield conn
+            return
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    def _dim(self) -> int:
+        return int(self.db.get_meta("embedding_dim", "0") or 0)
+
+    def _has_vectors(self, conn: Connection) -> bool:
+        return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunk_vec'").fetchone() is not None
+
+    # -- snapshot --------------------------------------------------------------------------------------------
+    def snapshot(self) -> GraphSnapshot:
+        """The graph at the current version (shared and cached; one cheap read when nothing changed)."""
+        return self.cache.get(self.db.version(), self._build_snapshot)
+
+    def _build_snapshot(self) -> GraphSnapshot:
+        with self._read() as conn:
+            version = int(conn.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()[0])
+            dim = self._dim()
+            ents = conn.execute("SELECT id, name, kind FROM entities ORDER BY id").fetchall()
+            chunks = conn.execute(
+                "SELECT c.id, c.text, d.path, d.title, c.start, c.end FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                "ORDER BY c.id"
+            ).fetchall()
+            rels = conn.execute("SELECT id, src_id, dst_id, label, description FROM relations ORDER BY id").fetchall()
+            syns = conn.execute("SELECT a_id, b_id, cos FROM synonyms ORDER BY a_id, b_id").fetchall()
+            mentions = conn.execute("SELECT chunk_id, entity_id, count FROM mentions").fetchall()
+            sources = conn.execute("SELECT relation_id, chunk_id FROM relation_sources").fetchall()
+            entity_ids = np.array([e[0] for e in ents], dtype=np.int64)
+            chunk_ids = np.array([c[0] for c in chunks], dtype=np.int64)
+            rel_ids = np.array([r[0] for r in rels], dtype=np.int64)
+            has_vec = self._has_vectors(conn)
+            entity_vecs = _vectors(conn, "entity_vec", entity_ids, dim) if has_vec else np.zeros((len(ents), 0))
+            rel_vecs = _vectors(conn, "relation_vec", rel_ids, dim) if has_vec else np.zeros((len(rels), 0))
+            chunk_vecs = _vectors(conn, "chunk_vec", chunk_ids, dim) if has_vec else np.zeros((len(chunks), 0))
+        e_pos = {int(i): k for k, i in enumerate(entity_ids.tolist())}
+        c_pos = {int(i): k for k, i in enumerate(chunk_ids.tolist())}
+        r_pos = {int(i): k for k, i in enumerate(rel_ids.tolist())}
+        n_e, n_p, n_r = len(ents), len(chunks), len(rels)
+        m_rows = np.array([c_pos[m[0]] for m in mentions], dtype=np.int64)
+        m_cols = np.array([e_pos[m[1]] for m in mentions], dtype=np.int64)
+        m_data = np.array([m[2] for m in mentions], dtype=np.float32)
+        s_rows = np.array([r_pos[s[0]] for s in sources], dtype=np.int64)
+        s_cols = np.array([c_pos[s[1]] for s in sources], dtype=np.int64)
+        return GraphSnapshot(
+            version=version,
+            entity_names=[e[1] for e in ents],
+            entity_ids=entity_ids,
+            chunk_ids=chunk_ids,
+            chunk_texts=[c[1] for c in chunks],
+            chunk_docs=[c[2] for c in chunks],
+            chunk_titles=[c[3] for c in chunks],
+            chunk_spans=np.array([[c[4], c[5]] for c in chunks], dtype=np.int64).reshape(n_p, 2),
+            rel_ids=rel_ids,
+            rel_src=np.array([e_pos[r[1]] for r in rels], dtype=np.int32),
+            rel_dst=np.array([e_pos[r[2]] for r in rels], dtype=np.int32),
+            rel_labels=[r[3] for r in rels],
+            rel_descriptions=[r[4] for r in rels],
+            rel_chunks=sp.csr_matrix((np.ones(len(sources), dtype=np.float32), (s_rows, s_cols)), shape=(n_r, n_p)),
+            syn_a=np.array([e_pos[s[0]] for s in syns], dtype=np.int32),
+            syn_b=np.array([e_pos[s[1]] for s in syns], dtype=np.int32),
+            syn_cos=np.array([s[2] for s in syns], dtype=np.float32),
+            mentions=sp.csr_matrix((m_data, (m_rows, m_cols)), shape=(n_p, n_e)),
+            entity_vecs=entity_vecs.astype(np.float32),
+            rel_vecs=rel_vecs.astype(np.float32),
+            chunk_vecs=chunk_vecs.astype(np.float32),
+            entity_kinds=[e[2] for e in ents],
+        )
+
+    # -- search ----------------------------------------------------------------------------------------------
+    def bm25_chunks(self, text: str, k: int) -> list[tuple[int, float]]:
+        """Top ``k`` chunks by FTS5 BM25 as (chunk id, score), higher is better; punctuation-safe."""
+        query = fts_query(text)
+        if not query or k < 1:
+            return []
+        rows = self.db.conn.execute(
+            "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
+            (query, int(k)),
+        ).fetchall()
+        return [(int(r[0]), -float(r[1])) for r in rows]
+
+    def find_entities(self, text: str, k: int = 10) -> list[dict[str, Any]]:
+        """Entities whose name matches words of ``text`` (FTS5 BM25), best first."""
+        query = fts_query(text)
+        if not query or k < 1:
+            return []
+        rows = self.db.conn.execute(
+            "SELECT e.id, e.name, e.kind, -bm25(entities_fts) FROM entities_fts JOIN entities e ON e.id = "
+            "entities_fts.rowid WHERE entities_fts MATCH ? ORDER BY bm25(entities_fts) LIMIT ?",
+            (query, int(k)),
+        ).fetchall()
+        return [{"id": r[0], "name": r[1], "kind": r[2], "score": float(r[3])} for r in rows]
+
+    # -- stats -----------------------------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        """The ``stats --json`` contract: counts, version, embedding model and skipped files with reasons."""
+        with self._read() as conn:
+            def count(sql: str) -> int:
+                return int(conn.execute(sql).fetchone()[0])
+
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            skipped = [{"path": p, "reason": r} for p, r in conn.execute(
+                "SELECT path, reason FROM documents WHERE status = 'skipped' ORDER BY path")]
+            return {
+                "documents": count("SELECT count(*) FROM documents WHERE status = 'indexed'"),
+                "chunks": count("SELECT count(*) FROM chunks"),
+                "entities": count("SELECT count(*) FROM entities"),
+                "relations": count("SELECT count(*) FROM relations"),
+                "synonyms": count("SELECT count(*) FROM synonyms"),
+                "mentions": count("SELECT count(*) FROM mentions"),
+                "version": int(meta.get("store_version", 0)),
+                "embedding_model": meta.get("embedding_model"),
+                "embedding_dim": int(meta["embedding_dim"]) if meta.get("embedding_dim") else None,
+                "skipped": skipped,
+                "store": str(self.db.path),
+                "schema_version": int(meta.get("schema_version", 0)),
+                "last_refresh": float(meta["last_refresh"]) if meta.get("last_refresh") else None,
+                "refresh_pending": meta.get("refresh_pending", "0") == "1",
+                "changed_chunks_since_refresh": int(meta.get("changed_chunks", 0)),
+            }
+
+    # -- documents and chunks --------------------------------------------------------------------------------
+    def documents(self) -> list[dict[str, Any]]:
+        rows = self.db.conn.execute(
+            "SELECT d.path, d.title, d.size, d.mtime, d.status, d.reason, "
+            "(SELECT count(*) FROM chunks c WHERE c.doc_id = d.id) FROM documents d ORDER BY d.path"
+        ).fetchall()
+        keys = ("path", "title", "size", "mtime", "status", "reason", "chunks")
+        return [dict(zip(keys, r, strict=True)) for r in rows]
+
+    def document_chunks(self, path: str) -> list[dict[str, Any]]:
+        rows = self.db.conn.execute(
+            "SELECT c.id, c.ord, c.start, c.end, c.heading, c.text FROM chunks c JOIN documents d ON d.id = c.doc_id "
+            "WHERE d.path = ? ORDER BY c.ord", (path,)
+        ).fetchall()
+        return [{"chunk_id": r[0], "ord": r[1], "span": [r[2], r[3]], "heading": r[4], "text": r[5]} for r in rows]
+
+    def chunk(self, chunk_id: int) -> dict[str, Any] | None:
+        r = self.db.conn.execute(
+            "SELECT c.id, d.path, d.title, c.ord, c.start, c.end, c.heading, c.text FROM chunks c "
+            "JOIN documents d ON d.id = c.doc_id WHERE c.id = ?", (int(chunk_id),)
+        ).fetchone()
+        if r is None:
+            return None
+        return {"chunk_id": r[0], "doc": r[1], "title": r[2], "ord": r[3], "span": [r[4], r[5]], "heading": r[6],
+                "text": r[7]}
+
+    # -- entities --------------------------------------------------------------------------------------------
+    def entity(self, name: str) -> dict[str, Any] | None:
+        """Entity card: mentions (doc, chunk, count), relations with sources, synonyms; None if unknown."""
+        with self._read() as conn:
+            row = conn.execute("SELECT id, name, kind FROM entities WHERE name = ?", (normalize(name),)).fetchone()
+            if row is None:
+                return None
+            eid = row[0]
+            mentions = [{"doc": r[0], "chunk_id": r[1], "count": r[2], "score": r[3]} for r in conn.execute(
+                "SELECT d.path, m.chunk_id, m.count, m.score FROM mentions m JOIN chunks c ON c.id = m.chunk_id "
+                "JOIN documents d ON d.id = c.doc_id WHERE m.entity_id = ? ORDER BY m.count DESC, m.chunk_id",
+                (eid,))]
+            relations = []
+            for rid, src, dst, label, desc, kind in conn.execute(
+                "SELECT r.id, s.name, t.name, r.label, r.description, r.kind FROM relations r "
+                "JOIN entities s ON s.id = r.src_id JOIN entities t ON t.id = r.dst_id "
+                "WHERE r.src_id = ? OR r.dst_id = ? ORDER BY r.id", (eid, eid)
+            ).fetchall():
+                sources = [{"doc": p, "chunk_id": c, "span": [a, b]} for p, c, a, b in conn.execute(
+                    "SELECT d.path, s.chunk_id, s.start, s.end FROM relation_sources s JOIN chunks c ON "
+                    "c.id = s.chunk_id JOIN documents d ON d.id = c.doc_id WHERE s.relation_id = ? ORDER BY s.chunk_id",
+                    (rid,))]
+                relations.append({
+                    "id": rid, "src": src, "dst": dst, "label": label, "description": desc, "kind": kind,
+                    "direction": "out" if src == row[1] else "in", "other": dst if src == row[1] else src,
+                    "sources": sources,
+                })
+            synonyms = [{"name": n, "cos": float(c)} for n, c in conn.execute(
+                "SELECT e.name, s.cos FROM synonyms s JOIN entities e ON e.id = CASE WHEN s.a_id = ? THEN s.b_id "
+                "ELSE s.a_id END WHERE s.a_id = ? OR s.b_id = ? ORDER BY s.cos DESC", (eid, eid, eid))]
+        return {"id": eid, "name": row[1], "kind": row[2], "mentions": mentions, "relations": relations,
+                "synonyms": synonyms}
+
+    def neighbors(self, name: str, hops: int = 1, limit: int = 25) -> dict[str, Any]:
+        """Entities within ``hops`` relation/synonym edges of ``name`` (breadth first, at most ``limit``)."""
+        if hops < 1 or limit < 1:
+            raise ConfigError("hops and limit must be at least 1")
+        snap = self.snapshot()
+        start = snap.entity_index.get(normalize(name))
+        if start is None:
+            return {"entity": normalize(name), "found": False, "nodes": [], "edges": []}
+        adj = snap.adjacency
+        seen = {start: 0}
+        frontier = [start]
+        for depth in range(1, hops + 1):
+            nxt = []
+            for u in frontier:
+                for v in adj.indices[adj.indptr[u] : adj.indptr[u + 1]].tolist():
+                    if v not in seen and len(seen) <= limit:
+                        seen[v] = depth
+                        nxt.append(v)
+            frontier = nxt
+        nodes = [{"name": snap.entity_names[n], "kind": snap.entity_kinds[n], "hops": d} for n, d in seen.items()]
+        edges = []
+        for r in range(snap.n_relations):
+            a, b = int(snap.rel_src[r]), int(snap.rel_dst[r])
+            if a in seen and b in seen:
+                edges.append({"src": snap.entity_names[a], "dst": snap.entity_names[b], "label": snap.rel_labels[r]})
+        for a, b in zip(snap.syn_a.tolist(), snap.syn_b.tolist(), strict=True):
+            if a in seen and b in seen:
+                edges.append({"src": snap.entity_names[a], "dst": snap.entity_names[b], "label": "synonym of"})
+        return {"entity": snap.entity_names[start], "found": True, "nodes": nodes, "edges": edges}
+
+    def canonical_graph(self) -> dict[str, set[tuple[Any, ...]]]:
+        """The graph without store ids: entity names, (src, dst, label) relations, (entity, chunk text, count)
+        mentions and synonym name pairs; two stores of the same corpus compare equal on it."""
+        with self._read() as conn:
+            return {
+                "entities": set(conn.execute("SELECT name, kind FROM entities").fetchall()),
+                "relations": set(conn.execute(
+                    "SELECT s.name, t.name, r.label FROM relations r JOIN entities s ON s.id = r.src_id "
+                    "JOIN entities t ON t.id = r.dst_id").fetchall()),
+                "mentions": set(conn.execute(
+                    "SELECT e.name, c.text, m.count FROM mentions m JOIN entities e ON e.id = m.entity_id "
+                    "JOIN chunks c ON c.id = m.chunk_id").fetchall()),
+                "synonyms": set(conn.execute(
+                    "SELECT min(a.name, b.name), max(a.name, b.name) FROM synonyms s JOIN entities a ON a.id = s.a_id "
+                    "JOIN entities b ON b.id = s.b_id").fetchall()),
+            }
+
+    # -- export ----------------------------------------------------------------------------------------------
+    def table_rows(self, table: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """All rows of a whitelisted table (``EXPORT_TABLES``), with column names; chunk grams are left out."""
+        if table not in EXPORT_TABLES:
+            raise ConfigError(f"cannot export table {table!r}; choose one of {', '.join(EXPORT_TABLES)}")
+        cur = self.db.conn.execute(f"SELECT * FROM {table}")
+        columns = [d[0] for d in cur.description]
+        rows = cur.fetchall()
+        drop = [i for i, c in enumerate(columns) if c == "grams"]
+        if drop:
+            columns = [c for i, c in enumerate(columns) if i not in drop]
+            rows = [tuple(v for i, v in enumerate(r) if i not in drop) for r in rows]
+        return columns, rows

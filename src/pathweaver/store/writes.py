@@ -1,0 +1,308 @@
+"""Every INSERT/UPDATE/DELETE of the store, as small functions called inside ``Database.write()``.
+
+FTS5 and vec0 virtual tables do not follow foreign keys, so every function that removes a chunk, entity or
+relation also removes its FTS and vector rows (rowid = owning row id). ``collect_garbage`` removes what lost its
+support (relations without sources, entities without mentions or relations) in the caller's transaction, so no
+orphan row survives a commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pathweaver.store.db import Connection
+
+_CHUNK_BATCH = 500
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """One chunk to insert; ``grams`` are candidate n-gram counts, ``n_words`` is |t| (AGRAG Eq. 2)."""
+
+    ord: int
+    start: int
+    end: int
+    n_tokens: int
+    text: str
+    heading: str
+    grams: Mapping[str, int]
+    n_words: int
+
+
+def text_hash(text: str) -> str:
+    """Key of ``embed_cache``: sha1 of the UTF-8 text."""
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def _blob(vec: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
+
+
+def _chunks(items: Sequence[object], size: int = _CHUNK_BATCH) -> Iterable[Sequence[object]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+# -- meta ----------------------------------------------------------------------------------------------------
+def set_meta(conn: Connection, key: str, value: str) -> None:
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value)
+    )
+
+
+def add_meta_int(conn: Connection, key: str, delta: int) -> None:
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + CAST(excluded.value AS INTEGER)",
+        (key, str(delta)),
+    )
+
+
+# -- embed cache ---------------------------------------------------------------------------------------------
+def cache_get(conn: Connection, texts: Iterable[str]) -> dict[str, np.ndarray]:
+    """Cached vectors for those of ``texts`` that have one."""
+    by_hash = {text_hash(t): t for t in texts}
+    out: dict[str, np.ndarray] = {}
+    keys = list(by_hash)
+    for part in _chunks(keys):
+        marks = ",".join("?" * len(part))
+        for h, blob in conn.execute(f"SELECT text_hash, vector FROM embed_cache WHERE text_hash IN ({marks})", part):
+            out[by_hash[h]] = np.frombuffer(blob, dtype=np.float32)
+    return out
+
+
+def cache_put(conn: Connection, vectors: Mapping[str, np.ndarray]) -> None:
+    conn.executemany(
+        "INSERT OR IGNORE INTO embed_cache(text_hash, vector) VALUES (?, ?)",
+        [(text_hash(t), _blob(v)) for t, v in vectors.items()],
+    )
+
+
+# -- documents -----------------------------------------------------------------------------------------------
+def upsert_document(
+    conn: Connection,
+    path: str,
+    *,
+    title: str = "",
+    content_hash: str = "",
+    mtime: float = 0.0,
+    size: int = 0,
+    status: str = "indexed",
+    reason: str = "",
+    indexed_at: float = 0.0,
+    headings: Sequence[tuple[int, str]] = (),
+    links: Sequence[str] = (),
+) -> int:
+    """Insert or update the row of ``path``; returns its id (kept across updates)."""
+    conn.execute(
+        "INSERT INTO documents(path, title, content_hash, mtime, size, status, reason, indexed_at, headings, links) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET title = excluded.title, "
+        "content_hash = excluded.content_hash, mtime = excluded.mtime, size = excluded.size, "
+        "status = excluded.status, reason = excluded.reason, indexed_at = excluded.indexed_at, "
+        "headings = excluded.headings, links = excluded.links",
+        (path, title, content_hash, mtime, size, status, reason, indexed_at,
+         json.dumps([list(h) for h in headings]), json.dumps(list(links))),
+    )
+    return int(conn.execute("SELECT id FROM documents WHERE path = ?", (path,)).fetchone()[0])
+
+
+def update_document_stat(conn: Connection, doc_id: int, mtime: float, size: int) -> None:
+    conn.execute("UPDATE documents SET mtime = ?, size = ? WHERE id = ?", (mtime, size, doc_id))
+
+
+def rename_document(conn: Connection, doc_id: int, new_path: str, mtime: float, size: int, title: str,
+                    headings: Sequence[tuple[int, str]], links: Sequence[str]) -> None:
+    """Move a document row to ``new_path`` in place: chunk ids, chunk vectors and mentions stay."""
+    conn.execute(
+        "UPDATE documents SET path = ?, mtime = ?, size = ?, title = ?, headings = ?, links = ? WHERE id = ?",
+        (new_path, mtime, size, title, json.dumps([list(h) for h in headings]), json.dumps(list(links)), doc_id),
+    )
+    rows = conn.execute("SELECT id, text FROM chunks WHERE doc_id = ?", (doc_id,)).fetchall()
+    conn.executemany("DELETE FROM chunks_fts WHERE rowid = ?", [(cid,) for cid, _ in rows])
+    conn.executemany(
+        "INSERT INTO chunks_fts(rowid, text, title) VALUES (?, ?, ?)", [(cid, text, title) for cid, text in rows]
+    )
+
+
+def delete_document(conn: Connection, doc_id: int) -> int:
+    """Remove a document, its chunks and everything hanging off them; returns the number of chunks removed."""
+    n = delete_document_chunks(conn, doc_id)
+    conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+    return n
+
+
+# -- chunks --------------------------------------------------------------------------------------------------
+def insert_chunks(conn: Connection, doc_id: int, title: str, rows: Sequence[ChunkRow], vecs: np.ndarray) -> list[int]:
+    """Insert chunks with their FTS row, vector row and gram_df increments; returns the new chunk ids."""
+    ids: list[int] = []
+    for row, vec in zip(rows, vecs, strict=True):
+        cur = conn.execute(
+            "INSERT INTO chunks(doc_id, ord, start, end, n_tokens, text, heading, grams, n_words) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (doc_id, row.ord, row.start, row.end, row.n_tokens, row.text, row.heading,
+             json.dumps(dict(row.grams), ensure_ascii=False, sort_keys=True), row.n_words),
+        )
+        cid = int(cur.lastrowid)
+        ids.append(cid)
+        conn.execute("INSERT INTO chunks_fts(rowid, text, title) VALUES (?, ?, ?)", (cid, row.text, title))
+        conn.execute("INSERT INTO chunk_vec(rowid, embedding) VALUES (?, ?)", (cid, _blob(vec)))
+        conn.executemany(
+            "INSERT INTO gram_df(gram, df) VALUES (?, 1) ON CONFLICT(gram) DO UPDATE SET df = df + 1",
+            [(g,) for g in row.grams],
+        )
+    return ids
+
+
+def delete_document_chunks(conn: Connection, doc_id: int) -> int:
+    """Remove a document's chunks (mentions and relation sources cascade), their FTS/vector rows and their df."""
+    rows = conn.execute("SELECT id, grams FROM chunks WHERE doc_id = ?", (doc_id,)).fetchall()
+    for cid, grams_json in rows:
+        grams = [(g,) for g in json.loads(grams_json)]
+        conn.executemany("UPDATE gram_df SET df = df - 1 WHERE gram = ?", grams)
+        conn.executemany("DELETE FROM gram_df WHERE gram = ? AND df <= 0", grams)
+        conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (cid,))
+        conn.execute("DELETE FROM chunk_vec WHERE rowid = ?", (cid,))
+    conn.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
+    return len(rows)
+
+
+# -- entities and relations ----------------------------------------------------------------------------------
+def ensure_entities(conn: Connection, kinds: Mapping[str, str], vectors: Mapping[str, np.ndarray],
+                    rank: Mapping[str, int]) -> dict[str, int]:
+    """Ids of the named entities, inserting missing ones (with FTS and vector rows); a stronger kind (lower
+    ``rank``) replaces a weaker one."""
+    ids: dict[str, int] = {}
+    for name, kind in kinds.items():
+        row = conn.execute("SELECT id, kind FROM entities WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            eid = int(conn.execute("INSERT INTO entities(name, kind) VALUES (?, ?)", (name, kind)).lastrowid)
+            conn.execute("INSERT INTO entities_fts(rowid, name) VALUES (?, ?)", (eid, name))
+            conn.execute("INSERT INTO entity_vec(rowid, embedding) VALUES (?, ?)", (eid, _blob(vectors[name])))
+        else:
+            eid = int(row[0])
+            if rank.get(kind, 9) < rank.get(row[1], 9):
+                conn.execute("UPDATE entities SET kind = ? WHERE id = ?", (kind, eid))
+        ids[name] = eid
+    return ids
+
+
+def set_entity_kinds(conn: Connection, kinds: Mapping[int, str]) -> None:
+    conn.executemany("UPDATE entities SET kind = ? WHERE id = ? AND kind <> ?", [(k, i, k) for i, k in kinds.items()])
+
+
+def insert_mentions(conn: Connection, rows: Iterable[tuple[int, int, int, float]]) -> None:
+    """(entity_id, chunk_id, count, score) rows; an existing mention keeps the larger count and score."""
+    conn.executemany(
+        "INSERT INTO mentions(entity_id, chunk_id, count, score) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT(entity_id, chunk_id) DO UPDATE SET count = max(count, excluded.count), "
+        "score = max(score, excluded.score)",
+        list(rows),
+    )
+
+
+def ensure_relation(conn: Connection, src_id: int, dst_id: int, label: str, kind: str, description: str,
+                    text: str, vector: np.ndarray) -> int:
+    """Id of relation (src, dst, label), inserted with FTS (triple text) and vector rows when missing."""
+    row = conn.execute(
+        "SELECT id FROM relations WHERE src_id = ? AND dst_id = ? AND label = ?", (src_id, dst_id, label)
+    ).fetchone()
+    if row is not None:
+        return int(row[0])
+    rid = int(conn.execute(
+        "INSERT INTO relations(src_id, dst_id, label, kind, description) VALUES (?, ?, ?, ?, ?)",
+        (src_id, dst_id, label, kind, description),
+    ).lastrowid)
+    conn.execute("INSERT INTO relations_fts(rowid, text) VALUES (?, ?)", (rid, text))
+    conn.execute("INSERT INTO relation_vec(rowid, embedding) VALUES (?, ?)", (rid, _blob(vector)))
+    return rid
+
+
+def insert_relation_source(conn: Connection, relation_id: int, chunk_id: int, start: int, end: int,
+                           sentence: str) -> None:
+    """Provenance of a relation; the first sentence of a chunk that supports it is kept."""
+    conn.execute(
+        "INSERT OR IGNORE INTO relation_sources(relation_id, chunk_id, start, end, sentence) VALUES (?, ?, ?, ?, ?)",
+        (relation_id, chunk_id, start, end, sentence),
+    )
+
+
+def insert_synonyms(conn: Connection, pairs: Iterable[tuple[int, int, float]]) -> None:
+    """Synonym edges (a_id < b_id, cos), AGRAG Eq. 5."""
+    conn.executemany(
+        "INSERT INTO synonyms(a_id, b_id, cos) VALUES (?, ?, ?) ON CONFLICT(a_id, b_id) DO UPDATE SET cos = excluded.cos",
+        [(min(a, b), max(a, b), c) for a, b, c in pairs if a != b],
+    )
+
+
+def clear_derived(conn: Connection) -> None:
+    """Drop all mentions and relation sources (refresh re-derives them in the same transaction)."""
+    conn.execute("DELETE FROM mentions")
+    conn.execute("DELETE FROM relation_sources")
+
+
+def clear_chunk_derived(conn: Connection, chunk_ids: Sequence[int]) -> None:
+    """Drop the mentions and relation sources of some chunks (a renamed document's graph is re-derived)."""
+    conn.executemany("DELETE FROM mentions WHERE chunk_id = ?", [(c,) for c in chunk_ids])
+    conn.executemany("DELETE FROM relation_sources WHERE chunk_id = ?", [(c,) for c in chunk_ids])
+
+
+# -- garbage collection --------------------------------------------------------------------------------------
+def chunk_dependents(conn: Connection, doc_id: int) -> tuple[set[int], set[int]]:
+    """Entity and relation ids that a document's chunks support (the GC candidates when they go)."""
+    ents = {r[0] for r in conn.execute(
+        "SELECT DISTINCT m.entity_id FROM mentions m JOIN chunks c ON c.id = m.chunk_id WHERE c.doc_id = ?", (doc_id,)
+    )}
+    rels = {r[0] for r in conn.execute(
+        "SELECT DISTINCT s.relation_id FROM relation_sources s JOIN chunks c ON c.id = s.chunk_id WHERE c.doc_id = ?",
+        (doc_id,),
+    )}
+    return ents, rels
+
+
+def collect_garbage(conn: Connection, entity_ids: Iterable[int] | None = None,
+                    relation_ids: Iterable[int] | None = None) -> dict[str, int]:
+    """Remove relations without sources, then entities with neither mentions nor relations (their synonyms
+    cascade), with their FTS and vector rows. With candidate ids only those are checked (plus the endpoints of
+    removed relations); with None, the whole store. Returns how many of each were removed."""
+    rel_sql = "SELECT id, src_id, dst_id FROM relations r WHERE NOT EXISTS " \
+              "(SELECT 1 FROM relation_sources s WHERE s.relation_id = r.id)"
+    ent_sql = "SELECT id FROM entities e WHERE NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = e.id) " \
+              "AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.src_id = e.id) " \
+              "AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.dst_id = e.id)"
+    if relation_ids is None:
+        dead_rels = conn.execute(rel_sql).fetchall()
+    else:
+        dead_rels = [row for rid in sorted(set(relation_ids))
+                     for row in conn.execute(rel_sql + " AND r.id = ?", (rid,)).fetchall()]
+    delete_relations(conn, [r[0] for r in dead_rels])
+    if entity_ids is None and relation_ids is None:
+        dead_ents = [r[0] for r in conn.execute(ent_sql)]
+    else:
+        cands = set(entity_ids or ()) | {e for r in dead_rels for e in (r[1], r[2])}
+        dead_ents = [row[0] for eid in sorted(cands) for row in conn.execute(ent_sql + " AND e.id = ?", (eid,))]
+    delete_entities(conn, dead_ents)
+    return {"relations": len(dead_rels), "entities": len(dead_ents)}
+
+
+def delete_relations(conn: Connection, ids: Sequence[int]) -> None:
+    params = [(i,) for i in ids]
+    conn.executemany("DELETE FROM relations_fts WHERE rowid = ?", params)
+    conn.executemany("DELETE FROM relation_vec WHERE rowid = ?", params)
+    conn.executemany("DELETE FROM relations WHERE id = ?", params)
+
+
+def delete_entities(conn: Connection, ids: Sequence[int]) -> None:
+    """Remove entities; their relations (with FTS/vector rows), mentions and synonyms go too."""
+    params = [(i,) for i in ids]
+    rel_ids: list[int] = []
+    for (eid,) in params:
+        rel_ids += [r[0] for r in conn.execute("SELECT id FROM relations WHERE src_id = ? OR dst_id = ?", (eid, eid))]
+    delete_relations(conn, sorted(set(rel_ids)))
+    conn.executemany("DELETE FROM entities_fts WHERE rowid = ?", params)
+    conn.executemany("DELETE FROM entity_vec WHERE rowid = ?", params)
+    conn.executemany("DELETE FROM entities WHERE id = ?", params)

@@ -1,0 +1,190 @@
+"""ask(): LLM answers, extractive fallbacks (no model, timeout, failure), and plan-then-retrieve with
+dependency-aware reranking, on a hand-built snapshot with real embeddings and real citations."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pathweaver.answer import EXTRACTIVE_FAILED, EXTRACTIVE_NO_LLM, ask
+from pathweaver.models.embedder import get_embedder
+from pathweaver.models.llm import NoneBackend
+from pathweaver.models.llm_openai import OpenAIBackend
+from pathweaver.models.llm_sampling import SamplingBackend
+from pathweaver.planner.execute import execute_plan, extractive_answer, merge_rankings
+from pathweaver.planner.heuristic import heuristic_decompose
+from pathweaver.retrieval.types import ChunkHit, RetrievalEnv, RetrievalResult
+from pathweaver.store.snapshot import GraphSnapshot
+from test_llm import FakeChatServer
+
+PASSAGES = [
+    "Jaws is a 1975 American thriller film directed by Steven Spielberg. It is set on Amity Island.",
+    "Steven Spielberg married the actress Kate Capshaw in 1991. They live in Los Angeles.",
+    "Sharks are fish that live in every ocean of the world.",
+    "The Amity Island ferry carries tourists in summer.",
+    "Kate Capshaw starred in Indiana Jones and the Temple of Doom.",
+]
+ENTITIES = [
+    "Jaws",
+    "Steven Spielberg",
+    "Kate Capshaw",
+    "Amity Island",
+    "Los Angeles",
+    "Sharks",
+    "Indiana Jones",
+]
+MENTIONS = [
+    (0, 0, 1),
+    (0, 1, 1),
+    (0, 3, 1),
+    (1, 1, 1),
+    (1, 2, 1),
+    (1, 4, 1),
+    (2, 5, 1),
+    (3, 3, 1),
+    (4, 2, 1),
+    (4, 6, 1),
+]
+
+
+@pytest.fixture(scope="module")
+def env() -> RetrievalEnv:
+    enc = get_embedder().encode
+    snap = GraphSnapshot.from_arrays(
+        entities=ENTITIES,
+        relations=[(0, 1, "directed by"), (1, 2, "married")],
+        passages=PASSAGES,
+        mentions=MENTIONS,
+        relation_chunks=[(0, 0), (1, 1)],
+        chunk_vecs=enc(PASSAGES),
+    )
+    snap.chunk_docs = [f"notes/{i}.md" for i in range(len(PASSAGES))]
+    snap.chunk_spans = np.array([[10 * i, 10 * i + len(p)] for i, p in enumerate(PASSAGES)], dtype=np.int64)
+    return RetrievalEnv(snapshot=snap, bm25_chunks=lambda text, k: [], encode=enc)
+
+
+def dense(env: RetrievalEnv, top_k: int = 3) -> Any:
+    """The caller's retrieval: dense cosine over the snapshot's chunk vectors."""
+
+    def retrieve(text: str, keywords: list[str] | None = None) -> RetrievalResult:
+        sims = env.snapshot.chunk_vecs @ env.encode([text])[0]
+        order = np.argsort(-sims, kind="stable")[:top_k]
+        return RetrievalResult("dense", [ChunkHit(int(i), float(sims[i])) for i in order])
+
+    return retrieve
+
+
+@pytest.fixture
+def chat_server() -> Iterator[FakeChatServer]:
+    server = FakeChatServer()
+    yield server
+    server.close()
+
+
+def test_no_llm_gives_extractive_answer_with_citations(env: RetrievalEnv) -> None:
+    out = ask(env, "Who directed Jaws?", retrieve=dense(env), method="dense", top_k=3, llm=NoneBackend())
+    assert out["extractive"] is True
+    assert out["answer"].startswith(EXTRACTIVE_NO_LLM)
+    assert "directed by Steven Spielberg. [1]" in out["answer"]
+    assert out["citations"][0] == {
+        "n": 1,
+        "doc": "notes/0.md",
+        "title": "doc0",
+        "chunk_id": 1,
+        "span": [0, len(PASSAGES[0])],
+    }
+    assert out["llm"]["backend"] == "none" and out["llm"]["fallbacks"] == ["answer: no LLM configured"]
+    assert out["plan"] is None and out["context"]["text"].startswith("Sources:\n[1] doc0: Jaws is")
+
+
+def test_llm_answer_with_layout_prompt(env: RetrievalEnv, chat_server: FakeChatServer) -> None:
+    chat_server.script = [("text", "Steven Spielberg directed Jaws [1].")]
+    llm = OpenAIBackend(chat_server.url, "m")
+    out = ask(env, "Who directed Jaws?", retrieve=dense(env), method="dense", top_k=2, llm=llm)
+    assert out["answer"] == "Steven Spielberg directed Jaws [1]." and out["extractive"] is False
+    assert out["llm"] == {
+        "backend": "openai",
+        "model": "fake-model",
+        "prompt_tokens": 11,
+        "completion_tokens": 7,
+        "fallbacks": [],
+    }
+    user = chat_server.requests[0]["messages"][1]["content"]
+    assert user.startswith("Sources:\n[1] doc0: Jaws") and user.endswith("Question: Who directed Jaws?")
+
+
+def test_timeout_and_failure_fall_back(env: RetrievalEnv, chat_server: FakeChatServer) -> None:
+    chat_server.script = [("sleep", 2.0)]
+    llm = OpenAIBackend(chat_server.url, "m")
+    out = ask(env, "Who directed Jaws?", retrieve=dense(env), method="dense", top_k=2, llm=llm, timeout=0.3)
+    assert out["extractive"] and out["answer"].startswith(EXTRACTIVE_FAILED)
+    assert "did not answer within" in out["llm"]["fallbacks"][0]
+
+    def broken(messages: list[dict[str, Any]], max_tokens: int, timeout: float) -> tuple[str, str]:
+        raise ConnectionError("client went away")
+
+    out = ask(
+        env,
+        "Who is the spouse of the director of Jaws?",
+        retrieve=dense(env),
+        method="dense",
+        top_k=2,
+        llm=SamplingBackend(broken),
+        decompose=True,
+    )
+    fallbacks = out["llm"]["fallbacks"]
+    assert fallbacks[0].startswith("plan: LLMError: sampling failed")
+    assert any(f.startswith("sub-answer: sampling failed") for f in fallbacks)
+    assert fallbacks[-1].startswith("answer: sampling failed") and out["extractive"]
+
+
+def test_plan_then_retrieve_resolves_and_reranks(env: RetrievalEnv) -> None:
+    out = ask(
+        env,
+        "Who is the spouse of the director of Jaws?",
+        retrieve=dense(env),
+        method="dense",
+        top_k=3,
+        llm=NoneBackend(),
+        decompose=True,
+    )
+    plan = out["plan"]
+    assert plan["plan"]["source"] == "heuristic" and plan["plan"]["levels"] == [["1"], ["2"]]
+    first, second = plan["nodes"]
+    assert first["question"] == "Who is the director of Jaws?" and first["answer"] == "Steven Spielberg"
+    assert first["reranked"] is False and first["citation"]["chunk_id"] == 1
+    assert second["rephrased"] == "Who is the spouse of Steven Spielberg?"
+    assert second["reranked"] is True and second["alpha"] == 0.6
+    assert second["answer"] == "Kate Capshaw" and second["citation"]["doc"] == "notes/1.md"
+    cited = {c["chunk_id"] for c in out["citations"]}
+    assert {1, 2} <= cited  # evidence for both hops reaches the final context
+    assert "Kate Capshaw" in out["answer"]
+
+
+def test_rerank_changes_order_against_resolved_answer(env: RetrievalEnv) -> None:
+    snap = env.snapshot
+    plan = heuristic_decompose("Who is the spouse of the director of Jaws?")
+
+    def fixed(text: str) -> RetrievalResult:  # retrieval that ranks the Kate Capshaw film chunk first
+        return RetrievalResult("fixed", [ChunkHit(4, 0.9), ChunkHit(1, 0.85), ChunkHit(0, 0.2)])
+
+    trace = execute_plan(plan, fixed, env.encode, NoneBackend(), snap, top_k=3)
+    node = trace.nodes["2"]
+    assert [c["chunk_id"] for c in node.chunks_before] == [5, 2, 1]
+    assert (
+        node.chunks_after[0]["chunk_id"] == 2
+    )  # the chunk naming the resolved answer (Steven Spielberg) wins
+    assert (
+        merge_rankings(plan, {"1": [ChunkHit(0, 1)], "2": [ChunkHit(1, 1), ChunkHit(0, 1)]}, 3)[0].passage
+        == 0
+    )
+
+
+def test_extractive_answer_prefers_new_entity(env: RetrievalEnv) -> None:
+    answer, passage = extractive_answer(
+        env.snapshot, [ChunkHit(1, 1.0)], "Who did Steven Spielberg marry?", env.encode
+    )
+    assert (answer, passage) == ("Kate Capshaw", 1)

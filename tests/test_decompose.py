@@ -1,0 +1,158 @@
+"""Plan validation (DAG checks, Kahn levels), rephrasing, the heuristic planner on MuSiQue dev questions, and
+decompose() with LLM success and fallbacks."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pathweaver.models.llm import NoneBackend
+from pathweaver.models.llm_sampling import SamplingBackend
+from pathweaver.planner.decompose import PlanError, decompose, rephrase, validate_plan
+from pathweaver.planner.heuristic import heuristic_decompose
+
+MUSIQUE = Path("/work/shared/data/musique/musique_dev100.json")
+
+
+def test_valid_plan_levels_and_order() -> None:
+    plan = validate_plan(
+        {
+            "nodes": [
+                {"id": "a", "question": "When was X born?", "depends_on": []},
+                {"id": "b", "question": "When was Y born?", "depends_on": [], "relation": "parallel"},
+                {
+                    "id": "c",
+                    "question": "Who is older, #a or #b?",
+                    "depends_on": ["a", "b"],
+                    "relation": "progress",
+                },
+                {"id": "d", "question": "Where was #c born?", "depends_on": ["c"]},
+            ]
+        }
+    )
+    assert plan.levels == [["a", "b"], ["c"], ["d"]]
+    assert plan.order == ["a", "b", "c", "d"] and plan.final == "d"
+    assert plan.node("d").relation == "progress"  # inferred from depends_on
+    assert plan.to_dict()["nodes"][2]["depends_on"] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("nodes", "message"),
+    [
+        (
+            [
+                {"id": "1", "question": "q1", "depends_on": ["3"]},
+                {"id": "2", "question": "q2", "depends_on": ["1"]},
+                {"id": "3", "question": "q3", "depends_on": ["2"]},
+            ],
+            "cycle: 1 -> 3 -> 2 -> 1",
+        ),
+        ([{"id": "1", "question": "q1", "depends_on": ["9"]}], "depends on unknown node '9'"),
+        ([{"id": "1", "question": "q1", "depends_on": ["1"]}], "depends on itself"),
+        ([{"id": "1", "question": "  ", "depends_on": []}], "empty question"),
+        ([{"id": "1", "question": "a"}, {"id": "1", "question": "b"}], "duplicate node id '1'"),
+        ([{"id": "1", "question": "a", "relation": "sideways"}], "relation must be"),
+        ([], "non-empty list"),
+    ],
+)
+def test_invalid_plans(nodes: list[dict[str, Any]], message: str) -> None:
+    with pytest.raises(PlanError, match=re.escape(message)):
+        validate_plan({"nodes": nodes})
+
+
+def test_too_many_nodes() -> None:
+    nodes = [{"id": str(i), "question": f"q{i}"} for i in range(4)]
+    with pytest.raises(PlanError, match="4 nodes; at most 3"):
+        validate_plan(nodes, max_nodes=3)
+
+
+def test_rephrase_placeholders_and_given() -> None:
+    assert (
+        rephrase("Who is the spouse of #1?", {"1": "Steven Spielberg"})
+        == "Who is the spouse of Steven Spielberg?"
+    )
+    assert rephrase("Who is older?", {"a": "1901", "b": "1899"}, ["a", "b"]) == (
+        "Who is older? (given: #a = 1901; #b = 1899)"
+    )
+    assert rephrase("Where is #2?", {}) == "Where is #2?"  # unresolved stays visible
+
+
+def test_heuristic_shapes() -> None:
+    comp = heuristic_decompose("Which film came out first, Jaws or Star Wars?")
+    assert [n.depends_on for n in comp.nodes] == [[], [], ["1", "2"]]
+    assert "Jaws" in comp.nodes[0].question and "Star Wars" in comp.nodes[1].question
+    both = heuristic_decompose("Are Kate Capshaw and Amy Irving both American actresses?")
+    assert both.nodes[0].question == "Is Kate Capshaw American actresses?" and both.levels == [
+        ["1", "2"],
+        ["3"],
+    ]
+    chain = heuristic_decompose("Who is the spouse of the director of film Jaws?")
+    assert [n.question for n in chain.nodes] == [
+        "Who is the director of film Jaws?",
+        "Who is the spouse of #1?",
+    ]
+    assert chain.nodes[1].relation == "progress" and chain.source == "heuristic"
+    where = heuristic_decompose("What is the capital of the country where Marie Curie was born?")
+    assert len(where.nodes) == 2 and where.nodes[1].question == "What is the capital of #1?"
+    assert where.nodes[0].question == "What is the country where Marie Curie was born?"
+    single = heuristic_decompose("When was Marie Curie born?")
+    assert len(single.nodes) == 1 and single.source == "single"
+
+
+def test_heuristic_shape_match_on_musique_dev() -> None:
+    questions = json.loads(MUSIQUE.read_text())[:50]  # dev split: questions 0-49
+    matched = 0
+    for q in questions:
+        gold = [sorted(set(re.findall(r"#(\d+)", s["question"]))) for s in q["question_decomposition"]]
+        mine = [sorted(n.depends_on) for n in heuristic_decompose(q["question"]).nodes]
+        matched += mine == gold
+    share = matched / len(questions)
+    print(f"heuristic exact-shape match on musique dev 0-49: {share:.2f} ({matched}/{len(questions)})")
+    assert share > 0.4
+
+
+def test_decompose_llm_and_fallbacks() -> None:
+    good = {
+        "nodes": [
+            {"id": "1", "question": "Who directed Jaws?", "depends_on": [], "relation": "parallel"},
+            {"id": "2", "question": "Who is the spouse of #1?", "depends_on": ["1"], "relation": "progress"},
+        ]
+    }
+    llm = SamplingBackend(lambda m, n, t: (json.dumps(good), "client"))
+    plan, trace = decompose("Who is the spouse of the director of Jaws?", llm)
+    assert plan.source == "llm" and trace["source"] == "llm" and plan.levels == [["1"], ["2"]]
+
+    cyclic = {"nodes": [{**good["nodes"][0], "depends_on": ["2"]}, good["nodes"][1]]}
+    llm = SamplingBackend(lambda m, n, t: (json.dumps(cyclic), "client"))
+    plan, trace = decompose("Who is the spouse of the director of Jaws?", llm)
+    assert plan.source == "heuristic" and "cycle" in trace["fallback"]
+
+    plan, trace = decompose("Who is the spouse of the director of Jaws?", NoneBackend())
+    assert plan.source == "heuristic" and "no LLM configured" in trace["fallback"]
+
+    caller = decompose("anything", NoneBackend(), plan=good)[0]
+    assert caller.source == "caller" and len(caller.nodes) == 2
+    with pytest.raises(PlanError):
+        decompose(
+            "anything", NoneBackend(), plan={"nodes": [{"id": "1", "question": "x", "depends_on": ["1"]}]}
+        )
+
+
+def test_llm_keywords_and_statistical_fallback() -> None:
+    from pathweaver.planner.keywords import llm_keywords
+    from pathweaver.store.snapshot import GraphSnapshot
+
+    reply = {
+        "low_level_keywords": ["Marie_Curie", "marie curie", "Warsaw"],
+        "high_level_keywords": ["birthplace"],
+    }
+    llm = SamplingBackend(lambda m, n, t: (json.dumps(reply), "client"))
+    assert llm_keywords("Where was Marie Curie born?", llm) == (["Marie Curie", "Warsaw"], ["birthplace"])
+    snap = GraphSnapshot.from_arrays(entities=["marie curie", "warsaw", "polonium"], relations=[])
+    low, high = llm_keywords("Where was Marie Curie born?", NoneBackend(), snap, None)
+    assert low == ["marie curie"] and high == []
+    assert llm_keywords("Where was Marie Curie born?", NoneBackend()) == ([], [])

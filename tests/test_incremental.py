@@ -1,0 +1,105 @@
+"""Incremental == full: random add/modify/rename/delete sequences, then refresh(), equal a fresh index."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from pathweaver.config import Settings
+from pathweaver.ingest.pipeline import Indexer
+from pathweaver.models.embedder import get_embedder
+from pathweaver.store.db import Database
+from pathweaver.store.reads import StoreReader
+
+POOL = [
+    "Marie Curie was born in Warsaw. She studied physics in Paris with Pierre Curie.",
+    "Pierre Curie was a French physicist. Pierre Curie married Marie Curie in 1895.",
+    "The Vistula is the longest river in Poland. The Vistula flows through Warsaw and Krakow.",
+    "Polonium was discovered by Marie Curie and Pierre Curie in 1898. Polonium is named after Poland.",
+    "Radium glows in the dark. Marie Curie isolated radium in Paris.",
+    "Krakow was the capital of Poland before Warsaw. Krakow has an old university.",
+    "# Paris\n\nParis is the capital of France. The Sorbonne is a university in Paris.",
+    "# Nobel Prize\n\nMarie Curie won the Nobel Prize in Physics and the Nobel Prize in Chemistry.",
+]
+
+
+@pytest.fixture(scope="module")
+def embedder():  # type: ignore[no-untyped-def]
+    return get_embedder()
+
+
+def settings(store: Path) -> Settings:
+    s = Settings(store_dir=store)
+    s.extract.auto_refresh_ratio = 1.0  # never refresh on its own: the final explicit refresh must do the work
+    return s
+
+
+def fresh_graph(folder: Path, store: Path, embedder) -> dict:  # type: ignore[no-untyped-def]
+    with Database(store) as db:
+        Indexer(db, settings(store), embedder).index_paths([folder])
+        return StoreReader(db).canonical_graph()
+
+
+def random_step(rng: random.Random, folder: Path) -> tuple[set[Path], set[Path]]:
+    """One random change; returns the (changed, removed) sets a watcher would report."""
+    files = sorted(folder.iterdir())
+    op = rng.choice(["add", "add", "modify", "rename", "delete"]) if files else "add"
+    if op == "add":
+        path = folder / f"n{rng.randrange(1000)}{rng.choice(['.txt', '.md'])}"
+        path.write_text(rng.choice(POOL) + "\n\n" + rng.choice(POOL), encoding="utf-8")
+        return {path}, set()
+    target = rng.choice(files)
+    if op == "modify":
+        target.write_text(rng.choice(POOL) + " " + rng.choice(POOL), encoding="utf-8")
+        return {target}, set()
+    if op == "rename":
+        new = folder / f"r{rng.randrange(1000)}{target.suffix}"
+        target.rename(new)
+        return {new}, {target}
+    target.unlink()
+    return set(), {target}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_incremental_then_refresh_equals_fresh_index(seed: int, tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    rng = random.Random(seed)
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    store = tmp_path / "store"
+    with Database(store) as db:
+        indexer = Indexer(db, settings(store), embedder)
+        for _ in range(rng.randint(3, 6)):
+            changed, removed = random_step(rng, folder)
+            if rng.random() < 0.5:
+                indexer.index_paths([folder])
+            else:
+                indexer.apply_changes(changed, removed)
+        indexer.refresh()
+        got = StoreReader(db).canonical_graph()
+        docs = {d["path"] for d in StoreReader(db).documents()}
+    assert docs == {str(p) for p in folder.iterdir()}
+    want = fresh_graph(folder, tmp_path / "fresh", embedder)
+    assert got["entities"] == want["entities"]
+    assert got["relations"] == want["relations"]
+    assert got["mentions"] == want["mentions"]
+    assert got["synonyms"] == want["synonyms"]
+    if any(folder.iterdir()):
+        assert got["entities"] and got["mentions"]
+
+
+def test_auto_refresh_when_enough_chunks_changed(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i, text in enumerate(POOL):
+        (folder / f"n{i}.txt").write_text(text, encoding="utf-8")
+    s = Settings(store_dir=tmp_path / "store")
+    s.extract.auto_refresh_ratio = 0.2
+    with Database(s.store_dir) as db:
+        indexer = Indexer(db, s, embedder)
+        assert indexer.index_paths([folder]).refreshed  # a first index always ends with the refresh computation
+        (folder / "n0.txt").write_text(POOL[0] + " Warsaw is big.", encoding="utf-8")
+        small = indexer.index_paths([folder])  # 2 changed chunks (1 out, 1 in) of 8: 25 % > 20 %
+        assert small.updated == 1 and small.refreshed
+        assert db.get_meta("changed_chunks") == "0"

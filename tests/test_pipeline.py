@@ -1,0 +1,211 @@
+"""The indexing pipeline on the real test corpus: reports, renames, deletions, the embedding cache, watcher batches."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pathweaver.config import Settings
+from pathweaver.ingest.pipeline import Indexer
+from pathweaver.models.embedder import get_embedder
+from pathweaver.store.db import Database
+from pathweaver.store.reads import StoreReader
+
+CORPUS = Path(__file__).parent / "corpus"
+UNIQUE = "Zanzibar clove merchants traded saffron with Oslo fjord whalers."
+# Every table, including FTS/vec virtual tables, with the SQL that counts rows belonging to a given document id.
+DOC_ROWS = {
+    "documents": "SELECT count(*) FROM documents WHERE id = :d",
+    "chunks": "SELECT count(*) FROM chunks WHERE doc_id = :d",
+    "chunks_fts": "SELECT count(*) FROM chunks_fts WHERE rowid IN (:ids)",
+    "chunk_vec": "SELECT count(*) FROM chunk_vec WHERE rowid IN (:ids)",
+    "mentions": "SELECT count(*) FROM mentions WHERE chunk_id IN (:ids)",
+    "relation_sources": "SELECT count(*) FROM relation_sources WHERE chunk_id IN (:ids)",
+}
+
+
+class CountingEmbedder:
+    """The real embedder, counting the texts it is asked to encode."""
+
+    def __init__(self) -> None:
+        self.inner = get_embedder()
+        self.model_name = self.inner.model_name
+        self.encoded = 0
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        self.encoded += len(texts)
+        return self.inner.encode(texts, batch_size)
+
+    def tokenize(self, text: str) -> list[tuple[int, int]]:
+        return self.inner.tokenize(text)
+
+
+@pytest.fixture()
+def setup(tmp_path: Path):  # type: ignore[no-untyped-def]
+    notes = tmp_path / "notes"
+    shutil.copytree(CORPUS, notes)
+    emb = CountingEmbedder()
+    db = Database(tmp_path / "store")
+    indexer = Indexer(db, Settings(store_dir=tmp_path / "store"), emb)
+    yield notes, db, indexer, emb
+    db.close()
+
+
+def chunk_ids(db: Database, path: Path) -> list[int]:
+    return [r[0] for r in db.conn.execute(
+        "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.path = ? ORDER BY c.ord", (str(path),))]
+
+
+def test_index_report_and_unchanged_rerun(setup) -> None:  # type: ignore[no-untyped-def]
+    notes, db, indexer, emb = setup
+    first = indexer.index_paths([notes])
+    assert (first.added, first.updated, first.deleted, first.skipped) == (6, 0, 0, 0)
+    assert first.refreshed and first.chunks >= 6 and first.to_dict()["added"] == 6
+    stats = StoreReader(db).stats()
+    assert stats["documents"] == 6 and stats["entities"] > 0 and stats["relations"] > 0
+    encoded = emb.encoded
+    again = indexer.index_paths([notes])
+    assert (again.added, again.updated, again.unchanged) == (0, 0, 6)
+    assert emb.encoded == encoded
+    assert "marie curie" in StoreReader(db).snapshot().entity_index
+
+
+def test_rename_costs_no_embedding_and_keeps_chunk_ids(setup) -> None:  # type: ignore[no-untyped-def]
+    notes, db, indexer, emb = setup
+    indexer.index_paths([notes])
+    before = chunk_ids(db, notes / "radium.md")
+    graph_before = StoreReader(db).canonical_graph()
+    encoded = emb.encoded
+    (notes / "radium.md").rename(notes / "element-88.md")
+    report = indexer.index_paths([notes])
+    assert report.renamed == 1 and report.added == 0 and report.deleted == 0
+    assert emb.encoded == encoded
+    assert chunk_ids(db, notes / "element-88.md") == before
+    assert chunk_ids(db, notes / "radium.md") == []
+    assert StoreReader(db).canonical_graph() == graph_before
+
+
+def test_watcher_rename_batch_is_a_rename(setup) -> None:  # type: ignore[no-untyped-def]
+    notes, db, indexer, emb = setup
+    indexer.index_paths([notes])
+    before = chunk_ids(db, notes / "polonium.md")
+    (notes / "polonium.md").rename(notes / "po.md")
+    report = indexer.apply_changes({notes / "po.md"}, {notes / "polonium.md"})
+    assert report.renamed == 1 and chunk_ids(db, notes / "po.md") == before
+
+
+def test_delete_leaves_no_row_and_no_search_hit(setup) -> None:  # type: ignore[no-untyped-def]
+    notes, db, indexer, emb = setup
+    extra = notes / "zanzibar.txt"
+    extra.write_text(UNIQUE + " Zanzibar merchants sailed to Oslo.", encoding="utf-8")
+    indexer.index_paths([notes])
+    reader = StoreReader(db)
+    doc_id = db.conn.execute("SELECT id FROM documents WHERE path = ?", (str(extra),)).fetchone()[0]
+    ids = chunk_ids(db, extra)
+    assert reader.bm25_chunks("Zanzibar saffron", 3)[0][0] in ids
+    assert "zanzibar" in reader.snapshot().entity_index
+    extra.unlink()
+    report = indexer.index_paths([notes])
+    assert report.deleted == 1
+    id_list = ",".join(str(i) for i in ids)
+    for table, sql in DOC_ROWS.items():
+        assert db.conn.execute(sql.replace(":ids", id_list), {"d": doc_id}).fetchone()[0] == 0, table
+    reader = StoreReader(db)
+    assert all(cid not in ids for cid, _ in reader.bm25_chunks("Zanzibar saffron Oslo", 10))
+    snap = reader.snapshot()
+    assert "zanzibar" not in snap.entity_index and not any("zanzibar" in n for n in snap.entity_names)
+    query = get_embedder().encode_one(UNIQUE)
+    best = int(np.argmax(snap.chunk_vecs @ query))
+    assert snap.chunk_docs[best] != str(extra) and float(snap.chunk_vecs[best] @ query) < 0.9
+    # no orphans anywhere: every FTS/vector row has its owner, every entity has support
+    for fts, owner in (("chunks_fts", "chunks"), ("chunk_vec", "chunks"), ("entities_fts", "entities"),
+                       ("entity_vec", "entities"), ("relations_fts", "relations"), ("relation_vec", "relations")):
+        assert db.conn.execute(f"SELECT count(*) FROM {fts}").fetchone()[0] == \
+            db.conn.execute(f"SELECT count(*) FROM {owner}").fetchone()[0], fts
+    assert db.conn.execute(
+        "SELECT count(*) FROM entities e WHERE NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = e.id) "
+        "AND NOT EXISTS (SELECT 1 FROM relations r WHERE e.id IN (r.src_id, r.dst_id))").fetchone()[0] == 0
+    assert db.conn.execute("SELECT count(*) FROM gram_df WHERE gram = 'zanzibar'").fetchone()[0] == 0
+
+
+def test_modified_file_reuses_cached_chunk_vectors(setup) -> None:  # type: ignore[no-untyped-def]
+    notes, db, indexer, emb = setup
+    indexer.index_paths([notes])
+    vistula = notes / "vistula.txt"
+    original = vistula.read_text(encoding="utf-8")
+    vistula.write_text(original + "\nThe Vistula freezes in winter.", encoding="utf-8")
+    assert indexer.index_paths([notes]).embedded == 1
+    vistula.write_text(original, encoding="utf-8")  # back to a text whose vector is cached
+    report = indexer.index_paths([notes])
+    assert report.updated == 1 and report.embedded == 0
+
+
+def test_exact_false_keeps_other_documents_and_remove_path(setup, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    notes, db, indexer, emb = setup
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.txt").write_text("Lisbon is the capital of Portugal.", encoding="utf-8")
+    indexer.index_paths([notes])
+    report = indexer.index_paths([other], exact=False)
+    assert report.added == 1 and StoreReader(db).stats()["documents"] == 7
+    assert indexer.remove_path(other) == 1
+    assert StoreReader(db).stats()["documents"] == 6
+
+
+def test_derive_document_structure_and_spans() -> None:
+    from pathweaver.extract.graph import ChunkInput, ExtractParams, Structure, chunk_stats, derive_document
+
+    texts = [(10, 0, "Warsaw is in Poland."), (11, 21, "Krakow hosts Jagiellonian University.")]
+    chunks = [ChunkInput(k, s, s + len(t), t, *chunk_stats(t, 3)) for k, s, t in texts]
+    structure = Structure("Warsaw", [(21, "Krakow")], ["Vistula", "Warsaw"])
+    # tau above any ER value: only authored structure remains
+    g = derive_document(chunks, structure, 2, {}, ExtractParams(tau=10.0))
+    assert g.kinds == {"warsaw": "title", "krakow": "heading", "vistula": "link"}
+    assert g.mentions == {("warsaw", 10): (1, 0.0), ("krakow", 11): (1, 0.0)}
+    assert [(r.src, r.dst, r.label, r.kind, r.chunk) for r in g.relations] == [
+        ("warsaw", "vistula", "links to", "link", 10)]  # the self-link to "Warsaw" is dropped
+    # tau = 0: every candidate gram with df < |T_c| is an entity; relation spans are in document coordinates
+    g = derive_document(chunks, structure, 2, {}, ExtractParams(tau=0.0))
+    assert ("jagiellonian university", 11) in g.mentions and g.kinds["krakow"] == "heading"
+    c1 = [r for r in g.relations if r.chunk == 11]
+    assert c1 and all(r.start == 21 and r.end == 21 + len(texts[1][2]) for r in c1)
+
+
+def test_scanner_diff_classifies_by_stat_then_hash() -> None:
+    from pathweaver.ingest.scanner import FileEntry, KnownDoc, diff
+
+    known = {
+        "/r/same.txt": KnownDoc(1, "/r/same.txt", "h1", 1.0, 10, "indexed", ""),
+        "/r/touched.txt": KnownDoc(2, "/r/touched.txt", "h2", 1.0, 10, "indexed", ""),
+        "/r/edited.txt": KnownDoc(3, "/r/edited.txt", "h3", 1.0, 10, "indexed", ""),
+        "/r/old-name.txt": KnownDoc(4, "/r/old-name.txt", "h4", 1.0, 44, "indexed", ""),
+        "/r/gone.txt": KnownDoc(5, "/r/gone.txt", "h5", 1.0, 10, "indexed", ""),
+        "/elsewhere/x.txt": KnownDoc(6, "/elsewhere/x.txt", "h6", 1.0, 10, "indexed", ""),
+    }
+    found = {p: FileEntry(p, None, m, s) for p, m, s in [
+        ("/r/same.txt", 1.0, 10), ("/r/touched.txt", 2.0, 10), ("/r/edited.txt", 2.0, 11),
+        ("/r/new-name.txt", 3.0, 44), ("/r/brand-new.txt", 3.0, 44)]}
+    found["/r/big.txt"] = FileEntry("/r/big.txt", "too large (9 bytes > 1)", 1.0, 9)
+    hashes = {"/r/touched.txt": "h2", "/r/edited.txt": "new", "/r/new-name.txt": "h4", "/r/brand-new.txt": "zz"}
+    hashed: list[str] = []
+
+    def hasher(path: str) -> str:
+        hashed.append(path)
+        return hashes[path]
+
+    out = diff(found, known, lambda p: p.startswith("/r/"), hasher)
+    assert [e.path for e in out.unchanged] == ["/r/same.txt"]
+    assert [(d.id, e.path) for d, e in out.touched] == [(2, "/r/touched.txt")]
+    assert [e.path for e in out.changed] == ["/r/edited.txt"]
+    assert [(d.id, e.path) for d, e in out.renamed] == [(4, "/r/new-name.txt")]
+    assert [e.path for e in out.new] == ["/r/brand-new.txt"]
+    assert [d.id for d in out.deleted] == [5]  # /elsewhere is out of scope
+    assert [e.path for e in out.skipped] == ["/r/big.txt"]
+    assert "/r/same.txt" not in hashed  # equal mtime and size: never hashed

@@ -1,0 +1,130 @@
+"""PPR: hand values, a dense reference solve of AGRAG Eq. 10, the HippoRAG 2 personalisation, the node-space graph."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from pathweaver.config import ConfigError
+from pathweaver.retrieval.graphs import node_space_graph
+from pathweaver.retrieval.ppr import PPRError, PPRParams, personalization, personalized_pagerank, ppr_scores
+from pathweaver.retrieval.registry import run_method
+from pathweaver.retrieval.types import Query, RetrievalEnv
+from pathweaver.store.snapshot import GraphSnapshot
+
+
+def test_two_node_hand_value() -> None:
+    # a - b, r = (1, 0), d = 0.5: x_a = 0.5 + 0.5 x_b, x_b = 0.5 x_a  ->  x_a = 2/3, x_b = 1/3
+    m = sp.csr_matrix(np.array([[0.0, 1.0], [1.0, 0.0]]))
+    x = personalized_pagerank(m, np.array([3.0, 0.0]), damping=0.5, tol=1e-12, max_iter=200)
+    assert x == pytest.approx([2 / 3, 1 / 3], abs=1e-9)
+
+
+def test_dangling_mass_returns_to_reset() -> None:
+    # a -> b only (b dangling). r = (0.5, 0.5), d = 0.5:
+    # x_a = 0.25 + 0.5 (0.5 x_b) ; x_b = 0.25 + 0.5 (x_a + 0.5 x_b)  ->  x_a = 0.4, x_b = 0.6
+    m = sp.csr_matrix(np.array([[0.0, 0.0], [1.0, 0.0]]))
+    x = personalized_pagerank(m, np.array([1.0, 1.0]), damping=0.5, tol=1e-12, max_iter=200)
+    assert x == pytest.approx([0.4, 0.6], abs=1e-9)
+    assert x.sum() == pytest.approx(1.0)
+
+
+def test_bad_inputs_raise() -> None:
+    m = sp.identity(2, format="csr")
+    with pytest.raises(PPRError):
+        personalized_pagerank(m, np.zeros(2))
+    with pytest.raises(PPRError):
+        personalized_pagerank(m, np.ones(3))
+    with pytest.raises(PPRError):
+        personalized_pagerank(m, np.ones(2), damping=1.0)
+
+
+def _snapshot() -> GraphSnapshot:
+    """Four entities on a chain e0-e1-e2-e3 (two relations e0-e1), synonym e1~e3 (cos 0.9), two passages:
+    p0 mentions e0 (1x), e1 (2x); p1 mentions e1, e2, e3. Node space: e0..e3 = 0..3, p0 = 4, p1 = 5."""
+    rel_vecs = np.array(
+        [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.6, 0.8, 0.0], [0.0, 0.0, 1.0]], dtype=np.float32
+    )
+    ent_vecs = np.eye(4, 3, dtype=np.float32)
+    chunk_vecs = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], dtype=np.float32)
+    return GraphSnapshot.from_arrays(
+        ["e0", "e1", "e2", "e3"],
+        [(0, 1, "r"), (1, 0, "r'"), (1, 2, "r"), (2, 3, "r")],
+        passages=["p0", "p1"],
+        mentions=[(0, 0, 1), (0, 1, 2), (1, 1, 1), (1, 2, 1), (1, 3, 1)],
+        synonyms=[(1, 3, 0.9)],
+        entity_vecs=ent_vecs,
+        rel_vecs=rel_vecs,
+        chunk_vecs=chunk_vecs,
+    )
+
+
+def _hand_weights() -> np.ndarray:
+    w = np.zeros((6, 6))
+    for a, b, v in [
+        (0, 1, 2.0),
+        (1, 2, 1.0),
+        (2, 3, 1.0),
+        (1, 3, 0.9),
+        (4, 0, 1),
+        (4, 1, 2),  # p0 mentions e1 twice (contains_weight = count)
+        (5, 1, 1),
+        (5, 2, 1),
+        (5, 3, 1),
+    ]:
+        w[a, b] = w[b, a] = v
+    return w
+
+
+def test_node_space_graph_weights_and_cache() -> None:
+    snap = _snapshot()
+    graph = node_space_graph(snap)
+    assert graph.adjacency.toarray() == pytest.approx(_hand_weights())
+    assert np.asarray(graph.transition.sum(axis=0)).ravel() == pytest.approx(np.ones(6))
+    assert node_space_graph(snap) is graph  # built once per snapshot
+    ones = node_space_graph(snap, "one", "one").adjacency.toarray()
+    assert ones[0, 1] == 1.0 and ones[4, 1] == 1.0
+
+
+def test_personalisation_hippo_style() -> None:
+    snap = _snapshot()
+    q = Query("q", np.array([1.0, 0.0, 0.0], dtype=np.float32))
+    env = RetrievalEnv(snap, lambda t, k: [], lambda texts: np.zeros((len(texts), 3)))
+    reset, info = personalization(env, q, PPRParams(top_triples=3))
+    # top triples by cos: r0 1.0, r1 1.0, r2 0.6. Entity weights: e0 = 1 + 1 = 2, e1 = 1 + 1 + 0.6 = 2.6,
+    # e2 = 0.6; divided by passage counts (e0: 1, e1: 2, e2: 1): e0 2.0, e1 1.3, e2 0.6.
+    # Passages: dense cos p0 1.0, p1 0.0 -> min-max 1, 0 -> x 0.05.
+    assert [r for r, _ in info.triples] == [0, 1, 2]
+    assert reset == pytest.approx([2.0, 1.3, 0.6, 0.0, 0.05, 0.0])
+
+
+def test_ppr_scores_match_dense_reference_solve() -> None:
+    snap = _snapshot()
+    q = Query("q", np.array([1.0, 0.0, 0.0], dtype=np.float32))
+    env = RetrievalEnv(snap, lambda t, k: [], lambda texts: np.zeros((len(texts), 3)))
+    params = PPRParams(top_triples=3, tol=1e-12, max_iter=500)
+    scores, _ = ppr_scores(env, q, params)
+    # Reference (AGRAG Eq. 10 at its fixed point): (I - d P) x = (1 - d) r, P = W D^-1 from the hand weights.
+    w = _hand_weights()
+    p = w / w.sum(axis=0, keepdims=True)
+    r = np.array([2.0, 1.3, 0.6, 0.0, 0.05, 0.0])
+    r /= r.sum()
+    expected = np.linalg.solve(np.eye(6) - 0.5 * p, 0.5 * r)
+    assert scores == pytest.approx(expected, abs=1e-7)  # float32 cosines in the reset
+    result = run_method(env, q, "ppr", 2, {"top_triples": 3})
+    # passage scores are x[4], x[5]; p0 touches the two heaviest seeds so it ranks first
+    assert [c.passage for c in result.chunks] == [0, 1]
+    assert result.chunks[0].score == pytest.approx(expected[4], abs=1e-6)
+
+
+def test_ppr_params_validated() -> None:
+    snap = _snapshot()
+    env = RetrievalEnv(snap, lambda t, k: [], lambda texts: np.zeros((len(texts), 3)))
+    q = Query("q", np.array([1.0, 0.0, 0.0], dtype=np.float32))
+    with pytest.raises(ConfigError):
+        run_method(env, q, "ppr", 2, {"damping": 1.5})
+    with pytest.raises(ConfigError):
+        run_method(env, q, "ppr", 2, {"relation_weight": "heavy"})
+    with pytest.raises(ConfigError):
+        run_method(env, q, "ppr", 2, {"alpha": 0.5})

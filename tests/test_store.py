@@ -1,0 +1,136 @@
+"""Store writes and reads on real SQLite files: round trip, garbage collection, stats contract, BM25, cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pathweaver.config import ConfigError, Settings
+from pathweaver.ingest.pipeline import Indexer
+from pathweaver.models.embedder import get_embedder
+from pathweaver.store import writes as w
+from pathweaver.store.db import Database, EmbeddingMismatchError
+from pathweaver.store.reads import StoreReader, fts_query
+
+DIM = 4
+
+
+def unit(*xs: float) -> np.ndarray:
+    v = np.array(xs, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+@pytest.fixture()
+def db(tmp_path: Path):  # type: ignore[no-untyped-def]
+    d = Database(tmp_path / "store")
+    d.ensure_embedding("test-model", DIM)
+    yield d
+    d.close()
+
+
+def fill(db: Database) -> dict[str, int]:
+    rows = [w.ChunkRow(0, 0, 27, 6, "Marie Curie lived in Paris.", "", {"marie curie": 1, "paris": 1}, 5),
+            w.ChunkRow(1, 28, 50, 5, "Paris is in France.", "", {"paris": 1, "france": 1}, 4)]
+    with db.write() as conn:
+        doc = w.upsert_document(conn, "/n/a.md", title="A", content_hash="h", size=50)
+        cids = w.insert_chunks(conn, doc, "A", rows, np.stack([unit(1, 0, 0, 0), unit(0, 1, 0, 0)]))
+        vecs = {"marie curie": unit(1, 1, 0, 0), "paris": unit(0, 0, 1, 0), "france": unit(0, 0, 1, 0.01)}
+        ids = w.ensure_entities(conn, {"marie curie": "ngram", "paris": "ngram", "france": "ngram"}, vecs, {})
+        w.insert_mentions(conn, [(ids["marie curie"], cids[0], 1, 0.5), (ids["paris"], cids[0], 1, 0.2),
+                                 (ids["paris"], cids[1], 1, 0.2), (ids["france"], cids[1], 1, 0.3)])
+        rid = w.ensure_relation(conn, ids["marie curie"], ids["paris"], "lived in", "cooccur", "s",
+                                "marie curie lived in paris", unit(1, 0, 1, 0))
+        w.insert_relation_source(conn, rid, cids[0], 0, 27, "Marie Curie lived in Paris.")
+        w.insert_synonyms(conn, [(ids["france"], ids["paris"], 0.99)])
+    return {"doc": doc, **ids}
+
+
+def test_round_trip_snapshot(db: Database) -> None:
+    fill(db)
+    snap = StoreReader(db).snapshot()
+    assert snap.entity_names == ["marie curie", "paris", "france"]
+    assert snap.chunk_texts[1] == "Paris is in France." and snap.chunk_docs == ["/n/a.md", "/n/a.md"]
+    assert snap.chunk_spans.tolist() == [[0, 27], [28, 50]]
+    assert snap.triple_text(0) == "marie curie lived in paris"
+    assert snap.rel_chunks.toarray().tolist() == [[1.0, 0.0]]
+    assert snap.mentions.toarray().tolist() == [[1, 1, 0], [0, 1, 1]]
+    assert (snap.syn_a.tolist(), snap.syn_b.tolist()) == ([1], [2])
+    np.testing.assert_allclose(snap.chunk_vecs[1], unit(0, 1, 0, 0))
+    np.testing.assert_allclose(snap.entity_vecs[0], unit(1, 1, 0, 0))
+    assert db.conn.execute("SELECT df FROM gram_df WHERE gram = 'paris'").fetchone()[0] == 2
+
+
+def test_delete_document_collects_garbage_everywhere(db: Database) -> None:
+    ids = fill(db)
+    with db.write() as conn:
+        ents, rels = w.chunk_dependents(conn, ids["doc"])
+        assert w.delete_document(conn, ids["doc"]) == 2
+        assert w.collect_garbage(conn, ents, rels) == {"relations": 1, "entities": 3}
+    tables = ["documents", "chunks", "chunks_fts", "chunk_vec", "entities", "entities_fts", "entity_vec", "mentions",
+              "relations", "relations_fts", "relation_vec", "relation_sources", "synonyms", "gram_df"]
+    assert {t: db.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables} == dict.fromkeys(tables, 0)
+
+
+def test_snapshot_is_cached_until_the_version_moves(db: Database) -> None:
+    fill(db)
+    reader = StoreReader(db)
+    first = reader.snapshot()
+    assert reader.snapshot() is first and StoreReader(db).snapshot() is first
+    with db.write() as conn:
+        w.set_meta(conn, "x", "1")
+    assert reader.snapshot() is not first and reader.snapshot().version == db.version()
+
+
+def test_stats_contract(db: Database) -> None:
+    fill(db)
+    with db.write() as conn:
+        w.upsert_document(conn, "/n/bad.txt", status="skipped", reason="binary content")
+    stats = StoreReader(db).stats()
+    expected = {"documents": int, "chunks": int, "entities": int, "relations": int, "synonyms": int, "mentions": int,
+                "version": int, "embedding_model": str, "embedding_dim": int, "skipped": list}
+    for key, typ in expected.items():
+        assert isinstance(stats[key], typ), key
+    assert (stats["documents"], stats["chunks"], stats["entities"], stats["relations"]) == (1, 2, 3, 1)
+    assert (stats["synonyms"], stats["mentions"], stats["embedding_dim"]) == (1, 4, DIM)
+    assert stats["skipped"] == [{"path": "/n/bad.txt", "reason": "binary content"}]
+
+
+def test_bm25_sanitises_queries(db: Database) -> None:
+    fill(db)
+    reader = StoreReader(db)
+    for nasty in ['"Paris', "Paris) AND (France", "NOT NEAR(", "paris*:^", "AND OR NOT"]:
+        reader.bm25_chunks(nasty, 5)  # must not raise
+    assert reader.bm25_chunks("", 5) == [] and reader.bm25_chunks("?!", 5) == []
+    hits = reader.bm25_chunks("France?", 5)
+    assert [h[0] for h in hits] == [2] and hits[0][1] > 0
+    assert fts_query('Paris "AND" x(y)') == '"paris" OR "and" OR "x" OR "y"'
+    assert [e["name"] for e in reader.find_entities("Paris!", 5)] == ["paris"]
+
+
+def test_entity_card_and_table_rows(db: Database) -> None:
+    fill(db)
+    reader = StoreReader(db)
+    card = reader.entity("Marie Curie")
+    assert card is not None and card["mentions"][0]["doc"] == "/n/a.md"
+    rel = card["relations"][0]
+    assert (rel["label"], rel["other"], rel["sources"][0]["span"]) == ("lived in", "paris", [0, 27])
+    assert reader.entity("paris")["synonyms"] == [{"name": "france", "cos": pytest.approx(0.99)}]  # type: ignore[index]
+    assert reader.entity("nobody") is None
+    columns, rows = reader.table_rows("chunks")
+    assert "grams" not in columns and len(rows) == 2
+    with pytest.raises(ConfigError, match="cannot export"):
+        reader.table_rows("meta")
+    assert reader.neighbors("paris", 1, 10)["nodes"][0]["name"] == "paris"
+
+
+def test_embedding_mismatch_names_the_fix(tmp_path: Path) -> None:
+    class OtherModel:
+        model_name = "some-other-model"
+        dim = 384
+
+    with Database(tmp_path / "s") as db:
+        Indexer(db, Settings(store_dir=tmp_path / "s"), get_embedder())  # records the real model, dim 384
+        with pytest.raises(EmbeddingMismatchError, match="rebuild"):
+            Indexer(db, Settings(store_dir=tmp_path / "s"), OtherModel())  # type: ignore[arg-type]
