@@ -27,6 +27,8 @@ demo: $(STAMP)
 	$(BIN)/python -m pathweaver.demo
 
 test: $(STAMP)
+	# Headless Chromium for the visual-view test (best effort; the test says why it skips without it).
+	-command -v chromium >/dev/null || (apt-get install -y -q chromium >/dev/null 2>&1 || true)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/pytest -q
 

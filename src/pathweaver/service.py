@@ -282,6 +282,65 @@ class Pathweaver:
             raise ConfigError("hops and limit must be at least 1")
         return self.reader.neighbors(name, hops, limit)
 
+    # -- planner and answers ---------------------------------------------------------------------------------
+    def llm(self, override: Any = None) -> Any:
+        """The LLM backend: ``override`` (e.g. MCP sampling) when given, else the configured one (``auto``)."""
+        from pathweaver.models.llm import resolve_backend
+
+        return resolve_backend(self.settings.models, override)
+
+    def plan(self, question: str, plan: Any = None, llm: Any = None) -> dict[str, Any]:
+        """PankRAG §2.2 DAG: the caller's plan (validated), else the LLM's, else the heuristic one."""
+        from pathweaver.planner.decompose import decompose
+
+        result, trace = decompose(question, self.llm(llm), plan, timeout=self.settings.models.llm_timeout)
+        out = result.to_dict()
+        out["trace"] = _jsonable(trace)
+        return out
+
+    def rerank(
+        self, question: str, candidates: list[str], resolved: list[str], alpha: float | None = None
+    ) -> list[dict[str, Any]]:
+        """PankRAG Eq. 4-5 dependency-aware reranking of free-text candidates."""
+        from pathweaver.planner.rerank import rerank_texts
+
+        if alpha is not None and not 0.0 <= alpha <= 1.0:
+            raise ConfigError(f"alpha must lie in [0, 1], got {alpha}")
+        return rerank_texts(question, candidates, resolved, self.embedder.encode, alpha)
+
+    def ask(
+        self,
+        question: str,
+        method: str | None = None,
+        decompose: bool = False,
+        plan: Any = None,
+        top_k: int = 5,
+        params: dict[str, Any] | None = None,
+        llm: Any = None,
+    ) -> dict[str, Any]:
+        """Answer with citations; never fails because of the model (falls back to an extractive answer)."""
+        from pathweaver.answer import ask
+
+        method = method or "hybrid"
+        self.query(question)  # validates the question and the embedding model
+
+        def retrieve(text: str, keywords: list[str] | None) -> RetrievalResult:
+            return self.retrieve(text, method, top_k, params, keywords)
+
+        return _jsonable(
+            ask(
+                self.env(),
+                question,
+                retrieve=retrieve,
+                method=method,
+                top_k=top_k,
+                llm=self.llm(llm),
+                decompose=decompose or plan is not None,
+                plan=plan,
+                timeout=self.settings.models.llm_timeout,
+            )
+        )
+
 
 def _jsonable(value: Any) -> Any:
     """Convert numpy scalars/arrays and tuples inside ``value`` to plain JSON types."""
