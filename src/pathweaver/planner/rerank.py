@@ -83,13 +83,14 @@ def rerank_texts(
     res_vecs = np.asarray(encode(resolved)) if resolved else np.zeros((0, vecs.shape[1]))
     dep = dependency_scores(vecs[1:], res_vecs) if resolved else np.zeros(len(candidates))
     scores = dependency_rerank(relevance, vecs[1:], res_vecs, a)
+    norm_rel = normalise(relevance)
     order = np.argsort(-scores, kind="stable")
     return [
         {
             "index": int(i),
             "text": candidates[i],
             "score": float(scores[i]),
-            "relevance": float(relevance[i]),
+            "relevance": float(norm_rel[i]),  # R_i as used in Eq. 5 (min-max normalised)
             "dependency": float(dep[i]),
         }
         for i in order

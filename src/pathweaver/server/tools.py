@@ -262,7 +262,7 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
     ) -> RetrievalOut:
         """A compact reasoning subgraph (AGRAG MCMI: Steiner tree over the query's triples, grown while it gains
         influence per cost) served as text, plus hybrid chunks. Use when the answer needs several connected facts."""
-        params = {"k_triples": k_triples, "k_chunks": k_chunks}
+        params = {"k_triples": k_triples}  # k_r = k_chunks is the top_k of the call
         return RetrievalOut.model_validate(await call(svc.retrieve_json, question, "mcmi", k_chunks, params))
 
     @server.tool(annotations=READ_ONLY)
