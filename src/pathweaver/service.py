@@ -47,8 +47,6 @@ class Pathweaver:
         self._write_lock = threading.Lock()
         self._write_db: Database | None = None
         self._indexer: Any = None
-        self._snapshot: GraphSnapshot | None = None
-        self._snapshot_lock = threading.Lock()
 
     @classmethod
     def open(
@@ -129,18 +127,10 @@ class Pathweaver:
         return self.reader.stats()
 
     def snapshot(self) -> GraphSnapshot:
-        """The cached graph snapshot; rebuilt only when the store version moved (one cheap read per call)."""
-        reader = self.reader
-        version = reader.db.version()
-        snap = self._snapshot
-        if snap is not None and snap.version == version:
-            return snap
-        with self._snapshot_lock:
-            snap = self._snapshot
-            if snap is None or snap.version != version:
-                snap = reader.snapshot()
-                self._snapshot = snap
-        return snap
+        """The cached graph snapshot; rebuilt only when the store version moved (one cheap read per call).
+
+        The cache lives in ``store.cache`` and is shared by every reader of this store file."""
+        return self.reader.snapshot()
 
     def _check_embedding(self) -> None:
         stored = self.reader.db.get_meta("embedding_model")
