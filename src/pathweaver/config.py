@@ -45,6 +45,9 @@ class ExtractSettings:
     synonym_phi: float = 0.9  # phi, AGRAG Eq. 5 synonym threshold
     relation_label_max_words: int = 4
     max_entities_per_chunk: int = 40
+    # How relation ("subject label object") vectors are made: "composed" = normalised sum of the subject, label and
+    # object vectors (no extra model pass; see docs/design-notes.md), "encoded" = the triple text through the model.
+    triple_vectors: str = "composed"
     auto_refresh_ratio: float = 0.1  # refresh on its own when this share of chunks changed since the last one
 
 

@@ -76,16 +76,16 @@ def synonym_pairs_for(
     if new_vecs.shape[0] and all_vecs.shape[0] and new_vecs.shape[1] != all_vecs.shape[1]:
         raise ValueError(f"vector dimensions differ: {new_vecs.shape[1]} vs {all_vecs.shape[1]}")
     keep = ~np.isin(all_ids, new_ids)
-    pool_ids = np.concatenate([all_ids[keep], new_ids])
-    pool_vecs = np.concatenate([all_vecs[keep], new_vecs]) if new_vecs.shape[0] else all_vecs[keep]
-    found: dict[tuple[int, int], float] = {}
+    old_ids, old_vecs = all_ids[keep], all_vecs[keep]
+    # new x new once (upper triangle of tiles), then new x old: half the work of new x (old + new).
+    found = {(a, b): c for a, b, c in synonym_pairs(new_ids, new_vecs, phi, block)}
     for i in range(0, new_ids.shape[0], block):
-        for j in range(0, pool_ids.shape[0], block):
+        for j in range(0, old_ids.shape[0], block):
             tile = _tile_pairs(
                 new_ids[i : i + block],
                 new_vecs[i : i + block],
-                pool_ids[j : j + block],
-                pool_vecs[j : j + block],
+                old_ids[j : j + block],
+                old_vecs[j : j + block],
                 phi,
             )
             for a, b, c in tile:

@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -39,6 +39,7 @@ from pathweaver.extract.graph import (
     ExtractParams,
     Structure,
     chunk_stats,
+    compose_triple_vector,
     derive_document,
     merge_kind,
     triple_text,
@@ -183,7 +184,7 @@ class Indexer:
         for _ in range(3):
             version = self.db.version()
             plan = self._derive_all()
-            vectors = self._vectors(list(plan["kinds"]) + [triple_text(r[0], r[2], r[1]) for r in plan["relations"]])
+            vectors = self._graph_vectors(plan["kinds"], [(r[0], r[2], r[1]) for r in plan["relations"]])
             with self.db.write() as conn:
                 row = conn.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()
                 if int(row[0]) != version:
@@ -340,6 +341,19 @@ class Indexer:
         for p in preps:
             p.vecs = np.stack([cached[r.text] for r in p.rows]) if p.rows else None
 
+    def _doc_graph_vectors(self, graph: DocGraph) -> dict[str, np.ndarray]:
+        return self._graph_vectors(graph.kinds, [(r.src, r.label, r.dst) for r in graph.relations])
+
+    def _graph_vectors(self, names: Iterable[str], triples: Sequence[tuple[str, str, str]]) -> dict[str, np.ndarray]:
+        """Vectors keyed by text for entity names and triple texts (``extract.triple_vectors`` decides how)."""
+        names = list(names)
+        if self.params.triple_vectors == "encoded":
+            return self._vectors(names + [triple_text(*t) for t in triples])
+        base = self._vectors(names + [label for _, label, _ in triples])
+        out = {triple_text(s, lab, d): compose_triple_vector(base[s], base[lab], base[d]) for s, lab, d in triples}
+        out.update(base)  # a triple text equal to a name or label takes that text's own (model) vector
+        return out
+
     def _vectors(self, texts: list[str]) -> dict[str, np.ndarray]:
         """Vectors of short texts (entity names, triples): from ``embed_cache``, else embedded and cached."""
         unique = list(dict.fromkeys(texts))
@@ -410,8 +424,7 @@ class Indexer:
         chunks = [ChunkInput(i, r.start, r.end, r.text, r.grams, r.n_words) for i, r in enumerate(prep.rows)]
         structure = Structure(prep.doc.title, prep.doc.headings, prep.doc.links)
         graph = derive_document(chunks, structure, n_chunks, df, self.params)
-        texts = list(graph.kinds) + [triple_text(r.src, r.label, r.dst) for r in graph.relations]
-        return graph, self._vectors(texts)
+        return graph, self._doc_graph_vectors(graph)
 
     @staticmethod
     def _write_graph(conn: Connection, graph: DocGraph, chunk_ids: dict[int, int],
@@ -444,7 +457,7 @@ class Indexer:
             graph = derive_document(chunks, Structure(parsed.title, parsed.headings, parsed.links), n_chunks, df,
                                     self.params)
             keys = {c.key: c.key for c in chunks}
-            vectors = self._vectors(list(graph.kinds) + [triple_text(r.src, r.label, r.dst) for r in graph.relations])
+            vectors = self._doc_graph_vectors(graph)
         with self.db.write() as conn:
             w.rename_document(conn, doc.id, entry.path, entry.mtime, entry.size, parsed.title, parsed.headings,
                               parsed.links)
