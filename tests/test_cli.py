@@ -51,7 +51,8 @@ def test_stats_json_contract(cli_store: tuple[Path, dict]) -> None:
     assert stats["skipped"] == []
 
 
-@pytest.mark.parametrize("method", ["dense", "bm25", "hybrid", "ppr", "pathrag", "mcmi", "pooling", "lego:sbe+isar"])
+@pytest.mark.parametrize("method", ["dense", "bm25", "hybrid", "ppr", "pathrag", "mcmi", "pooling", "lego:sbe+isar",
+                                    "pank:ppr"])
 def test_retrieve_json_contract(cli_store: tuple[Path, dict], method: str) -> None:
     store, _ = cli_store
     out = run_cli("--store", str(store), "retrieve", "Where was the discoverer of polonium born?",
@@ -81,6 +82,8 @@ def test_unknown_method_is_a_clear_error(cli_store: tuple[Path, dict]) -> None:
     store, _ = cli_store
     bad = run_cli("--store", str(store), "retrieve", "x", "--method", "magic", check=False)
     assert bad.returncode == 2 and "unknown method 'magic'" in bad.stderr
+    nested = run_cli("--store", str(store), "retrieve", "x", "--method", "pank:pank", check=False)
+    assert nested.returncode == 2 and "cannot itself be pank" in nested.stderr
 
 
 def test_missing_path_is_a_clear_error(tmp_path: Path) -> None:
@@ -94,3 +97,13 @@ def test_init_writes_commented_defaults(tmp_path: Path) -> None:
     assert "chunk_tokens = 256" in text and "[retrieval.pathrag]" in text
     again = run_cli("--store", str(tmp_path), "init", check=False)
     assert again.returncode == 2 and "--force" in again.stderr
+
+
+def test_pank_runs_the_plan_and_fuses_node_rankings(cli_store: tuple[Path, dict]) -> None:
+    store, _ = cli_store
+    out = run_cli("--store", str(store), "retrieve", "Were Marie Curie and Pierre Curie of the same nationality?",
+                  "--method", "pank:hybrid", "--top-k", "4", "--json")
+    data = json.loads(out.stdout)
+    assert data["method"] == "pank:hybrid" and data["info"]["plan_nodes"] == 3
+    docs = {Path(c["doc"]).name for c in data["chunks"]}
+    assert {"marie-curie.md", "pierre-curie.md"} <= docs  # each parallel node brings its own person's page

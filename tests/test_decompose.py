@@ -90,6 +90,12 @@ def test_heuristic_shapes() -> None:
         ["1", "2"],
         ["3"],
     ]
+    same = heuristic_decompose("Were Scott Derrickson and Ed Wood of the same nationality?")
+    assert [n.question for n in same.nodes[:2]] == [
+        "What is the nationality of Scott Derrickson?",
+        "What is the nationality of Ed Wood?",
+    ]
+    assert same.levels == [["1", "2"], ["3"]]
     chain = heuristic_decompose("Who is the spouse of the director of film Jaws?")
     assert [n.question for n in chain.nodes] == [
         "Who is the director of film Jaws?",

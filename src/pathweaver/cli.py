@@ -294,7 +294,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 # -- parser --------------------------------------------------------------------------------------------------
 def _add_retrieval_flags(p: argparse.ArgumentParser, default_method: str) -> None:
-    p.add_argument("--method", default=default_method, help="dense|bm25|hybrid|ppr|pathrag|mcmi|pooling|lego:<sbe|sae>+<sbr|osar|isar>")
+    p.add_argument("--method", default=default_method, help="dense|bm25|hybrid|ppr|pathrag|mcmi|pooling|lego:<sbe|sae>+<sbr|osar|isar>|pank[:<method>]")
     p.add_argument("--top-k", type=int, default=5)
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="method parameter (repeatable)")
 

@@ -58,9 +58,9 @@ def default_config_text() -> str:
             lines.append(f"# {f.name} = {_toml_value(getattr(getattr(settings, section), f.name))}")
         lines.append("")
     lines.append("# Retrieval method parameters (paper defaults). One table per method, e.g.:")
-    from pathweaver.retrieval.registry import method_defaults, method_names
+    from pathweaver.retrieval.registry import method_defaults, registry_method_names
 
-    for name in method_names():
+    for name in registry_method_names():
         if name.startswith("lego:") and name != "lego:sbe+isar":
             continue
         table = "lego" if name.startswith("lego:") else name

@@ -19,7 +19,7 @@ import numpy as np
 
 from pathweaver.config import ConfigError, Settings, load_settings
 from pathweaver.models.embedder import Embedder, get_embedder
-from pathweaver.retrieval.registry import parse_method, run_method
+from pathweaver.retrieval.registry import pank_base, parse_method, run_method
 from pathweaver.retrieval.types import Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.db import Database, StoreError
 from pathweaver.store.reads import StoreReader
@@ -183,14 +183,40 @@ class Pathweaver:
         """Run one retrieval method; ``result.info['seconds']`` is the wall time without loading the model."""
         self.embedder.model  # noqa: B018 - load outside the timed region
         start = time.perf_counter()
-        query = self.query(text, keywords)
-        env = self.env()
-        if env.snapshot.n_passages == 0:
-            result = RetrievalResult(method=method, chunks=[])
+        base = pank_base(method)
+        if base is not None:
+            result = self._retrieve_planned(text, method, base, top_k, params, keywords)
         else:
-            result = run_method(env, query, method, top_k, self.method_params(method, params))
+            query = self.query(text, keywords)
+            env = self.env()
+            if env.snapshot.n_passages == 0:
+                result = RetrievalResult(method=method, chunks=[])
+            else:
+                result = run_method(env, query, method, top_k, self.method_params(method, params))
         result.info["seconds"] = time.perf_counter() - start
         return result
+
+    def _retrieve_planned(
+        self, text: str, method: str, base: str, top_k: int, params: dict[str, Any] | None,
+        keywords: list[str] | None,
+    ) -> RetrievalResult:
+        """``pank:<base>``: PankRAG's plan (heuristic DAG, no LLM) executed with ``base`` per node (dependency
+        reranking, extractive sub-answers, top-down rephrase); the nodes' rankings and the whole question's own
+        are fused by reciprocal rank. The no-LLM form keeps evaluation deterministic; ``ask --decompose`` runs
+        the same plan with the configured model."""
+        from pathweaver.models.llm import NoneBackend
+        from pathweaver.planner.decompose import decompose
+        from pathweaver.planner.execute import execute_plan
+
+        llm = NoneBackend()
+        plan, _ = decompose(text, llm)
+        root = self.retrieve(text, base, top_k, params, keywords)
+        if len(plan.nodes) <= 1:
+            return RetrievalResult(method=method, chunks=root.chunks, info={"plan_nodes": 1})
+        env = self.env()
+        trace = execute_plan(plan, lambda q: self.retrieve(q, base, top_k, params), env.encode, llm, env.snapshot,
+                             top_k, root_hits=list(root.chunks))
+        return RetrievalResult(method=method, chunks=trace.merged, info={"plan_nodes": len(plan.nodes)})
 
     def retrieve_json(
         self,

@@ -149,14 +149,17 @@ def _sub_answer(
     return answer, "extractive", passage, reason, (0, 0)
 
 
-def merge_rankings(plan: Plan, node_hits: dict[str, list[ChunkHit]], top_k: int) -> list[ChunkHit]:
-    """Union of the node chunk lists by reciprocal-rank fusion (ties keep topological node order)."""
+def merge_rankings(
+    plan: Plan, node_hits: dict[str, list[ChunkHit]], top_k: int, root_hits: list[ChunkHit] | None = None
+) -> list[ChunkHit]:
+    """Union of the node chunk lists by reciprocal-rank fusion (ties keep topological node order). ``root_hits``,
+    the whole question's own ranking, joins the fusion first when given (ours, not PankRAG's)."""
     score: dict[int, float] = {}
     first: dict[int, int] = {}
     seq = 0
-    for rank in range(max((len(h) for h in node_hits.values()), default=0)):
-        for node_id in plan.order:
-            hits = node_hits.get(node_id, [])
+    lists = ([root_hits] if root_hits else []) + [node_hits.get(n, []) for n in plan.order]
+    for rank in range(max((len(h) for h in lists), default=0)):
+        for hits in lists:
             if rank < len(hits):
                 p = hits[rank].passage
                 score[p] = score.get(p, 0.0) + 1.0 / (RRF_K + rank + 1)
@@ -175,8 +178,10 @@ def execute_plan(
     top_k: int,
     alpha: float | None = None,
     timeout: float = 60.0,
+    root_hits: list[ChunkHit] | None = None,
 ) -> PlanTrace:
-    """Run ``plan`` level by level; see the module docstring. ``alpha`` None = by question type (PankRAG §3.4)."""
+    """Run ``plan`` level by level; see the module docstring. ``alpha`` None = by question type (PankRAG §3.4).
+    ``root_hits`` (the whole question's ranking) is fused with the nodes' rankings, see ``merge_rankings``."""
     start = time.perf_counter()
     answers: dict[str, str] = {}
     traces: dict[str, NodeTrace] = {}
@@ -238,7 +243,7 @@ def execute_plan(
     return PlanTrace(
         plan,
         traces,
-        merge_rankings(plan, node_hits, top_k),
+        merge_rankings(plan, node_hits, top_k, root_hits),
         fallbacks,
         tokens[0],
         tokens[1],

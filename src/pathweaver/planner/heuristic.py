@@ -1,8 +1,9 @@
 """Rule-based decomposition, the no-LLM stand-in for PankRAG's planner (§2.2).
 
 Two shapes are recognised:
-- parallel: comparisons ("Which film came out first, X or Y?", "Who is older, A or B?") and "Are A and B both ...?"
-  become one node per item plus a final node that depends on all of them;
+- parallel: comparisons ("Which film came out first, X or Y?", "Who is older, A or B?"), "Are A and B both ...?"
+  and "Were A and B of the same nationality?" become one node per item plus a final node that depends on all of
+  them;
 - progress: nested descriptions ("the spouse of the director of film X", "the country where Y was born",
   "X's manufacturer") are peeled innermost first into a chain whose later nodes reference earlier answers as
   "#1", "#2" (MuSiQue's decomposition format).
@@ -91,6 +92,11 @@ _COMPARATIVE = re.compile(
     r"\w+er))\s*,?\s*(?P<a>.+?)\s*,?\s+or\s+(?P<b>.+?)\s*\??$",
     re.I,
 )
+_SAME = re.compile(
+    r"^(?P<verb>are|were|do|did|is|was)\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+(?P<rest>(?-i:(?:[a-z][\w\-]*\s+){0,3}?)"
+    r"(?:of|from|in|at|have|share|had)?\s*the\s+same\s+(?P<n>[a-z][\w\-]*(?:\s+[a-z][\w\-]*)?).*?)\s*\??$",
+    re.I,
+)
 _BOTH = re.compile(
     r"^(?P<verb>are|were|do|did|is|was)\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+both\s+(?P<rest>.+?)\s*\??$", re.I
 )
@@ -116,6 +122,11 @@ def _comparison(question: str) -> Plan | None:
         head, a, b = m.group("head"), m.group("a").strip(" ,"), m.group("b").strip(" ,?")
         if len(a.split()) <= 12 and len(b.split()) <= 12:
             return _parallel([a, b], [f"{head}: {a}?", f"{head}: {b}?"], question)
+    m = _SAME.match(question.strip())  # "Were A and B of the same nationality?": the attribute of each
+    if m and len(m.group("a").split()) <= 12 and len(m.group("b").split()) <= 12:
+        a, b, noun = m.group("a"), m.group("b"), m.group("n")
+        return _parallel([a, b], [f"{_wh(noun)} is the {noun} of {a}?", f"{_wh(noun)} is the {noun} of {b}?"],
+                         question)
     m = _BOTH.match(question.strip())
     if m:
         verb, rest = m.group("verb").lower(), m.group("rest")

@@ -31,10 +31,33 @@ LEGO_EXTRACTORS = ("sbe", "sae")
 LEGO_PATHS = ("sbr", "osar", "isar")
 
 
-def method_names() -> list[str]:
-    """Every accepted ``--method`` value."""
+PANK = "pank"
+PANK_DEFAULT_BASE = "hybrid"
+
+
+def registry_method_names() -> list[str]:
+    """The methods with their own parameters: the papers' retrievers and every LEGO combination."""
     base = [m for m in _METHODS if m != "lego"]
     return base + [f"lego:{e}+{p}" for e in LEGO_EXTRACTORS for p in LEGO_PATHS]
+
+
+def method_names() -> list[str]:
+    """Every accepted ``--method`` value: the registry's, ``pank`` and ``pank:<each of them>``."""
+    names = registry_method_names()
+    return names + [PANK] + [f"{PANK}:{n}" for n in names]
+
+
+def pank_base(name: str) -> str | None:
+    """For ``pank`` / ``pank:<method>`` (a PankRAG plan run with a base method), the base method; else None."""
+    if name == PANK:
+        return PANK_DEFAULT_BASE
+    if not name.startswith(PANK + ":"):
+        return None
+    base = name[len(PANK) + 1 :]
+    if base == PANK or base.startswith(PANK + ":"):
+        raise ConfigError(f"{name!r}: the base method of pank cannot itself be pank")
+    parse_method(base)
+    return base
 
 
 @dataclass(frozen=True)
@@ -55,7 +78,8 @@ def parse_method(name: str) -> tuple[str, dict[str, Any]]:
             )
         return "lego", {"extractor": extract, "path_module": path}
     if name not in _METHODS or name == "lego":
-        raise ConfigError(f"unknown method {name!r}; choose one of: {', '.join(method_names())}")
+        choices = ", ".join(registry_method_names())
+        raise ConfigError(f"unknown method {name!r}; choose one of: {choices}, {PANK}, {PANK}:<method>")
     return name, {}
 
 
