@@ -1,7 +1,7 @@
 """Query latency per retrieval method: on the indexed 2wiki store, and on synthetic graphs up to ~1M edges.
 
 Real store: the 2wikimultihopqa passages indexed into ``<store-root>/eval/2wikimultihopqa/store`` (re-used when
-unchanged), timed over the dev questions. Synthetic: ``GraphSnapshot.from_arrays`` with random relations, mentions
+unchanged) or ``--store DIR``, timed over the dev questions with the question embedding excluded. Synthetic: ``GraphSnapshot.from_arrays`` with random relations, mentions
 and unit vectors; BM25 returns nothing there (no text index), so ``hybrid`` degenerates to dense on those graphs.
 
     python bench/latency.py [--methods dense,hybrid,ppr,...] [--sizes 10000,100000,1000000] [--skip-store]
@@ -19,7 +19,7 @@ import numpy as np
 
 from pathweaver.eval.datasets import load_dataset, resolve_dir, split
 from pathweaver.eval.ledger import Ledger
-from pathweaver.eval.runner import latency_summary, open_store, run_questions
+from pathweaver.eval.runner import latency_summary, open_store
 from pathweaver.retrieval.registry import run_method
 from pathweaver.retrieval.types import Query, RetrievalEnv
 from pathweaver.store.snapshot import GraphSnapshot
@@ -96,21 +96,35 @@ def bench_synthetic(methods: list[str], sizes: list[int], dim: int, queries: int
     return rows
 
 
-def bench_store(methods: list[str], folder: Path, store_root: Path, limit: int | None) -> list[dict]:
+def bench_store(methods: list[str], folder: Path, store_root: Path, limit: int | None,
+                store: Path | None = None) -> list[dict]:
+    """Time each method over the dev questions, excluding the question's embedding (computed first, as
+    ``Query``); the per-query store-version check (``env()``) is inside the timing, as in the server."""
     ds = load_dataset(folder)
     questions = split(ds.questions, "dev")[: limit or None]
-    pw, _, report = open_store(store_root, ds.name, ds.passages)
+    if store is not None:  # an already indexed store of this corpus (e.g. bench/peers.py's)
+        from pathweaver.service import Pathweaver
+
+        pw = Pathweaver.open(store)
+    else:
+        pw, _, _ = open_store(store_root, ds.name, ds.passages)
     stats = pw.stats()
     print(f"{ds.name} store: {stats}")
+    queries = [pw.query(q.text) for q in questions]
+    pw.snapshot()
     rows = []
     for method in methods:
+        seconds = []
         try:
-            _, seconds = run_questions(pw, [q.text for q in questions], method, 5, None)
+            for query in queries:
+                t0 = time.perf_counter()
+                run_method(pw.env(), query, method, 5, pw.method_params(method, None))
+                seconds.append(time.perf_counter() - t0)
         except Exception as exc:
             print(f"  {method:16s} error: {type(exc).__name__}: {exc}")
             continue
         lat = latency_summary(seconds)
-        print(f"  {method:16s} p50 {lat['p50_ms']:9.1f} ms  p95 {lat['p95_ms']:9.1f} ms")
+        print(f"  {method:16s} p50 {lat['p50_ms']:9.1f} ms  p95 {lat['p95_ms']:9.1f} ms  (query embedding excluded)")
         rows.append({"dataset": ds.name, "split": "dev", "method": method, "k": 5, "n_questions": len(questions),
                      **lat, "n_edges": stats.get("relations"), "source": "bench:latency"})
     pw.close()
@@ -127,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dataset", default="2wikimultihopqa")
     parser.add_argument("--data-root", default=os.environ.get("PATHWEAVER_DATA", "/work/shared/data"))
     parser.add_argument("--store-root", default=".pathweaver-bench")
+    parser.add_argument("--store", type=Path, default=None, help="an already indexed store of the data set")
     parser.add_argument("--skip-store", action="store_true", help="only the synthetic graphs")
     parser.add_argument("--skip-synthetic", action="store_true")
     parser.add_argument("--no-ledger", action="store_true")
@@ -135,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     if not args.skip_store:
         rows += bench_store(methods, resolve_dir(args.dataset, args.data_root), Path(args.store_root),
-                            args.limit_questions)
+                            args.limit_questions, args.store)
     if not args.skip_synthetic:
         sizes = [int(s) for s in args.sizes.split(",") if s]
         rows += bench_synthetic(methods, sizes, args.dim, args.queries)

@@ -32,7 +32,7 @@ K_MAX = 8
 K_MAIN = 5
 PEERS = ("chromadb", "bm25s", "chromadb+bm25s")
 DEFAULT_METHODS = ("dense", "hybrid", "ppr", "pathrag", "mcmi", "pooling", "lego:sbe+sbr", "lego:sbe+osar",
-                   "lego:sbe+isar", "lego:sae+sbr", "lego:sae+osar", "lego:sae+isar", "pank")
+                   "lego:sbe+isar", "lego:sae+sbr", "lego:sae+osar", "lego:sae+isar", "pank", "pank:mcmi")
 HYBRID_POOL = 50  # candidates per side before the normalised-sum fusion
 PUBLISHED = [  # SPLITS.md; different corpora, embedders, LLMs and question counts: never mixed with ours
     ("2wikimultihopqa", "fast-graphrag: VectorDB (text-embedding-3-small)", "all_evidence@8", 0.42),

@@ -243,3 +243,24 @@ def test_synonym_pairs_blockwise_on_many_vectors() -> None:
     ids = np.arange(3000)
     got = synonym_pairs(ids, base, phi=0.95, block=512)
     assert [(a, b) for a, b, _ in got] == [(i, 1500 + i) for i in range(10)]
+
+
+def test_composed_triple_vectors_track_encoded_ones() -> None:
+    """``extract.triple_vectors = composed``: the sum of the parts' vectors ranks triples like their encoded text."""
+    from pathweaver.extract.graph import ExtractParams, compose_triple_vector, triple_text
+    from pathweaver.models.embedder import get_embedder
+
+    emb = get_embedder()
+    triples = [("marie curie", "discovered", "polonium"), ("pierre curie", "married", "marie curie"),
+               ("warsaw", "capital of", "poland"), ("vistula", "flows through", "warsaw"),
+               ("scrooge", "related to", "marley")]
+    parts = sorted({x for t in triples for x in t})
+    vec = dict(zip(parts, emb.encode(parts), strict=True))
+    composed = np.stack([compose_triple_vector(vec[s], vec[lab], vec[d]) for s, lab, d in triples])
+    encoded = emb.encode([triple_text(*t) for t in triples])
+    assert np.allclose(np.linalg.norm(composed, axis=1), 1.0, atol=1e-5)
+    assert (composed * encoded).sum(1).min() > 0.75  # each composed vector is close to its own text's vector
+    queries = emb.encode(["who discovered polonium", "which river flows through warsaw", "capital of poland"])
+    assert ((queries @ composed.T).argmax(1) == (queries @ encoded.T).argmax(1)).all()
+    with pytest.raises(Exception, match="triple_vectors"):
+        ExtractParams(triple_vectors="magic").validate()
