@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 import numpy as np
 
 from pathweaver.config import DEFAULT_EMBEDDING_MODEL
+
+ONE_CACHE = 256  # single texts (questions) whose vectors ``encode_one`` keeps
 
 
 def resolve_model_path(name: str) -> str:
@@ -35,6 +38,7 @@ class Embedder:
         self.batch_size = batch_size
         self._model: Any = None
         self._lock = threading.RLock()
+        self._one_cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
     @property
     def model(self) -> Any:
@@ -60,6 +64,11 @@ class Embedder:
 
     def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
         """Embed ``texts`` in batches; returns an ``(n, dim)`` float32 array of unit vectors."""
+        if len(texts) == 1:
+            return self.encode_one(texts[0])[None, :].copy()
+        return self._encode(texts, batch_size)
+
+    def _encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
@@ -73,7 +82,25 @@ class Embedder:
         return np.asarray(vecs, dtype=np.float32)
 
     def encode_one(self, text: str) -> np.ndarray:
-        return self.encode([text])[0]
+        """One text's vector; the last ``ONE_CACHE`` texts are remembered (a question is embedded by the
+        validation, the retrieval and the answer of one request)."""
+        with self._lock:
+            vec = self._one_cache.get(text)
+            if vec is not None:
+                self._one_cache.move_to_end(text)
+                return vec
+        vec = self._encode([text])[0]
+        vec.setflags(write=False)
+        with self._lock:
+            self._one_cache[text] = vec
+            while len(self._one_cache) > ONE_CACHE:
+                self._one_cache.popitem(last=False)
+        return vec
+
+    def clear_cache(self) -> None:
+        """Forget the remembered single-text vectors (benchmarks time every question's embedding)."""
+        with self._lock:
+            self._one_cache.clear()
 
     def tokenize(self, text: str) -> list[tuple[int, int]]:
         """Character offsets ``(start, end)`` of each model token in ``text`` (no special tokens)."""
