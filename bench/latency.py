@@ -1,8 +1,9 @@
 """Query latency per retrieval method: on the indexed 2wiki store, and on synthetic graphs up to ~1M edges.
 
 Real store: the 2wikimultihopqa passages indexed into ``<store-root>/eval/2wikimultihopqa/store`` (re-used when
-unchanged) or ``--store DIR``, timed over the dev questions with the question embedding excluded. Synthetic: ``GraphSnapshot.from_arrays`` with random relations, mentions
-and unit vectors; BM25 returns nothing there (no text index), so ``hybrid`` degenerates to dense on those graphs.
+unchanged) or ``--store DIR``, timed over the dev questions with the question embedding excluded. Synthetic:
+``GraphSnapshot.from_arrays`` with random relations, mentions and unit vectors; BM25 returns nothing there (no
+text index), so ``hybrid`` degenerates to dense on those graphs.
 
     python bench/latency.py [--methods dense,hybrid,ppr,...] [--sizes 10000,100000,1000000] [--skip-store]
 """

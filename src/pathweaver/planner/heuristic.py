@@ -92,6 +92,7 @@ _COMPARATIVE = re.compile(
     r"\w+er))\s*,?\s*(?P<a>.+?)\s*,?\s+or\s+(?P<b>.+?)\s*\??$",
     re.I,
 )
+MAX_ITEM_WORDS = 12  # longest item of a comparison
 _SAME = re.compile(
     r"^(?P<verb>are|were|do|did|is|was)\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+(?P<rest>(?-i:(?:[a-z][\w\-]*\s+){0,3}?)"
     r"(?:of|from|in|at|have|share|had)?\s*the\s+same\s+(?P<n>[a-z][\w\-]*(?:\s+[a-z][\w\-]*)?).*?)\s*\??$",
@@ -116,14 +117,19 @@ def _parallel(items: list[str], sub_questions: list[str], final: str) -> Plan:
     return validate_plan(nodes, source="heuristic")
 
 
+def _short_items(*items: str) -> bool:
+    """Compared items longer than ``MAX_ITEM_WORDS`` words are a mis-split, not names."""
+    return all(len(item.split()) <= MAX_ITEM_WORDS for item in items)
+
+
 def _comparison(question: str) -> Plan | None:
     m = _COMPARATIVE.match(question.strip())
     if m:
         head, a, b = m.group("head"), m.group("a").strip(" ,"), m.group("b").strip(" ,?")
-        if len(a.split()) <= 12 and len(b.split()) <= 12:
+        if _short_items(a, b):
             return _parallel([a, b], [f"{head}: {a}?", f"{head}: {b}?"], question)
     m = _SAME.match(question.strip())  # "Were A and B of the same nationality?": the attribute of each
-    if m and len(m.group("a").split()) <= 12 and len(m.group("b").split()) <= 12:
+    if m and _short_items(m.group("a"), m.group("b")):
         a, b, noun = m.group("a"), m.group("b"), m.group("n")
         return _parallel([a, b], [f"{_wh(noun)} is the {noun} of {a}?", f"{_wh(noun)} is the {noun} of {b}?"],
                          question)
