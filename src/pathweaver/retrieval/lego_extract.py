@@ -22,6 +22,7 @@ from pathweaver.config import ConfigError
 from pathweaver.extract.entities import normalize
 from pathweaver.retrieval.graphs import cached
 from pathweaver.retrieval.keywords import matched_entities
+from pathweaver.retrieval.parallel import SparseRows, threads
 from pathweaver.retrieval.ppr import personalized_pagerank
 from pathweaver.retrieval.seeds import top_entities, top_indices, top_triples
 from pathweaver.retrieval.types import Query
@@ -70,11 +71,11 @@ def query_seeds(snapshot: GraphSnapshot, query: Query, n: int) -> list[int]:
     return seeds or [ent for ent, _ in top_entities(snapshot, query.vec, n)]
 
 
-def entity_transition(snapshot: GraphSnapshot, use_synonyms: bool) -> sp.csr_matrix:
+def entity_transition(snapshot: GraphSnapshot, use_synonyms: bool) -> tuple[SparseRows, np.ndarray]:
     """Column-stochastic (E, E) walk over the undirected entity graph (relation, optionally synonym, edges with
-    weight 1 per distinct neighbour); cached on the snapshot."""
+    weight 1 per distinct neighbour), cut into row blocks, and its dangling mask; cached on the snapshot."""
 
-    def build() -> sp.csr_matrix:
+    def build() -> tuple[SparseRows, np.ndarray]:
         n = snapshot.n_entities
         src, dst = snapshot.rel_src.astype(np.int64), snapshot.rel_dst.astype(np.int64)
         if use_synonyms:
@@ -86,9 +87,9 @@ def entity_transition(snapshot: GraphSnapshot, use_synonyms: bool) -> sp.csr_mat
         adj.data[:] = 1.0
         degree = np.asarray(adj.sum(axis=0)).ravel()
         inv = np.divide(1.0, degree, out=np.zeros(n), where=degree > 0)
-        return (adj @ sp.diags(inv)).tocsr()
+        return SparseRows((adj @ sp.diags(inv)).tocsr()), degree <= 0
 
-    return cached(snapshot, ("lego_entity_transition", use_synonyms), build)
+    return cached(snapshot, ("lego_entity_transition", use_synonyms, threads()), build)
 
 
 def _incidence(snapshot: GraphSnapshot) -> tuple[sp.csr_matrix, sp.csr_matrix]:
@@ -138,7 +139,8 @@ def sbe_ppr(
         return ExtractedSubgraph([], [])
     reset = np.zeros(n)
     reset[seeds] = 1.0
-    scores = personalized_pagerank(entity_transition(snapshot, use_synonyms), reset, damping, tol, max_iter)
+    rows, dangling = entity_transition(snapshot, use_synonyms)
+    scores = personalized_pagerank(rows, reset, damping, tol, max_iter, dangling)
     top = [int(e) for e in top_indices(scores, max_ent) if scores[e] > 0.0]
     keep = np.zeros(n, dtype=bool)
     keep[top] = True

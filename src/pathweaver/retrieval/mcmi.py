@@ -29,16 +29,24 @@ import numpy as np
 import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
+from pathweaver.retrieval.costgraph import (
+    COST,
+    KIND_CONTAINS,
+    KIND_PSEUDO,
+    KIND_RELATION,
+    KIND_SYNONYM,
+    KINDS,
+    CostGraph,
+)
 from pathweaver.retrieval.graphs import node_space_graph, relation_passages
 from pathweaver.retrieval.ppr import PPRParams, ppr_scores
 from pathweaver.retrieval.seeds import hybrid_chunk_scores
-from pathweaver.retrieval.steiner import mehlhorn_tree
+from pathweaver.retrieval.steiner import mehlhorn_edges
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult, Subgraph
 from pathweaver.store.snapshot import GraphSnapshot
 
 PSEUDO = -1  # node id of the pseudo node joining all passages (entities are 0..E-1, passages E..E+P-1)
-COST = "cost"
-KIND_RELATION, KIND_SYNONYM, KIND_CONTAINS, KIND_PSEUDO = "relation", "synonym", "contains", "pseudo"
+__all__ = ["COST", "KIND_CONTAINS", "KIND_PSEUDO", "KIND_RELATION", "KIND_SYNONYM", "PSEUDO", "MCMIParams"]
 
 
 @dataclass
@@ -91,19 +99,102 @@ def _term(cost: float, s_u: float, s_v: float) -> float:
     return cost / denom if denom > 0 else float("inf")
 
 
+def _skip_codes(skip_kinds: Iterable[str]) -> set[int]:
+    return {KINDS.index(k) for k in skip_kinds if k in KINDS}
+
+
+def edges_ratio(graph: CostGraph, edges: Iterable[int], skip: set[int]) -> float:
+    """AGRAG Eq. 15 over ``edges`` of ``graph``: Σ c_(u,v) / (s_u + s_v), leaving out edges whose kind code is in
+    ``skip``. A term whose scores sum to 0 is infinite."""
+    s = graph.scores
+    return float(
+        sum(
+            _term(float(graph.cost[e]), float(s[graph.head[e]]), float(s[graph.tail[e]]))
+            for e in edges
+            if int(graph.kind[e]) not in skip
+        )
+    )
+
+
 def cost_score_ratio(
     graph: nx.Graph, scores: Mapping[Hashable, float], skip_kinds: Iterable[str] = ()
 ) -> float:
     """AGRAG Eq. 15: r(G) = Σ_(u,v)∈E c_(u,v) / (s_u + s_v), over the edges of ``graph`` whose ``kind`` is not in
     ``skip_kinds``. A term whose scores sum to 0 is infinite."""
-    skip = set(skip_kinds)
-    return float(
-        sum(
-            _term(d[COST], scores.get(u, 0.0), scores.get(v, 0.0))
-            for u, v, d in graph.edges(data=True)
-            if d.get("kind") not in skip
-        )
-    )
+    cg = CostGraph.from_networkx(graph, scores)
+    return edges_ratio(cg, range(cg.n_edges), _skip_codes(skip_kinds))
+
+
+@dataclass
+class Growth:
+    """The greedy growth on a ``CostGraph``: the subgraph's nodes and edges, the nodes added (in order), and r(G)
+    of the Steiner tree and of the result."""
+
+    nodes: list[int]
+    edges: list[int]
+    added: list[int] = field(default_factory=list)
+    mcst_ratio: float = 0.0
+    ratio: float = 0.0
+
+
+def grow(
+    graph: CostGraph,
+    tree_nodes: Iterable[int],
+    tree_edges: Iterable[int],
+    max_added: int,
+    cycle_edges: bool = True,
+    skip_kinds: Iterable[str] = (KIND_PSEUDO,),
+) -> Growth:
+    """AGRAG Algorithm 3 lines 13-17 / Eq. 17: grow the tree inside ``graph``.
+
+    Each neighbour v outside the subgraph is ranked by c_(MCMI,v) / s_v, its cheapest edge into the subgraph over
+    its own influence. The lowest joins while that ratio is strictly below r(G) (Eq. 15, recomputed after each
+    addition); with ``cycle_edges`` all of v's edges into the subgraph join with it (except ``skip_kinds``), else
+    only the cheapest. Nodes with s_v <= 0 never join. Stops after ``max_added`` additions.
+    """
+    skip = _skip_codes(skip_kinds)
+    indptr, neighbour, edge_of = graph.adjacency()
+    scores, labels = graph.scores, graph.labels
+    edges = list(dict.fromkeys(tree_edges))
+    nodes = list(dict.fromkeys([*tree_nodes, *(int(x) for e in edges for x in (graph.head[e], graph.tail[e]))]))
+    inside = np.zeros(graph.n_nodes, dtype=bool)
+    inside[nodes] = True
+    r = edges_ratio(graph, edges, skip)
+    result = Growth(nodes, edges, mcst_ratio=r, ratio=r)
+    heap: list[tuple[float, str, int, int, int]] = []
+
+    def push_neighbours(u: int) -> None:
+        for j in range(int(indptr[u]), int(indptr[u + 1])):
+            v = int(neighbour[j])
+            s_v = float(scores[v])
+            if not inside[v] and s_v > 0:
+                e = int(edge_of[j])
+                heapq.heappush(heap, (float(graph.cost[e]) / s_v, repr(labels[v]), v, u, e))
+
+    for node in nodes:
+        push_neighbours(node)
+    while heap and len(result.added) < max_added:
+        ratio_v, _, v, u, e_uv = heapq.heappop(heap)
+        if inside[v]:
+            continue
+        if not ratio_v < r:  # the lowest ratio no longer beats r(G): stop (Algorithm 3 line 14)
+            break
+        inside[v] = True
+        nodes.append(v)
+        joins = [e_uv]
+        if cycle_edges:
+            span = range(int(indptr[v]), int(indptr[v + 1]))
+            joins += [
+                int(edge_of[j])
+                for j in span
+                if inside[neighbour[j]] and neighbour[j] != u and int(graph.kind[edge_of[j]]) not in skip
+            ]
+        edges.extend(joins)
+        r += edges_ratio(graph, joins, skip)
+        result.added.append(v)
+        push_neighbours(v)
+    result.ratio = r
+    return result
 
 
 @dataclass
@@ -124,46 +215,15 @@ def greedy_expand(
     cycle_edges: bool = True,
     skip_kinds: Iterable[str] = (KIND_PSEUDO,),
 ) -> Expansion:
-    """AGRAG Algorithm 3 lines 13-17 / Eq. 17: grow ``tree`` inside ``graph``.
-
-    Each neighbour v outside the subgraph is ranked by c_(MCMI,v) / s_v, its cheapest edge into the subgraph over
-    its own influence. The lowest joins while that ratio is strictly below r(G) (Eq. 15, recomputed after each
-    addition); with ``cycle_edges`` all of v's edges into the subgraph join with it (except ``skip_kinds``), else
-    only the cheapest. Nodes with s_v <= 0 never join. Stops after ``max_added`` additions.
-    """
-    skip = set(skip_kinds)
-    sub = tree.copy()
-    r = cost_score_ratio(sub, scores, skip)
-    result = Expansion(sub, mcst_ratio=r, ratio=r)
-    heap: list[tuple[float, str, Hashable, Hashable]] = []
-
-    def push_neighbours(u: Hashable) -> None:
-        for v, data in graph[u].items():
-            s_v = scores.get(v, 0.0)
-            if v not in sub and s_v > 0:
-                heapq.heappush(heap, (data[COST] / s_v, repr(v), v, u))
-
-    for node in list(sub.nodes):
-        push_neighbours(node)
-    while heap and len(result.added) < max_added:
-        ratio_v, _, v, u = heapq.heappop(heap)
-        if v in sub:
-            continue
-        if not ratio_v < r:  # the lowest ratio no longer beats r(G): stop (Algorithm 3 line 14)
-            break
-        sub.add_node(v, **graph.nodes[v])
-        joins = [u]
-        if cycle_edges:
-            joins += [w for w, d in graph[v].items() if w in sub and w != u and d.get("kind") not in skip]
-        for w in joins:
-            data = graph[v][w]
-            sub.add_edge(w, v, **data)
-            if data.get("kind") not in skip:
-                r += _term(data[COST], scores.get(w, 0.0), scores.get(v, 0.0))
-        result.added.append(v)
-        push_neighbours(v)
-    result.ratio = r
-    return result
+    """``grow`` on networkx graphs: ``tree`` is a subgraph of ``graph``; node influence comes from ``scores``."""
+    cg = CostGraph.from_networkx(graph, scores)
+    index = {node: i for i, node in enumerate(cg.labels)}
+    pair_edge = {frozenset((int(a), int(b))): e for e, (a, b) in enumerate(zip(cg.head, cg.tail, strict=True))}
+    tree_edges = [pair_edge[frozenset((index[u], index[v]))] for u, v in tree.edges if u != v]
+    out = grow(cg, [index[n] for n in tree.nodes], tree_edges, max_added, cycle_edges, skip_kinds)
+    return Expansion(
+        cg.to_networkx(out.edges, out.nodes), [cg.labels[v] for v in out.added], out.mcst_ratio, out.ratio
+    )
 
 
 def neighbourhood(
@@ -189,63 +249,97 @@ def neighbourhood(
     return seen
 
 
-def weighted_graph(
-    snapshot: GraphSnapshot, nodes: list[int], qvec: np.ndarray, scores: np.ndarray, connector_cost: float
-) -> nx.Graph:
-    """The cost-weighted graph (Algorithm 2) over ``nodes`` (node-space ids), plus the pseudo node.
+def _pair_keys(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
+    """One integer per unordered node pair (a, b) of an ``n``-node graph."""
+    return np.minimum(a, b) * n + np.maximum(a, b)
 
-    Node attribute ``score`` = s_v; edge attributes ``cost`` (Eq. 14), ``kind`` and ``relation`` (relation index,
-    -1 otherwise). Parallel relations keep the cheapest.
+
+def _first_per_pair(keys: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Of the edges listed in ``order``, the first for each pair key."""
+    _, first = np.unique(keys[order], return_index=True)
+    return order[np.sort(first)]
+
+
+def cost_graph(
+    snapshot: GraphSnapshot, nodes: list[int], qvec: np.ndarray, scores: np.ndarray, connector_cost: float
+) -> CostGraph:
+    """The cost-weighted graph (Algorithm 2) over ``nodes`` (node-space ids), plus the pseudo node, as arrays.
+
+    Labels are node-space ids (``PSEUDO`` last), scores s_v; edge costs are Eq. 14. Parallel relations keep the
+    cheapest (ties: the lower relation index); a synonym edge is only added where no relation joins the pair.
     """
     n_e = snapshot.n_entities
     q = qvec.astype(np.float32, copy=False)
-    graph = nx.Graph()
-    graph.add_nodes_from((n, {"score": float(scores[n])}) for n in nodes)
-    ents = np.array([n for n in nodes if n < n_e], dtype=np.int64)
-    pas = np.array([n - n_e for n in nodes if n >= n_e], dtype=np.int64)
+    ids = np.asarray(nodes, dtype=np.int64)
+    pas = ids[ids >= n_e] - n_e
+    labels: list[int] = ids.tolist() + ([PSEUDO] if pas.size else [])
+    n = len(labels)
+    local = np.full(n_e + snapshot.n_passages, -1, dtype=np.int64)
+    local[ids] = np.arange(ids.size)
     ent_mask = np.zeros(n_e, dtype=bool)
-    ent_mask[ents] = True
+    ent_mask[ids[ids < n_e]] = True
+    none = np.zeros(0, dtype=np.int64)
+    heads, tails, costs, kinds, relations = [none], [none], [np.zeros(0)], [none], [none]
+
+    def add(a: np.ndarray, b: np.ndarray, cost: np.ndarray, kind: str, rel: np.ndarray | None = None) -> None:
+        heads.append(a)
+        tails.append(b)
+        costs.append(np.asarray(cost, dtype=np.float64))
+        kinds.append(np.full(a.size, KINDS.index(kind), dtype=np.int64))
+        relations.append(rel if rel is not None else np.full(a.size, -1, dtype=np.int64))
+
     # relation edges (Eq. 14 on the triple vector)
-    rels = np.flatnonzero(
-        ent_mask[snapshot.rel_src] & ent_mask[snapshot.rel_dst] & (snapshot.rel_src != snapshot.rel_dst)
-    )
+    src, dst = snapshot.rel_src, snapshot.rel_dst
+    rels = np.flatnonzero(ent_mask[src] & ent_mask[dst] & (src != dst))
+    rel_keys = none
     if rels.size:
-        costs = edge_cost(snapshot.rel_vecs[rels] @ q)
-        for r, c in sorted(
-            zip(rels.tolist(), np.asarray(costs).tolist(), strict=True), key=lambda x: (x[1], x[0])
-        ):
-            u, v = int(snapshot.rel_src[r]), int(snapshot.rel_dst[r])
-            if not graph.has_edge(u, v):
-                graph.add_edge(u, v, cost=float(c), kind=KIND_RELATION, relation=r)
-    # synonym edges: the pair's normalised summed entity vector stands in for the triple vector
-    syn = np.flatnonzero(ent_mask[snapshot.syn_a] & ent_mask[snapshot.syn_b]) if snapshot.syn_a.size else []
-    for i in np.asarray(syn, dtype=np.int64).tolist():
-        a, b = int(snapshot.syn_a[i]), int(snapshot.syn_b[i])
-        if a == b or graph.has_edge(a, b):
-            continue
-        vec = snapshot.entity_vecs[a] + snapshot.entity_vecs[b]
-        norm = float(np.linalg.norm(vec))
-        cos = float(vec @ q) / norm if norm > 0 else 0.0
-        graph.add_edge(a, b, cost=float(edge_cost(cos)), kind=KIND_SYNONYM, relation=-1)
+        cost = np.asarray(edge_cost(snapshot.rel_vecs[rels] @ q), dtype=np.float64)
+        a, b = local[src[rels]], local[dst[rels]]
+        keep = _first_per_pair(_pair_keys(a, b, n), np.lexsort((rels, cost)))
+        rel_keys = _pair_keys(a[keep], b[keep], n)
+        add(a[keep], b[keep], cost[keep], KIND_RELATION, rels[keep].astype(np.int64))
+    # synonym edges, where no relation joins the pair: the normalised summed entity vector stands in
+    if snapshot.syn_a.size:
+        sa, sb = snapshot.syn_a.astype(np.int64), snapshot.syn_b.astype(np.int64)
+        syn = np.flatnonzero(ent_mask[sa] & ent_mask[sb] & (sa != sb))
+        keys = _pair_keys(local[sa[syn]], local[sb[syn]], n)
+        fresh = ~np.isin(keys, rel_keys)
+        syn = syn[fresh][_first_per_pair(keys[fresh], np.arange(int(fresh.sum())))]
+        if syn.size:
+            vec = snapshot.entity_vecs[sa[syn]] + snapshot.entity_vecs[sb[syn]]
+            norm = np.linalg.norm(vec, axis=1)
+            cos = np.divide(vec @ q, norm, out=np.zeros(syn.size, dtype=np.float64), where=norm > 0)
+            add(local[sa[syn]], local[sb[syn]], edge_cost(cos), KIND_SYNONYM)
     # Contains edges passage-entity (the passage vector stands in), and pseudo edges (cost 10)
     if pas.size:
-        pcos = (
-            snapshot.chunk_vecs[pas] @ q
-            if snapshot.chunk_vecs.shape[0] == snapshot.n_passages
-            else np.zeros(pas.size)
-        )
+        has_vecs = snapshot.chunk_vecs.shape[0] == snapshot.n_passages
+        pcos = snapshot.chunk_vecs[pas] @ q if has_vecs else np.zeros(pas.size)
         sub = snapshot.mentions[pas].tocsr()
-        for row, p in enumerate(pas.tolist()):
-            c = float(edge_cost(float(pcos[row])))
-            for e in sub.indices[sub.indptr[row] : sub.indptr[row + 1]].tolist():
-                if ent_mask[e]:
-                    graph.add_edge(n_e + p, e, cost=c, kind=KIND_CONTAINS, relation=-1)
-        graph.add_node(PSEUDO, score=0.0)
-        graph.add_edges_from(
-            (PSEUDO, n_e + p, {COST: connector_cost, "kind": KIND_PSEUDO, "relation": -1})
-            for p in pas.tolist()
-        )
-    return graph
+        row = np.repeat(np.arange(pas.size), np.diff(sub.indptr))
+        ent = sub.indices.astype(np.int64)
+        row, ent = row[ent_mask[ent]], ent[ent_mask[ent]]
+        keep = _first_per_pair(row * n_e + ent, np.arange(row.size))
+        add(local[n_e + pas[row[keep]]], local[ent[keep]], edge_cost(pcos[row[keep]]), KIND_CONTAINS)
+        add(np.full(pas.size, n - 1, dtype=np.int64), local[n_e + pas], np.full(pas.size, connector_cost), KIND_PSEUDO)
+    node_scores = np.asarray(scores, dtype=np.float64)[ids]
+    return CostGraph(
+        labels=labels,
+        scores=np.append(node_scores, 0.0) if pas.size else node_scores,
+        head=np.concatenate(heads),
+        tail=np.concatenate(tails),
+        cost=np.concatenate(costs),
+        kind=np.concatenate(kinds),
+        relation=np.concatenate(relations),
+    )
+
+
+def weighted_graph(
+    snapshot: GraphSnapshot, nodes: list[int], qvec: np.ndarray, scores: np.ndarray, connector_cost: float
+) -> nx.Graph:
+    """``cost_graph`` as a networkx graph: node attribute ``score`` = s_v; edge attributes ``cost`` (Eq. 14),
+    ``kind`` and ``relation`` (relation index, -1 otherwise)."""
+    cg = cost_graph(snapshot, nodes, qvec, scores, connector_cost)
+    return cg.to_networkx(range(cg.n_edges), range(cg.n_nodes))
 
 
 def node_label(snapshot: GraphSnapshot, node: int) -> str:
@@ -316,38 +410,39 @@ def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParam
     t1 = time.perf_counter()
     adjacency = node_space_graph(snap).adjacency
     ball = neighbourhood(adjacency, terminals, scores, params.ball_hops, params.ball_max_nodes)
-    graph = weighted_graph(snap, ball, query.vec, scores, params.connector_cost)
+    graph = cost_graph(snap, ball, query.vec, scores, params.connector_cost)
     info["ms_graph"] = _ms(t1)
     t2 = time.perf_counter()
-    tree = mehlhorn_tree(graph, terminals, weight=COST)
+    term_nodes = list(range(len(terminals)))  # the ball lists the terminals first
+    tree_edges = mehlhorn_edges(graph.n_nodes, graph.head, graph.tail, graph.cost, term_nodes)
     info["ms_steiner"] = _ms(t2)
     t3 = time.perf_counter()
-    score_map = {n: float(d["score"]) for n, d in graph.nodes(data=True)}
     skip = () if params.ratio_counts_pseudo else (KIND_PSEUDO,)
-    grown = greedy_expand(graph, tree, score_map, params.max_expansion, params.cycle_edges, skip)
+    grown = grow(graph, term_nodes, tree_edges, params.max_expansion, params.cycle_edges, skip)
     info["ms_expand"] = _ms(t3)
-    sub = grown.graph
+    sub = graph.to_networkx(grown.edges, grown.nodes)
     edges = sorted(sub.edges(data=True), key=lambda e: (e[2][COST], min(e[0], e[1]), max(e[0], e[1])))
     triples = [int(d["relation"]) for _, _, d in edges if d.get("kind") == KIND_RELATION]
     touched = {n - snap.n_entities for n in sub.nodes if n >= snap.n_entities}
     rp = relation_passages(snap)
     for r in triples:
         touched.update(int(p) for p in rp[r].indices.tolist())
+    tree_nodes = set(term_nodes) | {int(x) for e in tree_edges for x in (graph.head[e], graph.tail[e])}
     subgraph = Subgraph(
         nodes=[node_label(snap, n) for n in sub.nodes],
         edges=[(node_label(snap, u), node_label(snap, v), float(d[COST])) for u, v, d in edges],
         text=serialize(snap, sub),
         stats={
             "terminals": len(terminals),
-            "ball_nodes": graph.number_of_nodes(),
-            "mcst_nodes": tree.number_of_nodes(),
-            "mcst_edges": tree.number_of_edges(),
+            "ball_nodes": graph.n_nodes,
+            "mcst_nodes": len(tree_nodes),
+            "mcst_edges": len(tree_edges),
             "mcmi_nodes": sub.number_of_nodes(),
             "mcmi_edges": sub.number_of_edges(),
             "mcst_ratio": grown.mcst_ratio,
             "ratio": grown.ratio,
         },
-        node_scores={node_label(snap, n): score_map.get(n, 0.0) for n in sub.nodes},
+        node_scores={node_label(snap, n): float(d["score"]) for n, d in sub.nodes(data=True)},
     )
     chunks = _rank_chunks(env, query, top_k, params, touched)
     info["ms_total"] = _ms(t0)

@@ -30,6 +30,7 @@ from pathweaver.config import ConfigError
 from pathweaver.extract.entities import normalize
 from pathweaver.retrieval.graphs import entity_degrees, pair_relations, relation_passages
 from pathweaver.retrieval.keywords import DEFAULT_KEYWORDS, statistical_keywords
+from pathweaver.retrieval.parallel import matmul
 from pathweaver.retrieval.seeds import SeedError, dense_scores, top_indices
 from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
@@ -115,8 +116,8 @@ def retrieve_nodes(snapshot: GraphSnapshot, keyword_vecs: np.ndarray, n: int) ->
     if snapshot.n_entities == 0 or keyword_vecs.shape[0] == 0:
         return []
     n = min(n, snapshot.n_entities)
-    sims = keyword_vecs @ snapshot.entity_vecs.T  # (K, E)
-    ranked = [top_indices(row, n).tolist() for row in sims]
+    sims = matmul(snapshot.entity_vecs, keyword_vecs.T)  # (E, K)
+    ranked = [top_indices(sims[:, k], n).tolist() for k in range(sims.shape[1])]
     out: list[int] = []
     seen: set[int] = set()
     for rank in range(n):

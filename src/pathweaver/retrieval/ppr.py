@@ -20,7 +20,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
-from pathweaver.retrieval.graphs import entity_passage_counts, node_space_graph
+from pathweaver.retrieval.graphs import entity_passage_counts, node_space_graph, transition_rows
+from pathweaver.retrieval.parallel import SparseRows
 from pathweaver.retrieval.seeds import dense_scores, minmax, top_entities, top_indices, top_triples
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
 
@@ -30,37 +31,51 @@ class PPRError(ValueError):
 
 
 def personalized_pagerank(
-    matrix: sp.spmatrix | np.ndarray,
+    matrix: sp.spmatrix | np.ndarray | SparseRows,
     reset: np.ndarray,
     damping: float = 0.5,
     tol: float = 1e-6,
     max_iter: int = 100,
+    dangling: np.ndarray | None = None,
 ) -> np.ndarray:
     """Sparse power iteration of x ← (1-d)·r + d·(M·x + (dangling·x)·r)  (AGRAG Eq. 10).
 
     ``matrix`` is column-stochastic (n, n): column j holds the transition probabilities out of node j; a column
-    that sums to 0 is a dangling node whose mass returns to the personalisation. ``reset`` (n,) is non-negative
-    and normalised here to sum 1. Stops when the L1 change is below ``tol`` or after ``max_iter`` steps. The
-    result sums to 1.
+    that sums to 0 is a dangling node whose mass returns to the personalisation. It may come pre-split into row
+    blocks (``SparseRows``, multi-threaded steps); then ``dangling`` (a bool mask or node indices) is required,
+    otherwise it is read from the column sums. ``reset`` (n,) is non-negative and normalised here to sum 1. Stops
+    when the L1 change is below ``tol`` or after ``max_iter`` steps. The result sums to 1.
     """
     n = matrix.shape[0]
-    if matrix.shape != (n, n) or reset.shape != (n,):
-        raise PPRError(f"matrix must be square and match reset: {matrix.shape} vs {reset.shape}")
+    if tuple(matrix.shape) != (n, n) or reset.shape != (n,):
+        raise PPRError(f"matrix must be square and match reset: {tuple(matrix.shape)} vs {reset.shape}")
     if not 0.0 <= damping < 1.0:
         raise PPRError(f"damping must be in [0, 1), got {damping}")
     total = float(reset.sum())
     if not np.all(reset >= 0) or total <= 0.0:
         raise PPRError("the personalisation vector must be non-negative with a positive sum")
+    if isinstance(matrix, SparseRows):
+        if dangling is None:
+            raise PPRError("a pre-split matrix needs its dangling nodes")
+        rows = matrix
+    else:
+        m = sp.csr_matrix(matrix, dtype=np.float64)
+        if dangling is None:
+            dangling = np.asarray(m.sum(axis=0)).ravel() <= 0.0
+        rows = SparseRows(m)
+    dead = np.flatnonzero(dangling) if dangling.dtype == np.bool_ else np.asarray(dangling, dtype=np.int64)
     r = reset.astype(np.float64) / total
-    m = sp.csr_matrix(matrix, dtype=np.float64)
-    dangling = np.asarray(m.sum(axis=0)).ravel() <= 0.0
-    x = r.copy()
+    base = (1.0 - damping) * r
+    x, nxt, diff = r.copy(), np.empty(n), np.empty(n)
     for _ in range(max_iter):
-        walk = m @ x
-        walk += float(x[dangling].sum()) * r
-        nxt = (1.0 - damping) * r + damping * walk
-        delta = float(np.abs(nxt - x).sum())
-        x = nxt
+        rows.dot(x, out=nxt)
+        if dead.size:
+            nxt += float(x[dead].sum()) * r
+        nxt *= damping
+        nxt += base
+        np.subtract(nxt, x, out=diff)
+        delta = float(np.abs(diff, out=diff).sum())
+        x, nxt = nxt, x
         if delta < tol:
             break
     return x
@@ -96,11 +111,12 @@ class PPRParams:
 
 @dataclass
 class SeedInfo:
-    """How the walk was personalised: the triples (relation index, cos), entity seeds and passage seeds."""
+    """How the walk was personalised: the triples (relation index, cos), entity seeds and how many passages
+    carry a dense-similarity weight."""
 
     triples: list[tuple[int, float]] = field(default_factory=list)
     entity_weights: dict[int, float] = field(default_factory=dict)
-    passage_weights: dict[int, float] = field(default_factory=dict)
+    passage_seeds: int = 0
 
 
 def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple[np.ndarray, SeedInfo]:
@@ -128,9 +144,7 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
         idx = top_indices(dense, params.dense_pool) if params.dense_pool else np.arange(n_p)
         pw = minmax(dense[idx]) * params.passage_weight
         reset[n_e + idx] = pw
-        info.passage_weights = {
-            int(p): float(w) for p, w in zip(idx.tolist(), pw.tolist(), strict=True) if w > 0
-        }
+        info.passage_seeds = int(np.count_nonzero(pw))
     if reset.sum() <= 0:  # nothing matched: fall back to a uniform walk start over passages, or all nodes
         if n_p:
             reset[n_e:] = 1.0
@@ -148,8 +162,9 @@ def ppr_scores(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple[np.n
     if snap.n_entities + snap.n_passages == 0:
         return np.zeros(0), SeedInfo()
     graph = node_space_graph(snap, params.relation_weight, params.contains_weight)
+    rows = transition_rows(snap, params.relation_weight, params.contains_weight)
     reset, info = personalization(env, query, params)
-    scores = personalized_pagerank(graph.transition, reset, params.damping, params.tol, params.max_iter)
+    scores = personalized_pagerank(rows, reset, params.damping, params.tol, params.max_iter, graph.dangling)
     return scores, info
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pathweaver.config import ConfigError
+from pathweaver.retrieval.parallel import matmul
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
 
@@ -44,7 +45,7 @@ def dense_scores(snapshot: GraphSnapshot, qvec: np.ndarray) -> np.ndarray:
     if snapshot.n_passages == 0:
         return np.zeros(0, dtype=np.float32)
     _check_vecs(snapshot.chunk_vecs, qvec, "chunk")
-    return snapshot.chunk_vecs @ qvec.astype(snapshot.chunk_vecs.dtype, copy=False)
+    return matmul(snapshot.chunk_vecs, qvec)
 
 
 def top_entities(snapshot: GraphSnapshot, qvec: np.ndarray, n: int) -> list[tuple[int, float]]:
@@ -52,7 +53,7 @@ def top_entities(snapshot: GraphSnapshot, qvec: np.ndarray, n: int) -> list[tupl
     if snapshot.n_entities == 0 or n <= 0:
         return []
     _check_vecs(snapshot.entity_vecs, qvec, "entity")
-    scores = snapshot.entity_vecs @ qvec.astype(snapshot.entity_vecs.dtype, copy=False)
+    scores = matmul(snapshot.entity_vecs, qvec)
     return [(int(i), float(scores[i])) for i in top_indices(scores, n)]
 
 
@@ -62,7 +63,7 @@ def top_triples(snapshot: GraphSnapshot, qvec: np.ndarray, k: int) -> list[tuple
     if snapshot.n_relations == 0 or k <= 0:
         return []
     _check_vecs(snapshot.rel_vecs, qvec, "relation")
-    scores = snapshot.rel_vecs @ qvec.astype(snapshot.rel_vecs.dtype, copy=False)
+    scores = matmul(snapshot.rel_vecs, qvec)
     return [(int(i), float(scores[i])) for i in top_indices(scores, k)]
 
 

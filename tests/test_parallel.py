@@ -1,0 +1,95 @@
+"""Row-split products: the same numbers as a plain product for every thread count, and PageRank on split rows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from pathweaver.retrieval import parallel
+from pathweaver.retrieval.parallel import MIN_ROWS_PER_THREAD, SparseRows, matmul, row_ranges
+from pathweaver.retrieval.ppr import PPRError, personalized_pagerank
+
+ROWS = 3 * MIN_ROWS_PER_THREAD + 7  # enough rows for three blocks
+
+
+@pytest.fixture(autouse=True)
+def _restore_threads() -> Iterator[None]:
+    yield
+    parallel.set_threads(0)
+
+
+def test_row_ranges_cover_every_row_once() -> None:
+    for n, parts in [(10, 3), (7, 7), (5, 9), (0, 2), (100_003, 4)]:
+        spans = row_ranges(n, parts)
+        covered = [i for a, b in spans for i in range(a, b)]
+        assert covered == list(range(n))
+        sizes = [b - a for a, b in spans]
+        assert max(sizes) - min(sizes) <= 1
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_dense_products_match_numpy(threads: int) -> None:
+    parallel.set_threads(threads)
+    rng = np.random.default_rng(0)
+    m = rng.standard_normal((ROWS, 24)).astype(np.float32)
+    v = rng.standard_normal(24)  # float64: cast to the matrix's dtype, not the matrix up-cast
+    out = matmul(m, v)
+    assert out.dtype == np.float32 and out.shape == (ROWS,)
+    np.testing.assert_allclose(out, m @ v.astype(np.float32), rtol=1e-5, atol=1e-5)
+    k = rng.standard_normal((24, 5)).astype(np.float32)
+    np.testing.assert_allclose(matmul(m, k), m @ k, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_sparse_rows_match_scipy(threads: int) -> None:
+    parallel.set_threads(threads)
+    rng = np.random.default_rng(1)
+    nnz = 5 * ROWS
+    m = sp.csr_matrix((rng.random(nnz), (rng.integers(0, ROWS, nnz), rng.integers(0, ROWS, nnz))), shape=(ROWS, ROWS))
+    rows = SparseRows(m)
+    assert len(rows.blocks) == min(threads, ROWS // MIN_ROWS_PER_THREAD)
+    x = rng.random(ROWS)
+    np.testing.assert_allclose(rows.dot(x), m @ x, rtol=1e-12)
+    out = np.empty(ROWS)
+    assert rows.dot(x, out=out) is out
+
+
+def test_pagerank_on_split_rows_equals_unsplit() -> None:
+    parallel.set_threads(3)
+    rng = np.random.default_rng(2)
+    n, nnz = ROWS, 4 * ROWS
+    adj = sp.csr_matrix((np.ones(nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))), shape=(n, n))
+    adj = adj + adj.T
+    degree = np.asarray(adj.sum(axis=0)).ravel()
+    inv = np.divide(1.0, degree, out=np.zeros(n), where=degree > 0)
+    transition = (adj @ sp.diags(inv)).tocsr()
+    reset = np.zeros(n)
+    reset[rng.integers(0, n, 5)] = 1.0
+    plain = personalized_pagerank(transition, reset, 0.5, 1e-10, 200)
+    split = personalized_pagerank(SparseRows(transition), reset, 0.5, 1e-10, 200, dangling=degree <= 0)
+    np.testing.assert_allclose(split, plain, rtol=1e-9, atol=1e-15)
+    assert split.sum() == pytest.approx(1.0)
+    with pytest.raises(PPRError, match="dangling"):
+        personalized_pagerank(SparseRows(transition), reset)
+
+
+def test_bad_thread_count_is_refused() -> None:
+    with pytest.raises(ValueError, match="threads"):
+        parallel.set_threads(-1)
+
+
+def test_store_setting_sizes_the_pool(tmp_path: Path) -> None:
+    from pathweaver.config import ConfigError
+    from pathweaver.service import Pathweaver
+
+    pw = Pathweaver.open(tmp_path / "store", overrides={"models": {"query_threads": 1}})
+    try:
+        assert parallel.threads() == 1
+    finally:
+        pw.close()
+    with pytest.raises(ConfigError, match="query_threads"):
+        Pathweaver.open(tmp_path / "store", overrides={"models": {"query_threads": -2}})
