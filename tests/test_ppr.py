@@ -91,12 +91,27 @@ def test_personalisation_hippo_style() -> None:
     snap = _snapshot()
     q = Query("q", np.array([1.0, 0.0, 0.0], dtype=np.float32))
     env = RetrievalEnv(snap, lambda t, k: [], lambda texts: np.zeros((len(texts), 3)))
-    reset, info = personalization(env, q, PPRParams(top_triples=3))
+    reset, info = personalization(env, q, PPRParams(top_triples=3, name_seeds=0.0))
     # top triples by cos: r0 1.0, r1 1.0, r2 0.6. Entity weights: e0 = 1 + 1 = 2, e1 = 1 + 1 + 0.6 = 2.6,
     # e2 = 0.6; divided by passage counts (e0: 1, e1: 2, e2: 1): e0 2.0, e1 1.3, e2 0.6.
     # Passages: dense cos p0 1.0, p1 0.0 -> min-max 1, 0 -> x 0.05.
     assert [r for r, _ in info.triples] == [0, 1, 2]
     assert reset == pytest.approx([2.0, 1.3, 0.6, 0.0, 0.05, 0.0])
+
+
+def test_name_seeds_link_the_entities_a_query_names() -> None:
+    snap = _snapshot()
+    names = snap.entity_names
+    q = Query(f"what links {names[3]} and {names[2]}?", np.array([1.0, 0.0, 0.0], dtype=np.float32))
+    env = RetrievalEnv(snap, lambda t, k: [], lambda texts: np.zeros((len(texts), 3)))
+    off, _ = personalization(env, q, PPRParams(top_triples=0, name_seeds=0.0))
+    on, info = personalization(env, q, PPRParams(top_triples=0, name_seeds=3.0))
+    # only the named entities gain weight: 3.0 each, divided by their passage counts (e2: 1, e3: 1)
+    assert off[:4] == pytest.approx([0.0, 0.0, 0.0, 0.0])
+    assert on[:4] == pytest.approx([0.0, 0.0, 3.0, 3.0])
+    assert set(info.entity_weights) == {2, 3}
+    with pytest.raises(ConfigError):
+        run_method(env, q, "ppr", 2, {"name_seeds": -1.0})
 
 
 def test_ppr_scores_match_dense_reference_solve() -> None:

@@ -394,8 +394,12 @@ def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParam
     """
     snap = env.snapshot
     t0 = time.perf_counter()
-    ppr_params = PPRParams(
-        damping=params.damping, top_triples=params.k_triples, tol=params.ppr_tol, max_iter=params.ppr_max_iter
+    ppr_params = PPRParams(  # AGRAG seeds the walk from the mapped triples only (Eq. 11): no name seeds
+        damping=params.damping,
+        top_triples=params.k_triples,
+        tol=params.ppr_tol,
+        max_iter=params.ppr_max_iter,
+        name_seeds=0.0,
     )
     raw, seeds = ppr_scores(env, query, ppr_params)
     scores = np.asarray(raw, dtype=np.float64).copy()

@@ -6,8 +6,9 @@ also gives non-edges a 1/|V| transition; we follow HippoRAG 2's code instead (pl
 mass of dangling nodes back to the personalisation vector.
 
 Personalisation (HippoRAG 2 style, generalising AGRAG Eq. 11): the query is mapped to its top ``top_triples``
-(k_a) triples by cos(query, triple); each triple's subject and object entity gets weight += that cosine, divided
-by the number of passages mentioning the entity (HippoRAG 2's specificity). Passage nodes get their min-max
+(k_a) triples by cos(query, triple); each triple's subject and object entity gets weight += that cosine; every
+entity the query names (HippoRAG 1's query-entity linking) gets += ``name_seeds``; each weight is divided by the
+number of passages mentioning the entity (HippoRAG 2's specificity). Passage nodes get their min-max
 normalised dense similarity × ``passage_weight`` (0.05). Chunks are ranked by their passage node's PPR score.
 """
 
@@ -21,6 +22,7 @@ import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
 from pathweaver.retrieval.graphs import entity_passage_counts, node_space_graph, transition_rows
+from pathweaver.retrieval.keywords import matched_entities
 from pathweaver.retrieval.parallel import SparseRows
 from pathweaver.retrieval.seeds import dense_scores, minmax, top_entities, top_indices, top_triples
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
@@ -87,11 +89,16 @@ class PPRParams:
 
     damping: float = 0.5  # d, AGRAG §III-C after Eq. 10 ("to align with HippoRAG 2")
     passage_weight: float = 0.05  # passage-node balance factor, AGRAG §III-C after Eq. 12 / HippoRAG 2
-    top_triples: int = 5  # k_a: query-mapped triples seeding the walk (HippoRAG 2 linking_top_k = 5)
+    # k_a: query-mapped triples seeding the walk. HippoRAG 2 uses 5 (linking_top_k) after an LLM filters them; our
+    # statistical triples are unfiltered, and 1 with name seeds was best on all three dev splits (design-notes.md)
+    top_triples: int = 1
     tol: float = 1e-7  # AGRAG §III-C: converge when the change is below 1e-7
     max_iter: int = 100
     specificity: bool = True  # HippoRAG 2: divide a seed entity's weight by its passage count
     seed_entities: int = 0  # extra seeds: the n entities nearest the query (ours; for graphs without triples)
+    # extra seeds: entities the query names (its n-grams that are entity names, as HippoRAG 1 links query NER), each
+    # with this weight before the specificity division (ours; 0 = off; 2-5 form a plateau on dev, design-notes.md)
+    name_seeds: float = 3.0
     dense_pool: int = 0  # personalise only the top-n passages by dense score (0 = all passages, HippoRAG 2)
     relation_weight: Literal["count", "one"] = "count"  # relation edge weight (graphs.node_space_graph)
     # passage↔entity weight: HippoRAG 2 uses 1; the mention count was better on 2wiki dev (q 0-50, all-evidence@5
@@ -101,8 +108,8 @@ class PPRParams:
     def validate(self) -> None:
         if not 0.0 <= self.damping < 1.0:
             raise ConfigError(f"ppr damping must be in [0, 1), got {self.damping}")
-        if self.passage_weight < 0 or self.top_triples < 0 or self.seed_entities < 0 or self.dense_pool < 0:
-            raise ConfigError("ppr passage_weight, top_triples, seed_entities and dense_pool must be >= 0")
+        if min(self.passage_weight, self.top_triples, self.seed_entities, self.dense_pool, self.name_seeds) < 0:
+            raise ConfigError("ppr passage_weight, top_triples, seed_entities, dense_pool and name_seeds must be >= 0")
         if self.tol <= 0 or self.max_iter < 1:
             raise ConfigError(f"ppr tol must be > 0 and max_iter >= 1, got {self.tol}, {self.max_iter}")
         if self.relation_weight not in ("count", "one") or self.contains_weight not in ("one", "count"):
@@ -131,6 +138,9 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
             weights[ent] = weights.get(ent, 0.0) + max(cos, 0.0)
     for ent, cos in top_entities(snap, query.vec, params.seed_entities):
         weights[ent] = weights.get(ent, 0.0) + max(cos, 0.0)
+    if params.name_seeds > 0 and query.text:
+        for ent in matched_entities(snap, query.text):
+            weights[ent] = weights.get(ent, 0.0) + params.name_seeds
     if params.specificity and weights:
         counts = entity_passage_counts(snap)
         weights = {
