@@ -183,6 +183,21 @@ def test_rerank_changes_order_against_resolved_answer(env: RetrievalEnv) -> None
     )
 
 
+def test_retrieval_only_plans_skip_answers_nothing_reads(env: RetrievalEnv) -> None:
+    plan = heuristic_decompose("Who is the spouse of the director of Jaws?")
+
+    def fixed(text: str) -> RetrievalResult:
+        return RetrievalResult("fixed", [ChunkHit(1, 0.9), ChunkHit(4, 0.8)])
+
+    full = execute_plan(plan, fixed, env.encode, NoneBackend(), env.snapshot, top_k=3)
+    lean = execute_plan(plan, fixed, env.encode, NoneBackend(), env.snapshot, top_k=3, answer_leaves=False)
+    # node 1 feeds node 2, so it is still answered (and rephrases node 2); the leaf is not
+    assert lean.nodes["1"].answer == full.nodes["1"].answer != ""
+    assert lean.nodes["2"].rephrased == full.nodes["2"].rephrased
+    assert full.nodes["2"].answer_source == "extractive" and lean.nodes["2"].answer_source == "skipped"
+    assert [h.passage for h in lean.merged] == [h.passage for h in full.merged]
+
+
 def test_extractive_answer_prefers_new_entity(env: RetrievalEnv) -> None:
     answer, passage = extractive_answer(
         env.snapshot, [ChunkHit(1, 1.0)], "Who did Steven Spielberg marry?", env.encode

@@ -219,7 +219,7 @@ class Pathweaver:
             return RetrievalResult(method=method, chunks=root.chunks, info={"plan_nodes": 1})
         env = self.env()
         trace = execute_plan(plan, lambda q: self.retrieve(q, base, top_k, params), env.encode, llm, env.snapshot,
-                             top_k, root_hits=list(root.chunks))
+                             top_k, root_hits=list(root.chunks), answer_leaves=False)
         return RetrievalResult(method=method, chunks=trace.merged, info={"plan_nodes": len(plan.nodes)})
 
     def retrieve_json(

@@ -46,7 +46,7 @@ class NodeTrace:
     reranked: bool
     alpha: float | None
     answer: str
-    answer_source: str  # llm | extractive | none
+    answer_source: str  # llm | extractive | none | skipped (retrieval only, nothing depends on it)
     citation: dict[str, Any] | None
     seconds: float
     fallback: str | None = None
@@ -179,14 +179,17 @@ def execute_plan(
     alpha: float | None = None,
     timeout: float = 60.0,
     root_hits: list[ChunkHit] | None = None,
+    answer_leaves: bool = True,
 ) -> PlanTrace:
     """Run ``plan`` level by level; see the module docstring. ``alpha`` None = by question type (PankRAG §3.4).
-    ``root_hits`` (the whole question's ranking) is fused with the nodes' rankings, see ``merge_rankings``."""
+    ``root_hits`` (the whole question's ranking) is fused with the nodes' rankings, see ``merge_rankings``.
+    ``answer_leaves=False`` skips the sub-answers no other node depends on (retrieval only: nothing reads them)."""
     start = time.perf_counter()
     answers: dict[str, str] = {}
     traces: dict[str, NodeTrace] = {}
     node_hits: dict[str, list[ChunkHit]] = {}
     tokens = [0, 0]
+    needed = {d for n in plan.nodes for d in n.depends_on}
 
     def run(node_id: str) -> tuple[NodeTrace, list[ChunkHit], tuple[int, int]]:
         t0 = time.perf_counter()
@@ -205,7 +208,10 @@ def execute_plan(
                 a,
             )
             hits = [ChunkHit(hits[i].passage, float(scores[i])) for i in np.argsort(-scores, kind="stable")]
-        answer, source, passage, fallback, used = _sub_answer(query, hits, snapshot, encode, llm, timeout)
+        if answer_leaves or node.id in needed:
+            answer, source, passage, fallback, used = _sub_answer(query, hits, snapshot, encode, llm, timeout)
+        else:
+            answer, source, passage, fallback, used = "", "skipped", None, None, (0, 0)
         citation = None
         if passage is not None:
             span = [int(x) for x in snapshot.chunk_spans[passage]]
