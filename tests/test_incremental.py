@@ -103,3 +103,45 @@ def test_auto_refresh_when_enough_chunks_changed(tmp_path: Path, embedder) -> No
         small = indexer.index_paths([folder])  # 2 changed chunks (1 out, 1 in) of 8: 25 % > 20 %
         assert small.updated == 1 and small.refreshed
         assert db.get_meta("changed_chunks") == "0"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_snapshot_reusing_vectors_equals_a_cold_read(
+    seed: int, tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    """Each new store version reuses the vectors of unchanged entities, chunks and triples from the snapshot it
+    replaces; after random changes (ids freed by deletes get reused) that must equal reading everything."""
+    from pathweaver.store import reads
+
+    reused: list[int] = []
+    real = reads._vectors
+
+    def spy(conn, table, ids, dim, reuse=None):  # type: ignore[no-untyped-def]
+        if reuse is not None:
+            reused.append(int((reuse[0] >= 0).sum()))
+        return real(conn, table, ids, dim, reuse)
+
+    monkeypatch.setattr(reads, "_vectors", spy)
+    rng = random.Random(100 + seed)
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    store = tmp_path / "store"
+    with Database(store) as db:
+        indexer = Indexer(db, settings(store), embedder)
+        reader = StoreReader(db)
+        reader.cache.clear()
+        versions = set()
+        for _ in range(6):
+            changed, removed = random_step(rng, folder)
+            indexer.apply_changes(changed, removed)
+            if rng.random() < 0.3:
+                indexer.refresh()
+            versions.add(reader.snapshot().version)
+        warm = reader.snapshot()
+        cold = reader._build_snapshot(None)
+    assert len(versions) > 1 and warm.version == cold.version
+    assert sum(reused) > 0  # later versions did take rows from the snapshot they replaced
+    assert warm.entity_names == cold.entity_names and warm.chunk_texts == cold.chunk_texts
+    for name in ("entity_vecs", "rel_vecs", "chunk_vecs"):
+        assert getattr(warm, name).shape == getattr(cold, name).shape
+        assert (getattr(warm, name) == getattr(cold, name)).all(), name

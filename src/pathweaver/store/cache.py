@@ -16,14 +16,15 @@ class SnapshotCache:
         self._lock = threading.Lock()
         self.builds = 0  # how many times a snapshot was built (for tests and stats)
 
-    def get(self, version: int, build: Callable[[], GraphSnapshot]) -> GraphSnapshot:
+    def get(self, version: int, build: Callable[[GraphSnapshot | None], GraphSnapshot]) -> GraphSnapshot:
+        """The snapshot at ``version``; ``build`` gets the one it replaces (or None) to reuse what did not change."""
         snap = self._snapshot
         if snap is not None and snap.version == version:
             return snap
         with self._lock:
             snap = self._snapshot
             if snap is None or snap.version != version:
-                snap = build()
+                snap = build(snap)
                 self._snapshot = snap
                 self.builds += 1
         return snap

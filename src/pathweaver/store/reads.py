@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from pathweaver.config import ConfigError
 from pathweaver.extract.entities import normalize
 from pathweaver.store.cache import cache_for
-from pathweaver.store.db import Connection, Database
+from pathweaver.store.db import Connection, Database, StoreError
 from pathweaver.store.snapshot import GraphSnapshot
 
 EXPORT_TABLES = ("documents", "chunks", "entities", "relations", "mentions", "relation_sources", "synonyms")
@@ -30,17 +30,143 @@ def fts_query(text: str) -> str:
     return " OR ".join(f'"{t}"' for t in tokens)
 
 
-def _vectors(conn: Connection, table: str, ids: np.ndarray, dim: int) -> np.ndarray:
-    """Rows of a vec0 table in the order of ``ids`` (zeros where a row is missing)."""
+def _positions(ids: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of ``wanted`` in the ascending ``ids``, and a mask of the ``wanted`` that are present."""
+    if not len(ids):
+        return np.zeros(len(wanted), dtype=np.int64), np.zeros(len(wanted), dtype=bool)
+    pos = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
+    return pos, ids[pos] == wanted
+
+
+def _index_of(ids: np.ndarray, wanted: np.ndarray, what: str) -> np.ndarray:
+    """Positions of ``wanted`` in the ascending ``ids``; every one must be present."""
+    pos, found = _positions(ids, wanted)
+    if not found.all():
+        missing = wanted[~found][:5].tolist()
+        raise StoreError(f"{what} refer to ids that are not in the store: {missing}; re-index the affected folder")
+    return pos
+
+
+MAX_POINT_LOOKUPS = 256  # missing vector rows fetched one by one (vec0 answers ``rowid = ?`` in ~1 ms)
+
+
+def _reusable(
+    old_ids: np.ndarray, old_vecs: np.ndarray, new_ids: np.ndarray, same: Callable[[np.ndarray, np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """For each new id: its row in ``old_vecs`` when that row can be reused, else -1. A row is reused when the id is
+    in the old snapshot, ``same(new positions, old positions)`` says the row's content (name, text, triple) is
+    unchanged, and the old row was loaded (not all zeros)."""
+    pos, found = _positions(old_ids, new_ids)
+    idx = np.flatnonzero(found)
+    if idx.size:
+        # a row never written is all zeros; a real embedding has no four exact zeros up front (and a false "never
+        # written" only costs a re-read)
+        ok = same(idx, pos[idx]) & (old_vecs[pos[idx], :4] != 0).any(axis=1)
+        found[idx[~ok]] = False
+    return np.where(found, pos, -1)
+
+
+def _same(new_values: list[str], old_values: list[str]) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """``same`` for ``_reusable``: equal strings at the new and old positions."""
+    new_arr, old_arr = np.asarray(new_values, dtype=object), np.asarray(old_values, dtype=object)
+
+    def check(new: np.ndarray, old: np.ndarray) -> np.ndarray:
+        return np.asarray(new_arr[new] == old_arr[old], dtype=bool)
+
+    return check
+
+
+def _reuse_from(
+    previous: GraphSnapshot | None,
+    dim: int,
+    entity_ids: np.ndarray,
+    names: list[str],
+    chunk_ids: np.ndarray,
+    texts: list[str],
+    rel_ids: np.ndarray,
+    rel_src: np.ndarray,
+    rel_dst: np.ndarray,
+    labels: list[str],
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per vector table, the rows of ``previous`` that stay valid: an entity with the same name, a chunk with the
+    same text, a relation with the same subject name, label and object name (its vector depends on nothing else).
+    ``rel_src``/``rel_dst`` are positions in ``names``."""
+    if previous is None or any(v.ndim != 2 or v.shape[1] != dim for v in (previous.entity_vecs, previous.rel_vecs,
+                                                                          previous.chunk_vecs)):
+        return {}
+    old = previous
+
+    same_label, same_name = _same(labels, old.rel_labels), _same(names, old.entity_names)
+
+    def same_relation(new: np.ndarray, prev: np.ndarray) -> np.ndarray:
+        return (
+            same_label(new, prev)
+            & same_name(rel_src[new], old.rel_src[prev])
+            & same_name(rel_dst[new], old.rel_dst[prev])
+        )
+
+    return {
+        "entity_vec": (_reusable(old.entity_ids, old.entity_vecs, entity_ids, _same(names, old.entity_names)),
+                       old.entity_vecs),
+        "chunk_vec": (_reusable(old.chunk_ids, old.chunk_vecs, chunk_ids, _same(texts, old.chunk_texts)), old.chunk_vecs),
+        "relation_vec": (_reusable(old.rel_ids, old.rel_vecs, rel_ids, same_relation), old.rel_vecs),
+    }
+
+
+def _vectors(
+    conn: Connection,
+    table: str,
+    ids: np.ndarray,
+    dim: int,
+    reuse: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """Rows of a vec0 table in the order of the ascending ``ids`` (zeros where a row is missing).
+
+    ``reuse`` = (row in ``old_vecs`` or -1 per id, ``old_vecs``): rows of the previous snapshot that are still
+    valid (see ``_reusable``); only the others are read, one by one, by a rowid range, or by a full scan,
+    whichever reads least. A full scan of 220k rows takes seconds; one changed file adds a few hundred."""
     out = np.zeros((len(ids), dim), dtype=np.float32)
     if not len(ids) or not dim:
         return out
-    pos = {int(i): k for k, i in enumerate(ids.tolist())}
-    for rowid, blob in conn.execute(f"SELECT rowid, embedding FROM {table}"):
-        k = pos.get(int(rowid))
-        if k is not None:
-            out[k] = np.frombuffer(blob, dtype=np.float32)
+    query, args = f"SELECT rowid, embedding FROM {table}", ()
+    if reuse is not None and reuse[1].shape[1:] == (dim,) and reuse[1].shape[0]:
+        old_pos, old_vecs = reuse
+        have = old_pos >= 0
+        if have.all() and old_pos.size == old_vecs.shape[0] and (old_pos == np.arange(old_pos.size)).all():
+            return old_vecs  # nothing moved: share the array (snapshots never write to their vectors)
+        out = np.take(old_vecs, np.maximum(old_pos, 0), axis=0)
+        out[~have] = 0.0
+        missing = ids[~have]
+        if not missing.size:
+            return out
+        if missing.size <= MAX_POINT_LOOKUPS:
+            rows = [
+                row
+                for rowid in missing.tolist()
+                for row in conn.execute(f"{query} WHERE rowid = ?", (rowid,)).fetchall()
+            ]
+            _place(out, ids, rows, dim)
+            return out
+        if int((ids >= missing.min()).sum()) <= 4 * missing.size:  # the new rows sit at the end: read that range
+            query, args = f"{query} WHERE rowid >= ?", (int(missing.min()),)
+    _place(out, ids, conn.execute(query, args).fetchall(), dim)
     return out
+
+
+def _place(out: np.ndarray, ids: np.ndarray, rows: list[tuple[int, bytes]], dim: int) -> None:
+    """Write vec0 ``rows`` (rowid, float32 blob) into ``out`` at their positions in the ascending ``ids``."""
+    if not rows:
+        return
+    rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    blob = b"".join(r[1] for r in rows)
+    if len(blob) != len(rows) * dim * 4:  # some row has another width: place row by row, skipping those
+        for rowid, data in rows:
+            pos, found = _positions(ids, np.array([rowid], dtype=np.int64))
+            if found[0] and len(data) == dim * 4:
+                out[pos[0]] = np.frombuffer(data, dtype=np.float32)
+        return
+    pos, found = _positions(ids, rowids)
+    out[pos[found]] = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), dim)[found]
 
 
 class StoreReader:
@@ -74,7 +200,8 @@ class StoreReader:
         """The graph at the current version (shared and cached; one cheap read when nothing changed)."""
         return self.cache.get(self.db.version(), self._build_snapshot)
 
-    def _build_snapshot(self) -> GraphSnapshot:
+    def _build_snapshot(self, previous: GraphSnapshot | None = None) -> GraphSnapshot:
+        """Read the graph; vectors of ``previous`` whose entity, chunk or triple is unchanged are reused."""
         with self._read() as conn:
             version = int(conn.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()[0])
             dim = self._dim()
@@ -91,40 +218,50 @@ class StoreReader:
             chunk_ids = np.array([c[0] for c in chunks], dtype=np.int64)
             rel_ids = np.array([r[0] for r in rels], dtype=np.int64)
             has_vec = self._has_vectors(conn)
-            entity_vecs = _vectors(conn, "entity_vec", entity_ids, dim) if has_vec else np.zeros((len(ents), 0))
-            rel_vecs = _vectors(conn, "relation_vec", rel_ids, dim) if has_vec else np.zeros((len(rels), 0))
-            chunk_vecs = _vectors(conn, "chunk_vec", chunk_ids, dim) if has_vec else np.zeros((len(chunks), 0))
-        e_pos = {int(i): k for k, i in enumerate(entity_ids.tolist())}
-        c_pos = {int(i): k for k, i in enumerate(chunk_ids.tolist())}
-        r_pos = {int(i): k for k, i in enumerate(rel_ids.tolist())}
+            names = [e[1] for e in ents]
+            texts = [c[1] for c in chunks]
+            r_arr = np.array([(r[1], r[2]) for r in rels], dtype=np.int64).reshape(-1, 2)
+            labels = [r[3] for r in rels]
+            rel_src = _index_of(entity_ids, r_arr[:, 0], "relations")
+            rel_dst = _index_of(entity_ids, r_arr[:, 1], "relations")
+            reuse = _reuse_from(previous, dim, entity_ids, names, chunk_ids, texts, rel_ids, rel_src, rel_dst, labels)
+
+            def vectors(table: str, ids: np.ndarray, n: int) -> np.ndarray:
+                return _vectors(conn, table, ids, dim, reuse.get(table)) if has_vec else np.zeros((n, 0))
+
+            entity_vecs = vectors("entity_vec", entity_ids, len(ents))
+            rel_vecs = vectors("relation_vec", rel_ids, len(rels))
+            chunk_vecs = vectors("chunk_vec", chunk_ids, len(chunks))
         n_e, n_p, n_r = len(ents), len(chunks), len(rels)
-        m_rows = np.array([c_pos[m[0]] for m in mentions], dtype=np.int64)
-        m_cols = np.array([e_pos[m[1]] for m in mentions], dtype=np.int64)
-        m_data = np.array([m[2] for m in mentions], dtype=np.float32)
-        s_rows = np.array([r_pos[s[0]] for s in sources], dtype=np.int64)
-        s_cols = np.array([c_pos[s[1]] for s in sources], dtype=np.int64)
+        m_arr = np.array(mentions, dtype=np.int64).reshape(-1, 3)
+        s_arr = np.array(sources, dtype=np.int64).reshape(-1, 2)
+        y_arr = np.array([(y[0], y[1]) for y in syns], dtype=np.int64).reshape(-1, 2)
+        m_rows = _index_of(chunk_ids, m_arr[:, 0], "mentions")
+        m_cols = _index_of(entity_ids, m_arr[:, 1], "mentions")
+        s_rows = _index_of(rel_ids, s_arr[:, 0], "relation sources")
+        s_cols = _index_of(chunk_ids, s_arr[:, 1], "relation sources")
         return GraphSnapshot(
             version=version,
-            entity_names=[e[1] for e in ents],
+            entity_names=names,
             entity_ids=entity_ids,
             chunk_ids=chunk_ids,
-            chunk_texts=[c[1] for c in chunks],
+            chunk_texts=texts,
             chunk_docs=[c[2] for c in chunks],
             chunk_titles=[c[3] for c in chunks],
             chunk_spans=np.array([[c[4], c[5]] for c in chunks], dtype=np.int64).reshape(n_p, 2),
             rel_ids=rel_ids,
-            rel_src=np.array([e_pos[r[1]] for r in rels], dtype=np.int32),
-            rel_dst=np.array([e_pos[r[2]] for r in rels], dtype=np.int32),
-            rel_labels=[r[3] for r in rels],
+            rel_src=rel_src.astype(np.int32),
+            rel_dst=rel_dst.astype(np.int32),
+            rel_labels=labels,
             rel_descriptions=[r[4] for r in rels],
             rel_chunks=sp.csr_matrix((np.ones(len(sources), dtype=np.float32), (s_rows, s_cols)), shape=(n_r, n_p)),
-            syn_a=np.array([e_pos[s[0]] for s in syns], dtype=np.int32),
-            syn_b=np.array([e_pos[s[1]] for s in syns], dtype=np.int32),
+            syn_a=_index_of(entity_ids, y_arr[:, 0], "synonyms").astype(np.int32),
+            syn_b=_index_of(entity_ids, y_arr[:, 1], "synonyms").astype(np.int32),
             syn_cos=np.array([s[2] for s in syns], dtype=np.float32),
-            mentions=sp.csr_matrix((m_data, (m_rows, m_cols)), shape=(n_p, n_e)),
-            entity_vecs=entity_vecs.astype(np.float32),
-            rel_vecs=rel_vecs.astype(np.float32),
-            chunk_vecs=chunk_vecs.astype(np.float32),
+            mentions=sp.csr_matrix((m_arr[:, 2].astype(np.float32), (m_rows, m_cols)), shape=(n_p, n_e)),
+            entity_vecs=entity_vecs.astype(np.float32, copy=False),
+            rel_vecs=rel_vecs.astype(np.float32, copy=False),
+            chunk_vecs=chunk_vecs.astype(np.float32, copy=False),
             entity_kinds=[e[2] for e in ents],
         )
 

@@ -157,13 +157,12 @@ def _entity_adjacency(
 
 def _max_per_pair(n: int, src: np.ndarray, dst: np.ndarray, rel_idx: np.ndarray) -> sp.csr_matrix:
     """For parallel relations between the same pair, keep the lowest relation index (deterministic)."""
-    best: dict[tuple[int, int], float] = {}
-    for s, d, r in zip(src.tolist(), dst.tolist(), rel_idx.tolist(), strict=True):
-        for key in ((s, d), (d, s)):
-            if key not in best or r < best[key]:
-                best[key] = r
-    if not best:
+    if not len(src):
         return sp.csr_matrix((n, n), dtype=np.float64)
-    keys = np.array(list(best.keys()), dtype=np.int64)
-    vals = np.array(list(best.values()), dtype=np.float64)
-    return sp.csr_matrix((vals, (keys[:, 0], keys[:, 1])), shape=(n, n))
+    rows = np.concatenate([src, dst]).astype(np.int64)
+    cols = np.concatenate([dst, src]).astype(np.int64)
+    vals = np.concatenate([rel_idx, rel_idx]).astype(np.float64)
+    order = np.lexsort((vals, cols, rows))  # per (row, col): the lowest index first
+    keys = rows[order] * n + cols[order]
+    keep = order[np.r_[True, keys[1:] != keys[:-1]]]
+    return sp.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(n, n))
