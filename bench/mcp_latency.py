@@ -83,16 +83,21 @@ async def over_stdio(notes: Path, store: Path, repeat: int, freshness: int, call
             t0 = time.perf_counter()
             await wait_until_indexed(session, lambda _: None)
             out["index_seconds"] = time.perf_counter() - t0
+            out["validation"] = {}
             for name, arguments, _ in calls:
                 await session.call_tool(name, arguments)
-                times = []
+                times, checks = [], []
                 for _ in range(repeat):
                     t0 = time.perf_counter()
                     result = await session.call_tool(name, arguments)
                     times.append(time.perf_counter() - t0)
                     if result.is_error:
                         raise RuntimeError(f"{name}: {result.content}")
+                    t0 = time.perf_counter()  # the Python client re-validates every result against the schema
+                    await session.validate_tool_result(name, result)
+                    checks.append(time.perf_counter() - t0)
                 out["tools"][name] = times
+                out["validation"][name] = checks
             out["idle"] = [await time_to_searchable(session, notes, f"idle{i}", busy=0) for i in range(freshness)]
             out["busy"] = [await time_to_searchable(session, notes, f"busy{i}", busy=8) for i in range(freshness)]
             if freshness:
@@ -158,11 +163,16 @@ def main() -> int:
             remote = anyio.run(over_stdio, notes, Path(tmp) / "store-mcp", args.repeat, args.freshness, calls)
     files = sum(1 for p in corpus.iterdir() if p.is_file())
     print(f"corpus {corpus} ({files} files); server ready after {remote['index_seconds']:.1f} s")
-    print(f"{'tool':<16}{'in-proc p50':>12}{'p95':>9}{'stdio p50':>12}{'p95':>9}{'overhead p50':>14}  (ms)")
+    print(f"{'tool':<16}{'in-proc p50':>12}{'p95':>9}{'stdio p50':>12}{'p95':>9}{'overhead p50':>14}"
+          f"{'client check':>14}{'rest':>8}  (ms)")
     for name, times in remote["tools"].items():
         lp50, lp95 = pct(local[name], 0.5) * 1e3, pct(local[name], 0.95) * 1e3
         rp50, rp95 = pct(times, 0.5) * 1e3, pct(times, 0.95) * 1e3
-        print(f"{name:<16}{lp50:>12.1f}{lp95:>9.1f}{rp50:>12.1f}{rp95:>9.1f}{rp50 - lp50:>14.1f}")
+        check = pct(remote["validation"][name], 0.5) * 1e3
+        over = rp50 - lp50
+        print(f"{name:<16}{lp50:>12.1f}{lp95:>9.1f}{rp50:>12.1f}{rp95:>9.1f}{over:>14.1f}{check:>14.1f}{over - check:>8.1f}")
+    print("client check: the Python client's jsonschema validation of each result (inside the stdio time); "
+          "rest: transport, JSON and the server's own shaping")
     for label in ("idle", "busy"):
         values = remote.get(label) or []
         if values:
