@@ -46,7 +46,6 @@ from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalR
 from pathweaver.store.snapshot import GraphSnapshot
 
 PSEUDO = -1  # node id of the pseudo node joining all passages (entities are 0..E-1, passages E..E+P-1)
-__all__ = ["COST", "KIND_CONTAINS", "KIND_PSEUDO", "KIND_RELATION", "KIND_SYNONYM", "PSEUDO", "MCMIParams"]
 
 
 @dataclass
