@@ -95,7 +95,6 @@ def _reuse_from(
                                                                           previous.chunk_vecs)):
         return {}
     old = previous
-
     same_label, same_name = _same(labels, old.rel_labels), _same(names, old.entity_names)
 
     def same_relation(new: np.ndarray, prev: np.ndarray) -> np.ndarray:
@@ -106,8 +105,7 @@ def _reuse_from(
         )
 
     return {
-        "entity_vec": (_reusable(old.entity_ids, old.entity_vecs, entity_ids, _same(names, old.entity_names)),
-                       old.entity_vecs),
+        "entity_vec": (_reusable(old.entity_ids, old.entity_vecs, entity_ids, same_name), old.entity_vecs),
         "chunk_vec": (_reusable(old.chunk_ids, old.chunk_vecs, chunk_ids, _same(texts, old.chunk_texts)), old.chunk_vecs),
         "relation_vec": (_reusable(old.rel_ids, old.rel_vecs, rel_ids, same_relation), old.rel_vecs),
     }
@@ -232,6 +230,8 @@ class StoreReader:
             entity_vecs = vectors("entity_vec", entity_ids, len(ents))
             rel_vecs = vectors("relation_vec", rel_ids, len(rels))
             chunk_vecs = vectors("chunk_vec", chunk_ids, len(chunks))
+            for vecs in (entity_vecs, rel_vecs, chunk_vecs):
+                vecs.flags.writeable = False  # the next snapshot may share these arrays
         n_e, n_p, n_r = len(ents), len(chunks), len(rels)
         m_arr = np.array(mentions, dtype=np.int64).reshape(-1, 3)
         s_arr = np.array(sources, dtype=np.int64).reshape(-1, 2)
