@@ -228,3 +228,12 @@ def test_mehlhorn_edges_forest_zero_costs_and_pruned_leaves() -> None:
     assert sorted(chosen) == [0, 1, 3]  # the leaf edge 1-3 is pruned; the forest spans both components
     assert mehlhorn_edges(6, head, tail, cost, [0]) == []  # a single terminal needs no edge
     assert mehlhorn_edges(6, head, tail, cost, [0, 4]) == []  # no bridge between two components
+
+
+def test_edge_positions_either_order_and_non_edges_refused() -> None:
+    from pathweaver.retrieval.costgraph import edge_positions
+
+    head, tail = np.array([0, 1, 3]), np.array([1, 2, 1])
+    assert edge_positions(4, head, tail, np.array([[2, 1], [1, 3], [0, 1]])).tolist() == [1, 2, 0]
+    with pytest.raises(ValueError, match="not an edge"):
+        edge_positions(4, head, tail, np.array([[0, 2]]))

@@ -36,8 +36,6 @@ class Pathweaver:
     def __init__(self, settings: Settings, readonly: bool = False) -> None:
         self.settings = settings
         self.readonly = readonly
-        if settings.models.query_threads < 0:
-            raise ConfigError(f"models.query_threads must be >= 0, got {settings.models.query_threads}")
         parallel.set_threads(settings.models.query_threads)  # one pool per process: the last store opened sets it
         if readonly and not settings.db_path.exists():
             raise StoreError(

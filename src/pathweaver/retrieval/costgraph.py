@@ -19,6 +19,25 @@ KINDS = (KIND_RELATION, KIND_SYNONYM, KIND_CONTAINS, KIND_PSEUDO)
 NO_KIND = -1  # an edge without a ``kind`` attribute (graphs handed in by callers)
 
 
+def pair_keys(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
+    """One integer per unordered node pair (a, b) of an ``n``-node graph."""
+    return np.minimum(a, b) * n + np.maximum(a, b)
+
+
+def edge_positions(n_nodes: int, head: np.ndarray, tail: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """Positions of the edges (``head``, ``tail``) joining each node pair in ``pairs`` (k, 2), in either order.
+
+    Raises:
+        ValueError: a pair is not an edge."""
+    keys = pair_keys(head, tail, n_nodes)
+    order = np.argsort(keys, kind="stable")
+    want = pair_keys(pairs[:, 0], pairs[:, 1], n_nodes)
+    pos = np.minimum(np.searchsorted(keys[order], want), max(len(order) - 1, 0))
+    if len(want) and (not len(order) or (keys[order][pos] != want).any()):
+        raise ValueError("a node pair is not an edge of the graph")
+    return order[pos]
+
+
 @dataclass
 class CostGraph:
     """Nodes ``0..n-1`` named by ``labels`` with influence ``scores``; edge ``i`` joins ``head[i]`` and ``tail[i]``

@@ -37,6 +37,8 @@ from pathweaver.retrieval.costgraph import (
     KIND_SYNONYM,
     KINDS,
     CostGraph,
+    edge_positions,
+    pair_keys,
 )
 from pathweaver.retrieval.graphs import node_space_graph, relation_passages
 from pathweaver.retrieval.ppr import PPRParams, ppr_scores
@@ -217,8 +219,8 @@ def greedy_expand(
     """``grow`` on networkx graphs: ``tree`` is a subgraph of ``graph``; node influence comes from ``scores``."""
     cg = CostGraph.from_networkx(graph, scores)
     index = {node: i for i, node in enumerate(cg.labels)}
-    pair_edge = {frozenset((int(a), int(b))): e for e, (a, b) in enumerate(zip(cg.head, cg.tail, strict=True))}
-    tree_edges = [pair_edge[frozenset((index[u], index[v]))] for u, v in tree.edges if u != v]
+    pairs = np.array([(index[u], index[v]) for u, v in tree.edges if u != v], dtype=np.int64).reshape(-1, 2)
+    tree_edges = edge_positions(cg.n_nodes, cg.head, cg.tail, pairs).tolist()
     out = grow(cg, [index[n] for n in tree.nodes], tree_edges, max_added, cycle_edges, skip_kinds)
     return Expansion(
         cg.to_networkx(out.edges, out.nodes), [cg.labels[v] for v in out.added], out.mcst_ratio, out.ratio
@@ -246,11 +248,6 @@ def neighbourhood(
         in_ball.update(nbrs.tolist())
         frontier = nbrs
     return seen
-
-
-def _pair_keys(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
-    """One integer per unordered node pair (a, b) of an ``n``-node graph."""
-    return np.minimum(a, b) * n + np.maximum(a, b)
 
 
 def _first_per_pair(keys: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -294,14 +291,14 @@ def cost_graph(
     if rels.size:
         cost = np.asarray(edge_cost(snapshot.rel_vecs[rels] @ q), dtype=np.float64)
         a, b = local[src[rels]], local[dst[rels]]
-        keep = _first_per_pair(_pair_keys(a, b, n), np.lexsort((rels, cost)))
-        rel_keys = _pair_keys(a[keep], b[keep], n)
+        keep = _first_per_pair(pair_keys(a, b, n), np.lexsort((rels, cost)))
+        rel_keys = pair_keys(a[keep], b[keep], n)
         add(a[keep], b[keep], cost[keep], KIND_RELATION, rels[keep].astype(np.int64))
     # synonym edges, where no relation joins the pair: the normalised summed entity vector stands in
     if snapshot.syn_a.size:
         sa, sb = snapshot.syn_a.astype(np.int64), snapshot.syn_b.astype(np.int64)
         syn = np.flatnonzero(ent_mask[sa] & ent_mask[sb] & (sa != sb))
-        keys = _pair_keys(local[sa[syn]], local[sb[syn]], n)
+        keys = pair_keys(local[sa[syn]], local[sb[syn]], n)
         fresh = ~np.isin(keys, rel_keys)
         syn = syn[fresh][_first_per_pair(keys[fresh], np.arange(int(fresh.sum())))]
         if syn.size:

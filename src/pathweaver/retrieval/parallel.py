@@ -20,6 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
+from pathweaver.config import ConfigError
+
 MIN_ROWS_PER_THREAD = 16_384  # below this a block is too small to repay handing it to a thread
 
 _lock = threading.Lock()
@@ -32,7 +34,7 @@ def set_threads(n: int) -> None:
     """Use ``n`` threads for query-time products (0 = one per core, 1 = no threads)."""
     global _threads
     if n < 0:
-        raise ValueError(f"threads must be >= 0, got {n}")
+        raise ConfigError(f"models.query_threads must be >= 0 (0 = one per core), got {n}")
     with _lock:
         _threads = int(n)
 

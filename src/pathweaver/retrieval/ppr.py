@@ -118,12 +118,10 @@ class PPRParams:
 
 @dataclass
 class SeedInfo:
-    """How the walk was personalised: the triples (relation index, cos), entity seeds and how many passages
-    carry a dense-similarity weight."""
+    """How the walk was personalised: the triples (relation index, cos) and the entity seeds."""
 
     triples: list[tuple[int, float]] = field(default_factory=list)
     entity_weights: dict[int, float] = field(default_factory=dict)
-    passage_seeds: int = 0
 
 
 def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple[np.ndarray, SeedInfo]:
@@ -154,7 +152,6 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
         idx = top_indices(dense, params.dense_pool) if params.dense_pool else np.arange(n_p)
         pw = minmax(dense[idx]) * params.passage_weight
         reset[n_e + idx] = pw
-        info.passage_seeds = int(np.count_nonzero(pw))
     if reset.sum() <= 0:  # nothing matched: fall back to a uniform walk start over passages, or all nodes
         if n_p:
             reset[n_e:] = 1.0

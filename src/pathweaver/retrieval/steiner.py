@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
-from pathweaver.retrieval.costgraph import COST, CostGraph
+from pathweaver.retrieval.costgraph import COST, CostGraph, edge_positions
 
 EXACT_MAX_STEINER_NODES = 16  # brute force enumerates 2^n subsets of non-terminals
 
@@ -71,14 +71,6 @@ def _prune_leaves(edges: list[int], head: np.ndarray, tail: np.ndarray, keep: se
         live -= dead
 
 
-def _edge_positions(n_nodes: int, head: np.ndarray, tail: np.ndarray, pairs: np.ndarray) -> np.ndarray:
-    """Positions of the edges joining each node pair in ``pairs`` (k, 2); every pair must be an edge."""
-    keys = np.minimum(head, tail) * n_nodes + np.maximum(head, tail)
-    order = np.argsort(keys, kind="stable")
-    want = pairs.min(axis=1) * n_nodes + pairs.max(axis=1)
-    return order[np.searchsorted(keys[order], want)]
-
-
 def mehlhorn_edges(
     n_nodes: int, head: np.ndarray, tail: np.ndarray, cost: np.ndarray, terminals: Sequence[int]
 ) -> list[int]:
@@ -109,7 +101,7 @@ def mehlhorn_edges(
                 pairs.append((x, int(pred[x])))
                 x = int(pred[x])
     if pairs:
-        union.update(_edge_positions(n_nodes, head, tail, np.array(pairs, dtype=np.int64)).tolist())
+        union.update(edge_positions(n_nodes, head, tail, np.array(pairs, dtype=np.int64)).tolist())
     ids = np.array(sorted(union), dtype=np.int64)
     spanning = [int(ids[i]) for i in _kruskal(n_nodes, head[ids], tail[ids], cost[ids])]
     return _prune_leaves(spanning, head, tail, set(terms))
