@@ -7,6 +7,7 @@ and deleted from the watched folder, answers through MCP sampling, and refuses p
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import time
@@ -209,6 +210,13 @@ def test_search_and_retrieval_tools(env: dict[str, Any]) -> None:
     )
     assert mcmi["method"] == "mcmi" and len(mcmi["chunks"]) <= 2
     assert mcmi["subgraph"] is not None and mcmi["subgraph"]["text"]
+    assert mcmi["triples"] and all("description" not in t for t in mcmi["triples"])  # the smaller default
+    raw = c.call("build_mcmi", {"question": "Who designed the Analytical Engine?", "k_triples": 3, "k_chunks": 2,
+                                "triple_descriptions": True})
+    full = raw.structured_content
+    assert full is not None and [t["id"] for t in full["triples"]] == [t["id"] for t in mcmi["triples"]]
+    assert all(isinstance(t.get("description"), str) for t in full["triples"])  # a link relation's is ""
+    assert json.loads(raw.content[0].text) == full  # text-only clients get the same result, as compact JSON
 
 
 def test_plan_rerank_entity_neighbors(env: dict[str, Any]) -> None:

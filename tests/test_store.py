@@ -40,9 +40,11 @@ def fill(db: Database) -> dict[str, int]:
         ids = w.ensure_entities(conn, {"marie curie": "ngram", "paris": "ngram", "france": "ngram"}, vecs, {})
         w.insert_mentions(conn, [(ids["marie curie"], cids[0], 1, 0.5), (ids["paris"], cids[0], 1, 0.2),
                                  (ids["paris"], cids[1], 1, 0.2), (ids["france"], cids[1], 1, 0.3)])
-        rid = w.ensure_relation(conn, ids["marie curie"], ids["paris"], "lived in", "cooccur", "s",
-                                "marie curie lived in paris", unit(1, 0, 1, 0))
-        w.insert_relation_source(conn, rid, cids[0], 0, 27, "Marie Curie lived in Paris.")
+        key = (ids["marie curie"], ids["paris"], "lived in")
+        rows = [(key, "cooccur", "s", "marie curie lived in paris", unit(1, 0, 1, 0))] * 2  # twice: one relation
+        rid = w.ensure_relations(conn, rows)[key]
+        assert w.ensure_relations(conn, rows[:1]) == {key: rid}  # already there: the same id, nothing inserted
+        w.insert_relation_sources(conn, [(rid, cids[0], 0, 27, "Marie Curie lived in Paris.")])
         w.insert_synonyms(conn, [(ids["france"], ids["paris"], 0.99)])
     return {"doc": doc, **ids}
 
@@ -60,6 +62,21 @@ def test_round_trip_snapshot(db: Database) -> None:
     np.testing.assert_allclose(snap.chunk_vecs[1], unit(0, 1, 0, 0))
     np.testing.assert_allclose(snap.entity_vecs[0], unit(1, 1, 0, 0))
     assert db.conn.execute("SELECT df FROM gram_df WHERE gram = 'paris'").fetchone()[0] == 2
+
+
+def test_relation_lookup_by_table_scan_finds_the_same_ids(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refresh looks existing relations up in one scan; it must find what the one-by-one lookup finds."""
+    ids = fill(db)
+    key = (ids["marie curie"], ids["paris"], "lived in")
+    new = (ids["paris"], ids["france"], "capital of")
+    vec = np.eye(4, dtype=np.float32)[0]
+    rows = [(key, "cooccur", "", "t", vec), (new, "cooccur", "", "paris capital of france", vec)]
+    with db.write() as conn:
+        one_by_one = w.ensure_relations(conn, rows)
+    monkeypatch.setattr(w, "SCAN_RELATIONS_OVER", 0)
+    with db.write() as conn:
+        assert w.ensure_relations(conn, rows) == one_by_one
+        assert conn.execute("SELECT count(*) FROM relations").fetchone()[0] == 2
 
 
 def test_delete_document_collects_garbage_everywhere(db: Database) -> None:

@@ -48,6 +48,9 @@ class ExtractSettings:
     # How relation ("subject label object") vectors are made: "composed" = normalised sum of the subject, label and
     # object vectors (no extra model pass; see docs/design-notes.md), "encoded" = the triple text through the model.
     triple_vectors: str = "composed"
+    # How entity-name and relation-label vectors are made: "composed" = normalised sum of their words' model vectors
+    # (one model pass per distinct word), "encoded" = each name through the model (see docs/design-notes.md).
+    entity_vectors: str = "composed"
     auto_refresh_ratio: float = 0.1  # refresh on its own when this share of chunks changed since the last one
 
 

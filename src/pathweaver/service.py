@@ -227,13 +227,16 @@ class Pathweaver:
         top_k: int = 5,
         params: dict[str, Any] | None = None,
         keywords: list[str] | None = None,
+        descriptions: bool = True,
     ) -> dict[str, Any]:
-        """``retrieve`` shaped as the CLI/tool JSON contract."""
+        """``retrieve`` shaped as the CLI/tool JSON contract (see ``shape``)."""
         result = self.retrieve(text, method, top_k, params, keywords)
-        return self.shape(result)
+        return self.shape(result, descriptions=descriptions)
 
-    def shape(self, result: RetrievalResult, snapshot: GraphSnapshot | None = None) -> dict[str, Any]:
-        """JSON-ready result: chunks with doc/title/chunk_id/score/text/span, paths with citations, subgraph."""
+    def shape(self, result: RetrievalResult, snapshot: GraphSnapshot | None = None,
+              descriptions: bool = True) -> dict[str, Any]:
+        """JSON-ready result: chunks with doc/title/chunk_id/score/text/span, paths with citations, subgraph, and
+        triples with their source sentence as ``description`` (left out unless ``descriptions``)."""
         snap = snapshot or self.snapshot()
         chunks = [self._chunk_json(snap, hit.passage, hit.score) for hit in result.chunks]
         paths = []
@@ -250,7 +253,8 @@ class Pathweaver:
             )
         subgraph = asdict(result.subgraph) if result.subgraph is not None else None
         triples = [
-            {"id": int(snap.rel_ids[r]), "text": snap.triple_text(r), "description": snap.rel_descriptions[r]}
+            {"id": int(snap.rel_ids[r]), "text": snap.triple_text(r),
+             **({"description": snap.rel_descriptions[r]} if descriptions else {})}
             for r in result.triples
         ]
         info = {k: v for k, v in result.info.items() if k != "seconds"}

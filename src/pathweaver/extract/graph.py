@@ -18,18 +18,14 @@ import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from pathweaver.config import ConfigError, ExtractSettings
 from pathweaver.extract.entities import candidate_grams, select_entities, words
 from pathweaver.extract.relations import cooccurrence_relations
 from pathweaver.extract.structure import link_relations, structural_entities
+from pathweaver.extract.vectors import VECTOR_MODES
 
 # Which kind an entity keeps when several sources name it (authored structure beats statistics).
 KIND_RANK = {"title": 0, "heading": 1, "link": 2, "ngram": 3}
-
-
-TRIPLE_VECTOR_MODES = ("composed", "encoded")
 
 
 @dataclass(frozen=True)
@@ -41,7 +37,8 @@ class ExtractParams:
     max_entities: int = 40
     label_max_words: int = 4
     synonym_phi: float = 0.9  # phi, Eq. 5
-    triple_vectors: str = "composed"  # composed | encoded
+    triple_vectors: str = "composed"  # composed | encoded (extract/vectors.py)
+    entity_vectors: str = "composed"  # composed | encoded (extract/vectors.py)
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the bad setting."""
@@ -51,14 +48,19 @@ class ExtractParams:
             raise ConfigError("extract.max_entities_per_chunk and extract.relation_label_max_words must be >= 0")
         if not -1.0 <= self.synonym_phi < 1.0:
             raise ConfigError(f"extract.synonym_phi must be in [-1, 1), got {self.synonym_phi}")
-        if self.triple_vectors not in TRIPLE_VECTOR_MODES:
-            raise ConfigError(f"extract.triple_vectors must be one of {', '.join(TRIPLE_VECTOR_MODES)}, "
-                              f"got {self.triple_vectors!r}")
+        for name, mode in (("triple_vectors", self.triple_vectors), ("entity_vectors", self.entity_vectors)):
+            if mode not in VECTOR_MODES:
+                raise ConfigError(f"extract.{name} must be one of {', '.join(VECTOR_MODES)}, got {mode!r}")
+
+    @property
+    def vector_modes(self) -> str:
+        """What decides the stored entity and relation vectors (kept in meta; a change re-makes them)."""
+        return f"entities:{self.entity_vectors},triples:{self.triple_vectors}"
 
     @classmethod
     def from_settings(cls, s: ExtractSettings) -> ExtractParams:
         return cls(s.ngram_max, s.tau, s.max_entities_per_chunk, s.relation_label_max_words, s.synonym_phi,
-                   s.triple_vectors)
+                   s.triple_vectors, s.entity_vectors)
 
 
 @dataclass(frozen=True)
@@ -164,14 +166,3 @@ def derive_document(
 def triple_text(src: str, label: str, dst: str) -> str:
     """The text embedded for a relation ("subject label object"), as ``GraphSnapshot.triple_text``."""
     return f"{src} {label} {dst}"
-
-
-def compose_triple_vector(src: np.ndarray, label: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """A relation vector without a model pass: the normalised sum of its subject, label and object unit vectors.
-
-    The embedder mean-pools token vectors, so the sum of the parts' vectors approximates the vector of the
-    triple text; it costs nothing at indexing time, where encoding every triple text tripled the model work.
-    """
-    v = (src + label + dst).astype(np.float32)
-    n = float(np.linalg.norm(v))
-    return v / n if n > 0 else v

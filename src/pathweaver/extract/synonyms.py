@@ -1,12 +1,15 @@
 """Synonym edges between entities whose name vectors are close: cos(u, v) > phi (AGRAG §III-B, Eq. 5).
 
-The all-pairs search runs in square tiles of ``block`` rows, so memory stays at ``block``² floats whatever the
-number of entities; every pair above phi is found (no approximate top-k).
+The all-pairs search runs in square tiles of ``block`` rows, one tile per thread of ``retrieval.parallel`` at a
+time, so memory stays at ``block``² floats per thread whatever the number of entities; every pair above phi is
+found (no approximate top-k).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from pathweaver.retrieval.parallel import map_ordered
 
 
 def _check(ids: np.ndarray, vecs: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray]:
@@ -47,15 +50,28 @@ def synonym_pairs(
     """All pairs (a_id, b_id, cos) with a_id < b_id and cos > phi (Eq. 5), sorted; ``vecs`` are unit vectors."""
     _check_args(phi, block)
     ids, vecs = _check(ids, vecs, "synonym_pairs")
-    found: dict[tuple[int, int], float] = {}
     n = ids.shape[0]
-    for i in range(0, n, block):
-        for j in range(i, n, block):  # upper triangle of tiles; pairs inside a diagonal tile are seen twice
-            for a, b, c in _tile_pairs(
-                ids[i : i + block], vecs[i : i + block], ids[j : j + block], vecs[j : j + block], phi
-            ):
-                found[(a, b)] = c
+    # upper triangle of tiles; pairs inside a diagonal tile are seen twice
+    tiles = [(i, j) for i in range(0, n, block) for j in range(i, n, block)]
+    found = _pairs_in_tiles(ids, vecs, ids, vecs, tiles, phi, block)
     return sorted((a, b, c) for (a, b), c in found.items())
+
+
+def _pairs_in_tiles(a_ids: np.ndarray, a_vecs: np.ndarray, b_ids: np.ndarray, b_vecs: np.ndarray,
+                    tiles: list[tuple[int, int]], phi: float, block: int) -> dict[tuple[int, int], float]:
+    """The pairs above phi of the ``(a row, b row)`` tiles, the tiles spread over the thread pool (the products
+    release the GIL)."""
+
+    def one(tile: tuple[int, int]) -> list[tuple[int, int, float]]:
+        i, j = tile
+        return _tile_pairs(a_ids[i : i + block], a_vecs[i : i + block], b_ids[j : j + block], b_vecs[j : j + block],
+                           phi)
+
+    found: dict[tuple[int, int], float] = {}
+    for pairs in map_ordered(one, tiles):
+        for a, b, c in pairs:
+            found[(a, b)] = c
+    return found
 
 
 def synonym_pairs_for(
@@ -79,15 +95,6 @@ def synonym_pairs_for(
     old_ids, old_vecs = all_ids[keep], all_vecs[keep]
     # new x new once (upper triangle of tiles), then new x old: half the work of new x (old + new).
     found = {(a, b): c for a, b, c in synonym_pairs(new_ids, new_vecs, phi, block)}
-    for i in range(0, new_ids.shape[0], block):
-        for j in range(0, old_ids.shape[0], block):
-            tile = _tile_pairs(
-                new_ids[i : i + block],
-                new_vecs[i : i + block],
-                old_ids[j : j + block],
-                old_vecs[j : j + block],
-                phi,
-            )
-            for a, b, c in tile:
-                found[(a, b)] = c
+    tiles = [(i, j) for i in range(0, new_ids.shape[0], block) for j in range(0, old_ids.shape[0], block)]
+    found.update(_pairs_in_tiles(new_ids, new_vecs, old_ids, old_vecs, tiles, phi, block))
     return sorted((a, b, c) for (a, b), c in found.items())

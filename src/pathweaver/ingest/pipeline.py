@@ -39,12 +39,12 @@ from pathweaver.extract.graph import (
     ExtractParams,
     Structure,
     chunk_stats,
-    compose_triple_vector,
     derive_document,
     merge_kind,
     triple_text,
 )
 from pathweaver.extract.synonyms import synonym_pairs_for
+from pathweaver.extract.vectors import compose_phrases, compose_triple_vector, phrase_words
 from pathweaver.ingest.chunker import chunk_text
 from pathweaver.ingest.ignore import TEXT_SUFFIXES, IgnoreRules, iter_files, looks_binary
 from pathweaver.ingest.parsers import ParsedDocument, ParseError, parse_file
@@ -119,6 +119,9 @@ class Indexer:
             raise ConfigError(f"extract.auto_refresh_ratio must be in [0, 1], got {settings.extract.auto_refresh_ratio}")
         model = getattr(embedder, "model_name", settings.models.embedding_model)
         db.ensure_embedding(model, int(embedder.dim))
+        if self._count("entities") == 0 and db.get_meta("vector_modes") != self.params.vector_modes:
+            with db.write(bump_version=False) as conn:  # nothing to re-make yet: record the modes entities get
+                w.set_meta(conn, "vector_modes", self.params.vector_modes)
 
     # -- public API ------------------------------------------------------------------------------------------
     def index_paths(self, paths: list[Path], exact: bool = True, progress: ProgressFn | None = None) -> IndexReport:
@@ -189,8 +192,12 @@ class Indexer:
                 row = conn.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()
                 if int(row[0]) != version:
                     continue  # another writer moved the store under us; derive again
-                removed = self._apply_plan(conn, plan, vectors)
-                synonyms = self._synonyms_in(conn)
+                rebuild = self._vector_modes_changed()
+                removed, ids = self._apply_plan(conn, plan, vectors, rebuild)
+                w.set_meta(conn, "vector_modes", self.params.vector_modes)
+                names = list(ids)
+                synonyms = self._synonyms_in(conn, np.array([ids[n] for n in names], dtype=np.int64),
+                                             np.stack([vectors[n] for n in names]) if names else None)
                 w.set_meta(conn, "changed_chunks", "0")
                 w.set_meta(conn, "refresh_pending", "0")
                 w.set_meta(conn, "last_refresh", str(time.time()))
@@ -267,11 +274,17 @@ class Indexer:
         return report
 
     def _needs_refresh(self) -> bool:
-        if self.db.get_meta("refresh_pending", "0") == "1":
+        if self.db.get_meta("refresh_pending", "0") == "1" or self._vector_modes_changed():
             return True
         changed = int(self.db.get_meta("changed_chunks", "0") or 0)
         total = self._count("chunks")
         return changed > 0 and changed > self.settings.extract.auto_refresh_ratio * max(1, total)
+
+    def _vector_modes_changed(self) -> bool:
+        """Whether the store's entity and relation vectors were made under other ``extract.*_vectors`` modes
+        (a store from before the modes were recorded had encoded names)."""
+        stored = self.db.get_meta("vector_modes", "entities:encoded,triples:composed")
+        return stored != self.params.vector_modes and self._count("entities") > 0
 
     def _count(self, table: str) -> int:
         return int(self.db.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
@@ -334,7 +347,7 @@ class Indexer:
         if missing:
             vecs = self.embedder.encode(missing, batch_size=self.settings.ingest.batch_size)
             fresh = dict(zip(missing, vecs, strict=True))
-            with self.db.write() as conn:
+            with self.db.write(bump_version=False) as conn:  # the cache is not graph state
                 w.cache_put(conn, fresh)
             cached.update(fresh)
             report.embedded += len(missing)
@@ -345,23 +358,30 @@ class Indexer:
         return self._graph_vectors(graph.kinds, [(r.src, r.label, r.dst) for r in graph.relations])
 
     def _graph_vectors(self, names: Iterable[str], triples: Sequence[tuple[str, str, str]]) -> dict[str, np.ndarray]:
-        """Vectors keyed by text for entity names and triple texts (``extract.triple_vectors`` decides how)."""
-        names = list(names)
-        if self.params.triple_vectors == "encoded":
-            return self._vectors(names + [triple_text(*t) for t in triples])
-        base = self._vectors(names + [label for _, label, _ in triples])
-        out = {triple_text(s, lab, d): compose_triple_vector(base[s], base[lab], base[d]) for s, lab, d in triples}
-        out.update(base)  # a triple text equal to a name or label takes that text's own (model) vector
+        """Vectors keyed by text for entity names and triple texts (``extract.entity_vectors`` and
+        ``extract.triple_vectors`` decide how; see ``extract/vectors.py``)."""
+        composed_triples = self.params.triple_vectors == "composed"
+        phrases = list(names) + ([label for _, label, _ in triples] if composed_triples else [])
+        if self.params.entity_vectors == "composed":
+            base = compose_phrases(phrases, self._vectors([w for p in phrases for w in phrase_words(p)]))
+        else:
+            base = self._vectors(phrases)
+        if composed_triples:
+            out = {triple_text(s, lab, d): compose_triple_vector(base[s], base[lab], base[d]) for s, lab, d in triples}
+        else:
+            out = self._vectors([triple_text(*t) for t in triples])
+        out.update(base)  # a triple text equal to a name or label takes that text's own vector
         return out
 
     def _vectors(self, texts: list[str]) -> dict[str, np.ndarray]:
-        """Vectors of short texts (entity names, triples): from ``embed_cache``, else embedded and cached."""
+        """Model vectors of short texts (words, names, triples): from ``embed_cache``, else embedded and cached."""
         unique = list(dict.fromkeys(texts))
         out = w.cache_get(self.db.conn, unique)
         missing = [t for t in unique if t not in out]
         if missing:
-            fresh = dict(zip(missing, self.embedder.encode(missing, batch_size=256), strict=True))
-            with self.db.write() as conn:
+            fresh = dict(zip(missing, self.embedder.encode(missing, batch_size=self.settings.ingest.batch_size),
+                             strict=True))
+            with self.db.write(bump_version=False) as conn:  # the cache is not graph state
                 w.cache_put(conn, fresh)
             out.update(fresh)
         return out
@@ -431,10 +451,12 @@ class Indexer:
                      vectors: dict[str, np.ndarray]) -> None:
         ids = w.ensure_entities(conn, graph.kinds, vectors, KIND_RANK)
         w.insert_mentions(conn, [(ids[n], chunk_ids[k], c, s) for (n, k), (c, s) in graph.mentions.items()])
-        for r in graph.relations:
-            text = triple_text(r.src, r.label, r.dst)
-            rid = w.ensure_relation(conn, ids[r.src], ids[r.dst], r.label, r.kind, r.sentence, text, vectors[text])
-            w.insert_relation_source(conn, rid, chunk_ids[r.chunk], r.start, r.end, r.sentence)
+        keys = [(ids[r.src], ids[r.dst], r.label) for r in graph.relations]
+        texts = [triple_text(r.src, r.label, r.dst) for r in graph.relations]
+        rel_ids = w.ensure_relations(conn, [(k, r.kind, r.sentence, t, vectors[t])
+                                            for k, r, t in zip(keys, graph.relations, texts, strict=True)])
+        w.insert_relation_sources(conn, [(rel_ids[k], chunk_ids[r.chunk], r.start, r.end, r.sentence)
+                                         for k, r in zip(keys, graph.relations, strict=True)])
 
     def _rename(self, doc: KnownDoc, entry: FileEntry, deferred: bool) -> bool:
         """Move ``doc`` to ``entry.path`` without re-embedding; False if the content changed meanwhile."""
@@ -508,19 +530,24 @@ class Indexer:
         return {"kinds": kinds, "mentions": mentions, "relations": relations, "sources": sources}
 
     @staticmethod
-    def _apply_plan(conn: Connection, plan: dict[str, Any], vectors: dict[str, np.ndarray]) -> dict[str, int]:
+    def _apply_plan(conn: Connection, plan: dict[str, Any], vectors: dict[str, np.ndarray],
+                    rebuild: bool) -> tuple[dict[str, int], dict[str, int]]:
+        """Replace the derived graph by ``plan``; returns what was removed and the id of every entity. With
+        ``rebuild`` every entity and relation is dropped first, so all get the vectors of the current modes."""
         w.clear_derived(conn)
+        if rebuild:
+            w.collect_garbage(conn)
         ids = w.ensure_entities(conn, plan["kinds"], vectors, KIND_RANK)
         w.set_entity_kinds(conn, {ids[n]: k for n, k in plan["kinds"].items()})
         w.insert_mentions(conn, [(ids[n], cid, c, s) for (n, cid), (c, s) in plan["mentions"].items()])
-        rel_ids: dict[tuple[str, str, str], int] = {}
-        for key, (kind, description) in plan["relations"].items():
-            src, dst, label = key
+        rows = []
+        for (src, dst, label), (kind, description) in plan["relations"].items():
             text = triple_text(src, label, dst)
-            rel_ids[key] = w.ensure_relation(conn, ids[src], ids[dst], label, kind, description, text, vectors[text])
-        for key, cid, start, end, sentence in plan["sources"]:
-            w.insert_relation_source(conn, rel_ids[key], cid, start, end, sentence)
-        return w.collect_garbage(conn)
+            rows.append(((ids[src], ids[dst], label), kind, description, text, vectors[text]))
+        rel_ids = w.ensure_relations(conn, rows)
+        w.insert_relation_sources(conn, [(rel_ids[(ids[key[0]], ids[key[1]], key[2])], cid, start, end, sentence)
+                                         for key, cid, start, end, sentence in plan["sources"]])
+        return w.collect_garbage(conn), ids
 
     # -- synonyms --------------------------------------------------------------------------------------------
     def _synonym_pass(self) -> int:
@@ -531,15 +558,17 @@ class Indexer:
         with self.db.write() as conn:
             return self._synonyms_in(conn)
 
-    def _synonyms_in(self, conn: Connection) -> int:
-        """Pair entities newer than the watermark with all entities (cos > phi, AGRAG Eq. 5)."""
+    def _synonyms_in(self, conn: Connection, ids: np.ndarray | None = None, vecs: np.ndarray | None = None) -> int:
+        """Pair entities newer than the watermark with all entities (cos > phi, AGRAG Eq. 5). ``ids`` and
+        ``vecs``, when given, are every entity with its stored vector (a refresh has them in memory)."""
         row = conn.execute("SELECT value FROM meta WHERE key = 'synonym_watermark'").fetchone()
         mark = int(row[0]) if row else 0
-        rows = conn.execute("SELECT rowid, embedding FROM entity_vec").fetchall()
-        if not rows:
+        if ids is None or vecs is None:
+            rows = conn.execute("SELECT rowid, embedding FROM entity_vec").fetchall()
+            ids = np.array([r[0] for r in rows], dtype=np.int64)
+            vecs = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]) if rows else None
+        if vecs is None or not len(ids):
             return 0
-        ids = np.array([r[0] for r in rows], dtype=np.int64)
-        vecs = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
         new = ids > mark
         pairs = synonym_pairs_for(ids[new], vecs[new], ids, vecs, self.params.synonym_phi) if new.any() else []
         w.insert_synonyms(conn, pairs)

@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import numpy as np
 import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 MIN_ROWS_PER_THREAD = 16_384  # below this a block is too small to repay handing it to a thread
 
@@ -75,6 +79,15 @@ def _run_blocks(job: Callable[[int], None], parts: int) -> None:
     finally:
         for future in futures:
             future.result()
+
+
+def map_ordered(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``[fn(x) for x in items]`` with the calls spread over the pool (for work that releases the GIL, such as
+    the tiles of an all-pairs product); results keep the order of ``items``."""
+    parts = min(threads(), len(items))
+    if parts <= 1:
+        return [fn(x) for x in items]
+    return list(_executor(parts).map(fn, items))
 
 
 def matmul(matrix: np.ndarray, x: np.ndarray) -> np.ndarray:

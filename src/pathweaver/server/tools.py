@@ -7,6 +7,7 @@ while one call works. Errors the user can fix come back as tool errors with a on
 # No ``from __future__ import annotations``: the tool signatures use names local to ``register_tools`` (the method
 # Literal, defaults from the settings), which must be evaluated when the functions are defined.
 import contextlib
+import json
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -16,7 +17,7 @@ import anyio.lowlevel
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from pathweaver.errors import user_errors
@@ -56,7 +57,7 @@ class PathOut(BaseModel):
 class TripleOut(BaseModel):
     id: int
     text: str
-    description: str | None = ""
+    description: str | None = None  # the source sentence; only when asked for
 
 
 class SubgraphOut(BaseModel):
@@ -178,6 +179,14 @@ async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         raise ToolError(str(exc)) from exc
 
 
+def structured(data: dict[str, Any]) -> CallToolResult:
+    """A JSON-ready result as structured content plus the same JSON, compact, as the text block (for clients
+    that read only text). The SDK validates ``data`` against the tool's output model once; building the model
+    here and letting the SDK dump it again, indented, cost more and sent a fifth more bytes."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
 def progress_reporter(ctx: Context[Any, Any]) -> Callable[[int, int, str], None]:
     """An indexer progress callback (any thread) that sends MCP progress notifications for this call."""
     token = anyio.lowlevel.current_token()
@@ -243,12 +252,11 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
             float, Field(ge=0, description="Early-stop threshold of flow-based pruning (PathRAG).")
         ] = pr.get("theta", 0.001),
         top_k: Annotated[int, Field(ge=1, le=50, description="Supporting chunks returned.")] = 5,
-    ) -> RetrievalOut:
+    ) -> Annotated[CallToolResult, RetrievalOut]:
         """Relational paths between the question's entities (PathRAG flow pruning), most reliable last, each with
         citations. Use for 'how is X related to Y' and multi-hop questions where the chain of facts matters."""
         params = {"top_nodes": top_nodes, "top_paths": top_paths, "alpha": alpha, "theta": theta}
-        data = await call(svc.retrieve_json, question, "pathrag", top_k, params, keywords)
-        return RetrievalOut.model_validate(data)
+        return structured(await call(svc.retrieve_json, question, "pathrag", top_k, params, keywords))
 
     @server.tool(annotations=READ_ONLY)
     async def build_mcmi(
@@ -259,11 +267,17 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
         k_chunks: Annotated[int, Field(ge=1, description="Hybrid chunks served with the subgraph (AGRAG).")] = mc.get(
             "k_chunks", 5
         ),
-    ) -> RetrievalOut:
+        triple_descriptions: Annotated[
+            bool, Field(description="Attach each subgraph triple's source sentence (a larger result; the chunks "
+                                    "and get_entity carry the text too).")
+        ] = False,
+    ) -> Annotated[CallToolResult, RetrievalOut]:
         """A compact reasoning subgraph (AGRAG MCMI: Steiner tree over the query's triples, grown while it gains
-        influence per cost) served as text, plus hybrid chunks. Use when the answer needs several connected facts."""
+        influence per cost) served as text (Eq. 18), plus hybrid chunks. Use when the answer needs several
+        connected facts."""
         params = {"k_triples": k_triples}  # k_r = k_chunks is the top_k of the call
-        return RetrievalOut.model_validate(await call(svc.retrieve_json, question, "mcmi", k_chunks, params))
+        return structured(await call(svc.retrieve_json, question, "mcmi", k_chunks, params,
+                                     descriptions=triple_descriptions))
 
     @server.tool(annotations=READ_ONLY)
     async def rerank(
@@ -307,10 +321,10 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
             Literal["dense", "bm25", "hybrid"], Field(description="dense vectors, BM25 keywords, or both.")
         ] = "hybrid",
         k: Annotated[int, Field(ge=1, le=100, description="Number of chunks.")] = 5,
-    ) -> SearchOut:
+    ) -> Annotated[CallToolResult, SearchOut]:
         """Plain chunk search (no graph). Use to look up a phrase, a file's content, or to check that a new file is
         indexed."""
-        return SearchOut(results=[ChunkOut.model_validate(c) for c in await call(svc.search, query, mode, k)])
+        return structured({"results": await call(svc.search, query, mode, k)})
 
     @server.tool(annotations=READ_ONLY)
     async def get_entity(name: Annotated[str, Field(min_length=1, description="Entity name.")]) -> EntityOut:

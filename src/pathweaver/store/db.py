@@ -110,17 +110,19 @@ class Database:
 
     # -- transactions ----------------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def write(self) -> Iterator[Connection]:
-        """One ``BEGIN IMMEDIATE`` transaction; bumps ``store_version`` and commits, or rolls back on error."""
+    def write(self, bump_version: bool = True) -> Iterator[Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction; bumps ``store_version`` (unless the write changes nothing a reader
+        sees, as an embedding-cache fill) and commits, or rolls back on error."""
         if self.readonly:
             raise StoreError("this store was opened read-only")
         retry_locked(self.conn.execute, "BEGIN IMMEDIATE")
         try:
             yield self.conn
-            self.conn.execute(
-                "INSERT INTO meta(key, value) VALUES ('store_version', '1') "
-                "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
-            )
+            if bump_version:
+                self.conn.execute(
+                    "INSERT INTO meta(key, value) VALUES ('store_version', '1') "
+                    "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+                )
             self.conn.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(Exception):

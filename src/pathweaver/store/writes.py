@@ -174,21 +174,24 @@ def delete_document_chunks(conn: Connection, doc_id: int) -> int:
 # -- entities and relations ----------------------------------------------------------------------------------
 def ensure_entities(conn: Connection, kinds: Mapping[str, str], vectors: Mapping[str, np.ndarray],
                     rank: Mapping[str, int]) -> dict[str, int]:
-    """Ids of the named entities, inserting missing ones (with FTS and vector rows); a stronger kind (lower
-    ``rank``) replaces a weaker one."""
-    ids: dict[str, int] = {}
-    for name, kind in kinds.items():
-        row = conn.execute("SELECT id, kind FROM entities WHERE name = ?", (name,)).fetchone()
-        if row is None:
-            eid = int(conn.execute("INSERT INTO entities(name, kind) VALUES (?, ?)", (name, kind)).lastrowid)
-            conn.execute("INSERT INTO entities_fts(rowid, name) VALUES (?, ?)", (eid, name))
-            conn.execute("INSERT INTO entity_vec(rowid, embedding) VALUES (?, ?)", (eid, _blob(vectors[name])))
-        else:
-            eid = int(row[0])
-            if rank.get(kind, 9) < rank.get(row[1], 9):
-                conn.execute("UPDATE entities SET kind = ? WHERE id = ?", (kind, eid))
-        ids[name] = eid
-    return ids
+    """Ids of the named entities, inserting missing ones (with FTS and vector rows) in ``kinds`` order; a
+    stronger kind (lower ``rank``) replaces a weaker one."""
+    names = list(kinds)
+    existing: dict[str, tuple[int, str]] = {}
+    for part in _chunks(names):
+        marks = ",".join("?" * len(part))
+        for eid, name, kind in conn.execute(f"SELECT id, name, kind FROM entities WHERE name IN ({marks})", part):
+            existing[name] = (int(eid), kind)
+    ids = {name: eid for name, (eid, _) in existing.items()}
+    new = [n for n in names if n not in existing]
+    for name in new:
+        ids[name] = int(conn.execute("INSERT INTO entities(name, kind) VALUES (?, ?)", (name, kinds[name])).lastrowid)
+    conn.executemany("INSERT INTO entities_fts(rowid, name) VALUES (?, ?)", [(ids[n], n) for n in new])
+    conn.executemany("INSERT INTO entity_vec(rowid, embedding) VALUES (?, ?)",
+                     [(ids[n], _blob(vectors[n])) for n in new])
+    conn.executemany("UPDATE entities SET kind = ? WHERE id = ?",
+                     [(kinds[n], eid) for n, (eid, old) in existing.items() if rank.get(kinds[n], 9) < rank.get(old, 9)])
+    return {n: ids[n] for n in names}
 
 
 def set_entity_kinds(conn: Connection, kinds: Mapping[int, str]) -> None:
@@ -205,29 +208,44 @@ def insert_mentions(conn: Connection, rows: Iterable[tuple[int, int, int, float]
     )
 
 
-def ensure_relation(conn: Connection, src_id: int, dst_id: int, label: str, kind: str, description: str,
-                    text: str, vector: np.ndarray) -> int:
-    """Id of relation (src, dst, label), inserted with FTS (triple text) and vector rows when missing."""
-    row = conn.execute(
-        "SELECT id FROM relations WHERE src_id = ? AND dst_id = ? AND label = ?", (src_id, dst_id, label)
-    ).fetchone()
-    if row is not None:
-        return int(row[0])
-    rid = int(conn.execute(
-        "INSERT INTO relations(src_id, dst_id, label, kind, description) VALUES (?, ?, ?, ?, ?)",
-        (src_id, dst_id, label, kind, description),
-    ).lastrowid)
-    conn.execute("INSERT INTO relations_fts(rowid, text) VALUES (?, ?)", (rid, text))
-    conn.execute("INSERT INTO relation_vec(rowid, embedding) VALUES (?, ?)", (rid, _blob(vector)))
-    return rid
+RelationKey = tuple[int, int, str]  # (src_id, dst_id, label)
+SCAN_RELATIONS_OVER = 2000  # look keys up in one scan of the table beyond this many (a refresh), else one by one
 
 
-def insert_relation_source(conn: Connection, relation_id: int, chunk_id: int, start: int, end: int,
-                           sentence: str) -> None:
-    """Provenance of a relation; the first sentence of a chunk that supports it is kept."""
-    conn.execute(
+def ensure_relations(conn: Connection, rows: Sequence[tuple[RelationKey, str, str, str, np.ndarray]]
+                     ) -> dict[RelationKey, int]:
+    """Ids of relations given as (key, kind, description, triple text, vector); missing ones are inserted in
+    order, with FTS (triple text) and vector rows. A key given twice keeps its first kind and description."""
+    wanted = list(dict.fromkeys(r[0] for r in rows))
+    ids: dict[RelationKey, int] = {}
+    if len(wanted) > SCAN_RELATIONS_OVER:
+        want = set(wanted)
+        for rid, a, b, label in conn.execute("SELECT id, src_id, dst_id, label FROM relations"):
+            if (a, b, label) in want:
+                ids[(a, b, label)] = int(rid)
+    else:
+        for key in wanted:
+            row = conn.execute("SELECT id FROM relations WHERE src_id = ? AND dst_id = ? AND label = ?", key).fetchone()
+            if row is not None:
+                ids[key] = int(row[0])
+    new: list[tuple[int, str, np.ndarray]] = []
+    for key, kind, description, text, vector in rows:
+        if key not in ids:
+            ids[key] = int(conn.execute(
+                "INSERT INTO relations(src_id, dst_id, label, kind, description) VALUES (?, ?, ?, ?, ?)",
+                (*key, kind, description)).lastrowid)
+            new.append((ids[key], text, vector))
+    conn.executemany("INSERT INTO relations_fts(rowid, text) VALUES (?, ?)", [(rid, t) for rid, t, _ in new])
+    conn.executemany("INSERT INTO relation_vec(rowid, embedding) VALUES (?, ?)", [(rid, _blob(v)) for rid, _, v in new])
+    return ids
+
+
+def insert_relation_sources(conn: Connection, rows: Iterable[tuple[int, int, int, int, str]]) -> None:
+    """Provenance of relations as (relation_id, chunk_id, start, end, sentence); the first sentence of a chunk
+    that supports a relation is kept."""
+    conn.executemany(
         "INSERT OR IGNORE INTO relation_sources(relation_id, chunk_id, start, end, sentence) VALUES (?, ?, ?, ?, ?)",
-        (relation_id, chunk_id, start, end, sentence),
+        list(rows),
     )
 
 
