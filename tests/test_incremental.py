@@ -148,7 +148,7 @@ def test_snapshot_reusing_vectors_equals_a_cold_read(
         assert (getattr(warm, name) == getattr(cold, name)).all(), name
 
 
-def test_changing_vector_modes_remakes_every_vector(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+def test_changing_vector_settings_remakes_every_vector(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
     """A store indexed with ``entity_vectors = encoded`` that is opened with ``composed`` re-makes its entity and
     relation vectors on the next index call, and then equals a fresh index made with ``composed``."""
     folder = tmp_path / "notes"
@@ -165,10 +165,10 @@ def test_changing_vector_modes_remakes_every_vector(tmp_path: Path, embedder) ->
     encoded.extract.entity_vectors = "encoded"
     with Database(store) as db:
         Indexer(db, encoded, embedder).index_paths([folder])
-        assert db.get_meta("vector_modes") == "entities:encoded,triples:composed"
+        assert db.get_meta("vector_settings") == "entities:encoded,triples:composed,phi:0.9"
         before = entity_vectors(db)
         report = Indexer(db, settings(store), embedder).index_paths([folder])  # nothing changed on disk
-        assert report.refreshed and db.get_meta("vector_modes") == "entities:composed,triples:composed"
+        assert report.refreshed and db.get_meta("vector_settings") == "entities:composed,triples:composed,phi:0.9"
         after = entity_vectors(db)
         got = StoreReader(db).canonical_graph()
     multi = [n for n in before if " " in n]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import duckdb
@@ -40,10 +41,21 @@ def test_append_and_history_round_trip(tmp_path: Path) -> None:
         assert conn.execute("SELECT count(*), max(recall_at_k) FROM runs").fetchone() == (3, 0.7)
 
 
-def test_commit_is_a_hash_or_unknown() -> None:
+def test_commit_is_a_hash_or_unknown(tmp_path: Path) -> None:
     commit = git_commit()
-    assert commit == "unknown" or (len(commit) == 40 and int(commit, 16) >= 0)
+    head = commit.removesuffix("+dirty")
+    assert commit == "unknown" or (len(head) == 40 and int(head, 16) >= 0)
     assert git_commit(Path("/")) == "unknown"
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "m.py").write_text("x = 1\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "one"]):
+        subprocess.run(git + args, check=True, capture_output=True)
+    clean = git_commit(repo)
+    assert len(clean) == 40 and "+" not in clean
+    (repo / "src" / "m.py").write_text("x = 2\n")  # figures from uncommitted code are marked as such
+    assert git_commit(repo) == clean + "+dirty"
 
 
 def test_missing_fields_are_refused(tmp_path: Path) -> None:

@@ -51,15 +51,24 @@ REQUIRED = ("dataset", "method")
 
 
 def git_commit(cwd: Path | None = None) -> str:
-    """``git rev-parse HEAD`` of the source tree (or ``cwd``), or ``"unknown"``."""
+    """``git rev-parse HEAD`` of the source tree (or ``cwd``), with ``+dirty`` when tracked files under ``src/``
+    or ``bench/`` differ from it (the figures then come from code no commit holds), or ``"unknown"``."""
     where = cwd or Path(__file__).resolve().parent
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", "-C", str(where), *args], capture_output=True, text=True, timeout=10,
+                                 check=False)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    head = git("rev-parse", "HEAD")
+    if not head:
         return "unknown"
-    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+    top = git("rev-parse", "--show-toplevel")
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", f"{top}/src", f"{top}/bench") if top else ""
+    return f"{head}+dirty" if changed else head
 
 
 def ledger_path(store_dir: Path | str) -> Path:

@@ -53,9 +53,11 @@ class ExtractParams:
                 raise ConfigError(f"extract.{name} must be one of {', '.join(VECTOR_MODES)}, got {mode!r}")
 
     @property
-    def vector_modes(self) -> str:
-        """What decides the stored entity and relation vectors (kept in meta; a change re-makes them)."""
-        return f"entities:{self.entity_vectors},triples:{self.triple_vectors}"
+    def vector_settings(self) -> str:
+        """What decides the stored entity and relation vectors and the synonym edges between them (kept in meta;
+        a change re-makes them all). Synonyms of existing entities are otherwise never revisited (Eq. 5 pairs each
+        entity once), so phi belongs here."""
+        return f"entities:{self.entity_vectors},triples:{self.triple_vectors},phi:{self.synonym_phi:g}"
 
     @classmethod
     def from_settings(cls, s: ExtractSettings) -> ExtractParams:

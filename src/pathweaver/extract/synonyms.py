@@ -2,14 +2,44 @@
 
 The all-pairs search runs in square tiles of ``block`` rows, one tile per thread of ``retrieval.parallel`` at a
 time, so memory stays at ``block``² floats per thread whatever the number of entities; every pair above phi is
-found (no approximate top-k).
+found (no approximate top-k). From ``projection.MIN_ROWS`` entities on, tiles are scored in a fitted
+128-dimensional projection plus the Cauchy–Schwarz bound of the rest (``retrieval/projection.py``): only pairs
+whose bound passes phi are scored in full. Every pair's cos is the dot product of its two rows, so the edges do
+not depend on the tiling, the projection or the order entities arrived in.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from pathweaver.retrieval.parallel import map_ordered
+from pathweaver.retrieval.projection import MARGIN, MIN_ROWS, Projection
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One side of the tiles: ids, full vectors, and the vectors tiles are scored with (with residual norms
+    when those are a projection)."""
+
+    ids: np.ndarray
+    vecs: np.ndarray
+    scored: np.ndarray
+    resid: np.ndarray | None = None
+
+
+def _sides(*parts: tuple[np.ndarray, np.ndarray]) -> list[_Side]:
+    """Sides on one common projection when there are enough rows, else scored on the full vectors."""
+    n = sum(v.shape[0] for _, v in parts)
+    if n < MIN_ROWS:
+        return [_Side(ids, vecs, vecs) for ids, vecs in parts]
+    basis = Projection.fit(np.concatenate([v for _, v in parts])).basis
+    out = []
+    for ids, vecs in parts:
+        p = Projection.of(vecs, basis)
+        out.append(_Side(ids, vecs, p.proj, p.resid))
+    return out
 
 
 def _check(ids: np.ndarray, vecs: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray]:
@@ -31,16 +61,21 @@ def _check_args(phi: float, block: int) -> None:
         raise ValueError(f"block must be >= 1, got {block}")
 
 
-def _tile_pairs(
-    a_ids: np.ndarray, a_vecs: np.ndarray, b_ids: np.ndarray, b_vecs: np.ndarray, phi: float
-) -> list[tuple[int, int, float]]:
-    sims = a_vecs @ b_vecs.T
-    rows, cols = np.nonzero(sims > phi)
+def _tile_pairs(a: _Side, b: _Side, i: int, j: int, block: int, phi: float) -> list[tuple[int, int, float]]:
+    """Pairs above phi between rows ``i:i+block`` of ``a`` and ``j:j+block`` of ``b``."""
+    bound = a.scored[i : i + block] @ b.scored[j : j + block].T
+    if a.resid is not None and b.resid is not None:
+        bound += np.multiply.outer(a.resid[i : i + block], b.resid[j : j + block])
+    rows, cols = np.nonzero(bound > phi - MARGIN)
+    if not rows.size:
+        return []
+    rows, cols = rows + i, cols + j
+    cos = np.einsum("ij,ij->i", a.vecs[rows], b.vecs[cols])
     out: list[tuple[int, int, float]] = []
-    for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
-        x, y = int(a_ids[r]), int(b_ids[c])
-        if x != y:
-            out.append((min(x, y), max(x, y), float(sims[r, c])))
+    for r, c, v in zip(rows.tolist(), cols.tolist(), cos.tolist(), strict=True):
+        x, y = int(a.ids[r]), int(b.ids[c])
+        if x != y and v > phi:
+            out.append((min(x, y), max(x, y), float(v)))
     return out
 
 
@@ -50,27 +85,22 @@ def synonym_pairs(
     """All pairs (a_id, b_id, cos) with a_id < b_id and cos > phi (Eq. 5), sorted; ``vecs`` are unit vectors."""
     _check_args(phi, block)
     ids, vecs = _check(ids, vecs, "synonym_pairs")
+    (side,) = _sides((ids, vecs))
     n = ids.shape[0]
     # upper triangle of tiles; pairs inside a diagonal tile are seen twice
     tiles = [(i, j) for i in range(0, n, block) for j in range(i, n, block)]
-    found = _pairs_in_tiles(ids, vecs, ids, vecs, tiles, phi, block)
+    found = _pairs_in_tiles(side, side, tiles, phi, block)
     return sorted((a, b, c) for (a, b), c in found.items())
 
 
-def _pairs_in_tiles(a_ids: np.ndarray, a_vecs: np.ndarray, b_ids: np.ndarray, b_vecs: np.ndarray,
-                    tiles: list[tuple[int, int]], phi: float, block: int) -> dict[tuple[int, int], float]:
+def _pairs_in_tiles(a: _Side, b: _Side, tiles: list[tuple[int, int]], phi: float, block: int
+                    ) -> dict[tuple[int, int], float]:
     """The pairs above phi of the ``(a row, b row)`` tiles, the tiles spread over the thread pool (the products
     release the GIL)."""
-
-    def one(tile: tuple[int, int]) -> list[tuple[int, int, float]]:
-        i, j = tile
-        return _tile_pairs(a_ids[i : i + block], a_vecs[i : i + block], b_ids[j : j + block], b_vecs[j : j + block],
-                           phi)
-
     found: dict[tuple[int, int], float] = {}
-    for pairs in map_ordered(one, tiles):
-        for a, b, c in pairs:
-            found[(a, b)] = c
+    for pairs in map_ordered(lambda t: _tile_pairs(a, b, t[0], t[1], block, phi), tiles):
+        for x, y, c in pairs:
+            found[(x, y)] = c
     return found
 
 
@@ -93,8 +123,11 @@ def synonym_pairs_for(
         raise ValueError(f"vector dimensions differ: {new_vecs.shape[1]} vs {all_vecs.shape[1]}")
     keep = ~np.isin(all_ids, new_ids)
     old_ids, old_vecs = all_ids[keep], all_vecs[keep]
+    new, old = _sides((new_ids, new_vecs), (old_ids, old_vecs))
     # new x new once (upper triangle of tiles), then new x old: half the work of new x (old + new).
-    found = {(a, b): c for a, b, c in synonym_pairs(new_ids, new_vecs, phi, block)}
-    tiles = [(i, j) for i in range(0, new_ids.shape[0], block) for j in range(0, old_ids.shape[0], block)]
-    found.update(_pairs_in_tiles(new_ids, new_vecs, old_ids, old_vecs, tiles, phi, block))
+    n_new, n_old = new_ids.shape[0], old_ids.shape[0]
+    tiles = [(i, j) for i in range(0, n_new, block) for j in range(i, n_new, block)]
+    found = _pairs_in_tiles(new, new, tiles, phi, block)
+    found.update(_pairs_in_tiles(new, old, [(i, j) for i in range(0, n_new, block) for j in range(0, n_old, block)],
+                                 phi, block))
     return sorted((a, b, c) for (a, b), c in found.items())

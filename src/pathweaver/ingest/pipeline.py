@@ -119,9 +119,9 @@ class Indexer:
             raise ConfigError(f"extract.auto_refresh_ratio must be in [0, 1], got {settings.extract.auto_refresh_ratio}")
         model = getattr(embedder, "model_name", settings.models.embedding_model)
         db.ensure_embedding(model, int(embedder.dim))
-        if self._count("entities") == 0 and db.get_meta("vector_modes") != self.params.vector_modes:
+        if self._count("entities") == 0 and db.get_meta("vector_settings") != self.params.vector_settings:
             with db.write(bump_version=False) as conn:  # nothing to re-make yet: record the modes entities get
-                w.set_meta(conn, "vector_modes", self.params.vector_modes)
+                w.set_meta(conn, "vector_settings", self.params.vector_settings)
 
     # -- public API ------------------------------------------------------------------------------------------
     def index_paths(self, paths: list[Path], exact: bool = True, progress: ProgressFn | None = None) -> IndexReport:
@@ -192,9 +192,9 @@ class Indexer:
                 row = conn.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()
                 if int(row[0]) != version:
                     continue  # another writer moved the store under us; derive again
-                rebuild = self._vector_modes_changed()
+                rebuild = self._vector_settings_changed()
                 removed, ids = self._apply_plan(conn, plan, vectors, rebuild)
-                w.set_meta(conn, "vector_modes", self.params.vector_modes)
+                w.set_meta(conn, "vector_settings", self.params.vector_settings)
                 names = list(ids)
                 synonyms = self._synonyms_in(conn, np.array([ids[n] for n in names], dtype=np.int64),
                                              np.stack([vectors[n] for n in names]) if names else None)
@@ -274,17 +274,17 @@ class Indexer:
         return report
 
     def _needs_refresh(self) -> bool:
-        if self.db.get_meta("refresh_pending", "0") == "1" or self._vector_modes_changed():
+        if self.db.get_meta("refresh_pending", "0") == "1" or self._vector_settings_changed():
             return True
         changed = int(self.db.get_meta("changed_chunks", "0") or 0)
         total = self._count("chunks")
         return changed > 0 and changed > self.settings.extract.auto_refresh_ratio * max(1, total)
 
-    def _vector_modes_changed(self) -> bool:
-        """Whether the store's entity and relation vectors were made under other ``extract.*_vectors`` modes
-        (a store from before the modes were recorded had encoded names)."""
-        stored = self.db.get_meta("vector_modes", "entities:encoded,triples:composed")
-        return stored != self.params.vector_modes and self._count("entities") > 0
+    def _vector_settings_changed(self) -> bool:
+        """Whether the store's entity and relation vectors and synonyms were made under other ``extract.*_vectors``
+        modes or another ``synonym_phi`` (a store from before these were recorded had encoded names, phi 0.9)."""
+        stored = self.db.get_meta("vector_settings", "entities:encoded,triples:composed,phi:0.9")
+        return stored != self.params.vector_settings and self._count("entities") > 0
 
     def _count(self, table: str) -> int:
         return int(self.db.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
@@ -533,7 +533,8 @@ class Indexer:
     def _apply_plan(conn: Connection, plan: dict[str, Any], vectors: dict[str, np.ndarray],
                     rebuild: bool) -> tuple[dict[str, int], dict[str, int]]:
         """Replace the derived graph by ``plan``; returns what was removed and the id of every entity. With
-        ``rebuild`` every entity and relation is dropped first, so all get the vectors of the current modes."""
+        ``rebuild`` every entity and relation is dropped first, so all get the vectors (and synonyms) of the current
+        settings."""
         w.clear_derived(conn)
         if rebuild:
             w.collect_garbage(conn)

@@ -1,0 +1,62 @@
+"""The projected search returns exactly what the full product returns: top-k rows and synonym pairs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pathweaver.extract import synonyms
+from pathweaver.retrieval.projection import Projection, exact_top_k
+
+
+def unit_rows(rng: np.random.Generator, n: int, d: int = 64, rank: int = 12) -> np.ndarray:
+    """Rows with a few dominant directions, as sentence embeddings have, plus noise."""
+    base = rng.standard_normal((rank, d)) * np.linspace(3.0, 0.5, rank)[:, None]
+    vecs = rng.standard_normal((n, rank)) @ base + 0.4 * rng.standard_normal((n, d))
+    vecs = vecs.astype(np.float32)
+    return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_exact_top_k_matches_the_full_product(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    vecs = unit_rows(rng, 5000)
+    projection = Projection.fit(vecs, dim=16, sample=1000, seed=seed)
+    assert np.allclose(projection.basis.T @ projection.basis, np.eye(16), atol=1e-5)
+    for q in unit_rows(rng, 20):
+        for k in (1, 5, 40):
+            want = np.argsort(-(vecs @ q), kind="stable")[:k]
+            rows, scores = exact_top_k(vecs, projection, q, k)
+            assert rows.tolist() == want.tolist()
+            assert np.allclose(scores, vecs[want] @ q, atol=1e-6)
+    rows, _ = exact_top_k(vecs, None, vecs[7], 1)
+    assert rows.tolist() == [7]
+    assert exact_top_k(vecs, projection, vecs[0], 0)[0].size == 0
+
+
+def test_bound_is_an_upper_bound() -> None:
+    rng = np.random.default_rng(5)
+    vecs = unit_rows(rng, 2000)
+    projection = Projection.fit(vecs, dim=8)
+    for q in unit_rows(rng, 10):
+        assert (projection.bounds(q) >= vecs @ q).all()
+
+
+def test_projected_synonym_pairs_equal_brute_force(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(11)
+    vecs = unit_rows(rng, 3000)
+    vecs[1500:1530] = vecs[:30] + 0.05 * rng.standard_normal((30, vecs.shape[1])).astype(np.float32)  # near twins
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    ids = np.arange(3000) * 3 + 1
+    sims = vecs @ vecs.T
+    a, b = np.nonzero(np.triu(sims > 0.9, k=1))
+    want = {(int(ids[i]), int(ids[j])) for i, j in zip(a, b, strict=True)}
+    plain = synonyms.synonym_pairs(ids, vecs, 0.9, block=512)
+    monkeypatch.setattr(synonyms, "MIN_ROWS", 0)  # force the projected tiles on this small set
+    projected = synonyms.synonym_pairs(ids, vecs, 0.9, block=512)
+    assert {(x, y) for x, y, _ in projected} == want == {(x, y) for x, y, _ in plain}
+    assert len(want) >= 30
+    assert projected == plain  # the same cos values: each is its two rows' dot product
+    new = ids[:200]
+    incremental = synonyms.synonym_pairs_for(new, vecs[:200], ids, vecs, 0.9, block=512)
+    assert incremental == [p for p in projected if p[0] in set(new.tolist()) or p[1] in set(new.tolist())]
