@@ -24,7 +24,7 @@ def test_exact_top_k_matches_the_full_product(seed: int) -> None:
     projection = Projection.fit(vecs, dim=16, sample=1000, seed=seed)
     assert np.allclose(projection.basis.T @ projection.basis, np.eye(16), atol=1e-5)
     for q in unit_rows(rng, 20):
-        for k in (1, 5, 40):
+        for k in (1, 5, 40, 100, 700):  # k beyond FIRST rows, and a k where the plain product is used
             want = np.argsort(-(vecs @ q), kind="stable")[:k]
             rows, scores = exact_top_k(vecs, projection, q, k)
             assert rows.tolist() == want.tolist()

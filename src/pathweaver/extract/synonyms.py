@@ -30,9 +30,9 @@ class _Side:
 
 
 def _sides(*parts: tuple[np.ndarray, np.ndarray]) -> list[_Side]:
-    """Sides on one common projection when there are enough rows, else scored on the full vectors."""
-    n = sum(v.shape[0] for _, v in parts)
-    if n < MIN_ROWS:
+    """Sides on one common projection when the first (the new entities) has enough rows to repay projecting
+    them all, else scored on the full vectors (a watcher batch pairs a few hundred entities with the rest)."""
+    if parts[0][1].shape[0] < MIN_ROWS:
         return [_Side(ids, vecs, vecs) for ids, vecs in parts]
     basis = Projection.fit(np.concatenate([v for _, v in parts])).basis
     out = []

@@ -20,7 +20,7 @@ from pathweaver.retrieval.parallel import matmul
 MIN_ROWS = 20_000  # below this a plain product is as fast as the projected one
 DIM = 128  # m, the projected dimension
 SAMPLE = 20_000  # rows the basis is fitted on
-FIRST = 64  # rows rescored before the bound is applied (they set the k-th score the bound must reach)
+FIRST = 64  # at least this many rows (and 2k) are rescored before the bound sets the k-th score to reach
 MARGIN = 1e-4  # slack for float32 rounding in the projected scores and the residual norms
 
 
@@ -72,13 +72,14 @@ def exact_top_k(vecs: np.ndarray, projection: Projection | None, q: np.ndarray, 
     if k == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
     q = q.astype(vecs.dtype, copy=False)
-    if projection is None or n <= FIRST:
+    n_first = max(FIRST, 2 * k)
+    if projection is None or 4 * n_first > n:  # a large share of the rows: the plain product is cheaper
         scores = matmul(vecs, q)
         return ranked(np.arange(n, dtype=np.int64), scores, k) if k == n else _top(scores, k)
     bound = projection.bounds(q)
-    first = np.argpartition(-bound, FIRST - 1)[:FIRST] if n > FIRST else np.arange(n)
+    first = np.argpartition(-bound, n_first - 1)[:n_first]
     exact = vecs[first] @ q
-    kth = np.partition(exact, len(exact) - k)[len(exact) - k]
+    kth = np.partition(exact, n_first - k)[n_first - k]  # the k-th best exact score among the first rows
     rest = np.flatnonzero(bound >= kth)
     rest = rest[~np.isin(rest, first)]
     cand = np.concatenate([first, rest]).astype(np.int64)
