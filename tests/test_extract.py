@@ -248,7 +248,7 @@ def test_synonym_pairs_blockwise_on_many_vectors() -> None:
 def test_composed_triple_vectors_track_encoded_ones() -> None:
     """``extract.triple_vectors = composed``: the sum of the parts' vectors ranks triples like their encoded text."""
     from pathweaver.extract.graph import ExtractParams, triple_text
-    from pathweaver.extract.vectors import compose_triple_vector
+    from pathweaver.extract.vectors import compose_triple_vector, compose_triples
     from pathweaver.models.embedder import get_embedder
 
     emb = get_embedder()
@@ -258,6 +258,7 @@ def test_composed_triple_vectors_track_encoded_ones() -> None:
     parts = sorted({x for t in triples for x in t})
     vec = dict(zip(parts, emb.encode(parts), strict=True))
     composed = np.stack([compose_triple_vector(vec[s], vec[lab], vec[d]) for s, lab, d in triples])
+    assert compose_triples(triples, vec).tobytes() == composed.tobytes()  # the batched form: the same bits
     encoded = emb.encode([triple_text(*t) for t in triples])
     assert np.allclose(np.linalg.norm(composed, axis=1), 1.0, atol=1e-5)
     assert (composed * encoded).sum(1).min() > 0.75  # each composed vector is close to its own text's vector

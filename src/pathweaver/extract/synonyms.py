@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pathweaver.retrieval.parallel import map_ordered
-from pathweaver.retrieval.projection import MARGIN, MIN_ROWS, Projection
+from pathweaver.retrieval.projection import MARGIN, MIN_ROWS, Projection, fit_basis
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ def _sides(*parts: tuple[np.ndarray, np.ndarray]) -> list[_Side]:
     them all, else scored on the full vectors (a watcher batch pairs a few hundred entities with the rest)."""
     if parts[0][1].shape[0] < MIN_ROWS:
         return [_Side(ids, vecs, vecs) for ids, vecs in parts]
-    basis = Projection.fit(np.concatenate([v for _, v in parts])).basis
+    basis = fit_basis(parts[0][1])  # the basis only decides which pairs are rescored, never the result
     out = []
     for ids, vecs in parts:
         p = Projection.of(vecs, basis)

@@ -29,6 +29,14 @@ def compose_triple_vector(src: np.ndarray, label: np.ndarray, dst: np.ndarray) -
     return normalise_rows((src + label + dst)[None, :])[0]
 
 
+def compose_triples(triples: Sequence[tuple[str, str, str]], base: Mapping[str, np.ndarray]) -> np.ndarray:
+    """``compose_triple_vector`` for many (subject, label, object) texts at once: one row per triple, in order."""
+    if not triples:
+        return np.zeros((0, 0), dtype=np.float32)
+    parts = [np.stack([base[t[i]] for t in triples]) for i in range(3)]
+    return normalise_rows(parts[0] + parts[1] + parts[2])
+
+
 def phrase_words(phrase: str) -> list[str]:
     """The words a phrase vector is composed of (names are already case- and space-normalised)."""
     return phrase.split()

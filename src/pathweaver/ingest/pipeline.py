@@ -44,7 +44,7 @@ from pathweaver.extract.graph import (
     triple_text,
 )
 from pathweaver.extract.synonyms import synonym_pairs_for
-from pathweaver.extract.vectors import compose_phrases, compose_triple_vector, phrase_words
+from pathweaver.extract.vectors import compose_phrases, compose_triples, phrase_words
 from pathweaver.ingest.chunker import chunk_text
 from pathweaver.ingest.ignore import TEXT_SUFFIXES, IgnoreRules, iter_files, looks_binary
 from pathweaver.ingest.parsers import ParsedDocument, ParseError, parse_file
@@ -367,7 +367,7 @@ class Indexer:
         else:
             base = self._vectors(phrases)
         if composed_triples:
-            out = {triple_text(s, lab, d): compose_triple_vector(base[s], base[lab], base[d]) for s, lab, d in triples}
+            out = dict(zip([triple_text(*t) for t in triples], compose_triples(triples, base), strict=True))
         else:
             out = self._vectors([triple_text(*t) for t in triples])
         out.update(base)  # a triple text equal to a name or label takes that text's own vector

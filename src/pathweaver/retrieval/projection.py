@@ -34,14 +34,8 @@ class Projection:
 
     @classmethod
     def fit(cls, vecs: np.ndarray, dim: int = DIM, sample: int = SAMPLE, seed: int = 0) -> Projection:
-        """The ``dim`` leading directions of (a seeded sample of) ``vecs``, and every row projected on them."""
-        vecs = np.asarray(vecs, dtype=np.float32)
-        n, d = vecs.shape
-        dim = max(1, min(dim, d))
-        rows = vecs if n <= sample else vecs[np.sort(np.random.default_rng(seed).choice(n, sample, replace=False))]
-        moment = rows.T.astype(np.float64) @ rows.astype(np.float64)  # uncentred: the scores are dot products
-        _, eigvecs = np.linalg.eigh(moment)
-        return cls.of(vecs, np.ascontiguousarray(eigvecs[:, ::-1][:, :dim], dtype=np.float32))
+        """Every row of ``vecs`` projected on the ``dim`` leading directions of (a seeded sample of) them."""
+        return cls.of(vecs, fit_basis(vecs, dim, sample, seed))
 
     @classmethod
     def of(cls, vecs: np.ndarray, basis: np.ndarray) -> Projection:
@@ -57,10 +51,14 @@ class Projection:
         return matmul(self.proj, qp) + self.resid * np.float32(q_resid) + np.float32(MARGIN)
 
 
-def ranked(indices: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` best of ``indices`` by ``scores``, best first, ties by lower index."""
-    order = np.lexsort((indices, -scores))[:k]
-    return indices[order], scores[order]
+def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` highest ``scores``, best first (ties by lower index), via ``argpartition``."""
+    n = scores.shape[0]
+    k = min(max(k, 0), n)
+    if k == 0:
+        return np.zeros(0, dtype=np.int64)
+    part = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
+    return part[np.lexsort((part, -scores[part]))].astype(np.int64)
 
 
 def exact_top_k(vecs: np.ndarray, projection: Projection | None, q: np.ndarray, k: int
@@ -70,23 +68,29 @@ def exact_top_k(vecs: np.ndarray, projection: Projection | None, q: np.ndarray, 
     n = vecs.shape[0]
     k = min(max(k, 0), n)
     if k == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=vecs.dtype)
     q = q.astype(vecs.dtype, copy=False)
     n_first = max(FIRST, 2 * k)
     if projection is None or 4 * n_first > n:  # a large share of the rows: the plain product is cheaper
         scores = matmul(vecs, q)
-        return ranked(np.arange(n, dtype=np.int64), scores, k) if k == n else _top(scores, k)
+        rows = top_indices(scores, k)
+        return rows, scores[rows]
     bound = projection.bounds(q)
     first = np.argpartition(-bound, n_first - 1)[:n_first]
     exact = vecs[first] @ q
     kth = np.partition(exact, n_first - k)[n_first - k]  # the k-th best exact score among the first rows
-    rest = np.flatnonzero(bound >= kth)
-    rest = rest[~np.isin(rest, first)]
-    cand = np.concatenate([first, rest]).astype(np.int64)
-    scores = np.concatenate([exact, vecs[rest] @ q]) if rest.size else exact
-    return ranked(cand, scores, k)
+    cand = np.union1d(first, np.flatnonzero(bound >= kth)).astype(np.int64)  # sorted: ties go to the lower row
+    scores = vecs[cand] @ q
+    pick = top_indices(scores, k)
+    return cand[pick], scores[pick]
 
 
-def _top(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    part = np.argpartition(-scores, k - 1)[:k].astype(np.int64)
-    return ranked(part, scores[part], k)
+def fit_basis(vecs: np.ndarray, dim: int = DIM, sample: int = SAMPLE, seed: int = 0) -> np.ndarray:
+    """An orthonormal (d, ``dim``) basis of the leading directions of (a seeded sample of) the rows of ``vecs``:
+    eigenvectors of the uncentred second moment, since the scores are dot products."""
+    vecs = np.asarray(vecs, dtype=np.float32)
+    n, d = vecs.shape
+    rows = vecs if n <= sample else vecs[np.sort(np.random.default_rng(seed).choice(n, sample, replace=False))]
+    moment = rows.T.astype(np.float64) @ rows.astype(np.float64)
+    _, eigvecs = np.linalg.eigh(moment)
+    return np.ascontiguousarray(eigvecs[:, ::-1][:, : max(1, min(dim, d))], dtype=np.float32)

@@ -16,23 +16,13 @@ from pathweaver.config import ConfigError
 from pathweaver.retrieval.graphs import cached
 from pathweaver.retrieval.parallel import matmul
 from pathweaver.retrieval.projection import MIN_ROWS as PROJECT_MIN_ROWS
-from pathweaver.retrieval.projection import Projection, exact_top_k
+from pathweaver.retrieval.projection import Projection, exact_top_k, top_indices
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
 
 
 class SeedError(ValueError):
     """The snapshot lacks what a seed function needs (e.g. vectors were not loaded)."""
-
-
-def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` highest ``scores``, best first (ties by lower index), via ``argpartition``."""
-    n = scores.shape[0]
-    k = min(max(k, 0), n)
-    if k == 0:
-        return np.zeros(0, dtype=np.int64)
-    part = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
-    return part[np.lexsort((part, -scores[part]))].astype(np.int64)
 
 
 def _check_vecs(vecs: np.ndarray, qvec: np.ndarray, what: str) -> None:
