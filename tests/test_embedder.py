@@ -1,10 +1,11 @@
-"""The embedder's single-text cache: same vectors as a batch, bounded, safe to modify, clearable."""
+"""The embedder: its single-text cache, and packed batches that equal the model's own encode."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from pathweaver.models import embedder as embedder_mod
+from pathweaver.models import packing
 from pathweaver.models.embedder import get_embedder
 
 
@@ -25,3 +26,40 @@ def test_single_text_cache_matches_batches_and_is_bounded(monkeypatch) -> None:
     assert list(emb._one_cache) == ["b", "c"]
     emb.clear_cache()
     assert not emb._one_cache
+
+
+def test_packed_batches_equal_the_models_own_encode() -> None:
+    """Many texts per row (block-diagonal attention, own position ids) give each text's separate vector: single
+    words, names, sentences, a text cut at the model's token limit, and an empty string."""
+    emb = get_embedder()
+    assert emb.packed  # all-MiniLM-L6-v2 is BERT + mean pooling + normalisation, and the probe agrees
+    long_text = " ".join(f"word{i} of a long passage" for i in range(200))  # > 256 tokens: truncated alike
+    texts = ["paris", "marie curie", "1987", "born 21 october", "Who directed the film Seven Samurai?",
+             long_text, "", "the Seine flows through Paris and Rouen into the English Channel"] + \
+        [f"entity {i}" for i in range(150)]
+    packed = emb.encode(texts)
+    plain = emb._plain(texts, 16)
+    assert packed.shape == plain.shape and packed.dtype == np.float32
+    assert np.abs(packed - plain).max() < 1e-5
+    assert np.allclose(np.linalg.norm(packed, axis=1), 1.0, atol=1e-5)
+    # a text's vector does not depend on the texts packed beside it
+    assert np.abs(emb.encode(["paris", "a different neighbour text"])[0] - packed[0]).max() < 1e-5
+
+
+def test_rows_hold_every_text_once_within_the_row_length() -> None:
+    lengths = np.array([3, 64, 5, 40, 4, 4, 60, 2, 33, 17, 9])
+    rows = packing.rows_for(lengths, 64)
+    members = sorted(m for row in rows for m in row)
+    assert members == list(range(len(lengths)))
+    assert all(lengths[row].sum() <= 64 for row in rows)
+    assert len(rows) < len(lengths)  # short texts share rows
+    assert packing.row_length(3, 256) == 64 and packing.row_length(100, 256) == 128
+    assert packing.row_length(300, 256) == 256
+
+
+def test_a_model_that_cannot_be_packed_uses_its_own_encode() -> None:
+    plain = embedder_mod.Embedder(packed=False)
+    assert not plain.packed
+    assert not packing.packable(object())
+    texts = ["marie curie", "polonium and radium"]
+    assert np.abs(plain.encode(texts) - get_embedder().encode(texts)).max() < 1e-5
