@@ -13,7 +13,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from pathweaver.extract.stopwords import STOPWORDS
 
@@ -23,11 +23,10 @@ _POSSESSIVE_RE = re.compile(r"'s\b")
 _SPACE_RE = re.compile(r"\s+")
 _EDGE_PUNCT_RE = re.compile(r"^[\W_]+|[\W_]+$")
 # Inside a sentence, words are joined into one n-gram run only across plain spaces/tabs.
-_JOIN_GAP_RE = re.compile(r"[ \t\u00a0]*")
+_JOIN_CHARS = frozenset(" \t\u00a0")
 
 
-@dataclass(frozen=True)
-class WordSpan:
+class WordSpan(NamedTuple):
     """One word token: character span in the source text, normalised form, and whether it continues the run of
     the previous word (only spaces between them)."""
 
@@ -38,7 +37,14 @@ class WordSpan:
 
 
 def _norm_word(raw: str) -> str:
-    return _POSSESSIVE_RE.sub("", raw.casefold().replace("\u2019", "'"))
+    word = raw.casefold()
+    if "'" in word or "\u2019" in word:  # most words have no apostrophe: skip the regex
+        return _POSSESSIVE_RE.sub("", word.replace("\u2019", "'"))
+    return word
+
+
+def _joins(gap: str) -> bool:
+    return gap == " " or all(c in _JOIN_CHARS for c in gap)
 
 
 def normalize(text: str) -> str:
@@ -53,11 +59,12 @@ def word_spans(text: str) -> list[WordSpan]:
     out: list[WordSpan] = []
     prev_end = -1
     for m in _WORD_RE.finditer(text):
-        joined = prev_end >= 0 and _JOIN_GAP_RE.fullmatch(text, prev_end, m.start()) is not None
+        start, end = m.span()
+        joined = prev_end >= 0 and _joins(text[prev_end:start])
         word = _norm_word(m.group())
         if word:
-            out.append(WordSpan(m.start(), m.end(), word, joined))
-        prev_end = m.end()
+            out.append(WordSpan(start, end, word, joined))
+        prev_end = end
     return out
 
 
