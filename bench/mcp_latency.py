@@ -96,6 +96,11 @@ async def over_stdio(notes: Path, store: Path, repeat: int, freshness: int, call
             t0 = time.perf_counter()
             await wait_until_indexed(session, lambda _: None)
             out["index_seconds"] = time.perf_counter() - t0
+            out["ping"] = []
+            for _ in range(repeat):  # the SDK's own round trip: no tool, no result to shape or check
+                t0 = time.perf_counter()
+                await session.send_ping()
+                out["ping"].append(time.perf_counter() - t0)
             out["validation"], out["inner"] = {}, {}
             for name, arguments, _ in calls:
                 await session.call_tool(name, arguments)
@@ -177,7 +182,8 @@ def main() -> int:
             local = in_process(notes, Path(tmp) / "store-local", args.repeat, calls)
             remote = anyio.run(over_stdio, notes, Path(tmp) / "store-mcp", args.repeat, args.freshness, calls)
     files = sum(1 for p in corpus.iterdir() if p.is_file())
-    print(f"corpus {corpus} ({files} files); server ready after {remote['index_seconds']:.1f} s")
+    print(f"corpus {corpus} ({files} files); server ready after {remote['index_seconds']:.1f} s; "
+          f"ping round trip p50 {pct(remote['ping'], 0.5) * 1e3:.1f} ms (the transport's floor)")
     print(f"{'tool':<16}{'in-proc p50':>12}{'p95':>9}{'stdio p50':>12}{'p95':>9}{'overhead p50':>14}"
           f"{'client check':>14}{'rest':>8}{'per call':>11}  (ms)")
     for name, times in remote["tools"].items():
