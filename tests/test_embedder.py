@@ -63,3 +63,15 @@ def test_a_model_that_cannot_be_packed_uses_its_own_encode() -> None:
     assert not packing.packable(object())
     texts = ["marie curie", "polonium and radium"]
     assert np.abs(plain.encode(texts) - get_embedder().encode(texts)).max() < 1e-5
+
+
+def test_a_probe_that_fails_falls_back_to_the_models_encode(monkeypatch) -> None:
+    """A transformers release that rejects the packed inputs must not break embedding: the probe says no."""
+    def broken(model, texts):
+        raise TypeError("unexpected keyword argument 'position_ids'")
+
+    monkeypatch.setattr(embedder_mod, "encode_packed", broken)
+    emb = embedder_mod.Embedder()
+    emb._model = get_embedder().model  # share the loaded model
+    assert not emb.packed
+    assert emb.encode(["marie curie", "polonium"]).shape == (2, 384)
