@@ -5,7 +5,8 @@
 ultradomain-mix: each of the 61 long contexts becomes a .txt file; 2wikimultihopqa: one .txt per passage (6,119),
 plus one ~10 KB note whose edit is then re-indexed (watcher path ``apply_changes`` and a full ``index_paths`` scan).
 Pipeline chunks/s counts everything (parse, chunk, embed, extract, write, refresh); raw embedding chunks/s encodes
-the same chunk texts with the same model and batch size in the same process.
+the same chunk texts in one call of the same embedder in the same process (packed when the model allows, as in
+the pipeline; ``bench/packing.py`` compares packing with the model's own ``encode``).
 """
 
 from __future__ import annotations
