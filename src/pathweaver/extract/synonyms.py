@@ -4,10 +4,10 @@ The all-pairs search runs in square tiles of ``block`` rows, one tile per thread
 time, so memory stays at ``block``² floats per thread whatever the number of entities; every pair above phi is
 found (no approximate top-k). From ``projection.MIN_ROWS`` entities on, tiles are scored in a fitted
 128-dimensional projection plus the Cauchy–Schwarz bound of the rest (``retrieval/projection.py``): only pairs
-whose bound passes phi are scored in full. The bound p_a·p_b + r_a·r_b is itself one dot product, of the
-projections with each residual norm appended as a 129th coordinate, so a tile is one product and one threshold
-scan (half the time of adding the outer product of the residuals to it). Every pair's cos is the dot product
-of its two rows, so the edges do not depend on the tiling, the projection or the order entities arrived in.
+whose bound passes phi are scored in full. The bound is the dot product of two projected rows (each carries its
+residual norm as a last coordinate), so a tile is one product and one threshold scan. Every pair's cos is the
+dot product of its two rows, so the edges do not depend on the tiling, the projection or the order entities
+arrived in.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pathweaver.retrieval.projection import MARGIN, MIN_ROWS, Projection, fit_ba
 
 @dataclass(frozen=True)
 class _Side:
-    """One side of the tiles: ids, full vectors, and the vectors tiles are scored with: the full vectors, or
-    the projections with their residual norms as a last column (so that a product of two sides is the bound)."""
+    """One side of the tiles: ids, full vectors, and the rows tiles are scored with: the full vectors, or the
+    projected rows of ``Projection`` (a product of two sides is then the bound)."""
 
     ids: np.ndarray
     vecs: np.ndarray
@@ -38,8 +38,7 @@ def _sides(*parts: tuple[np.ndarray, np.ndarray]) -> list[_Side]:
     basis = fit_basis(parts[0][1])  # the basis only decides which pairs are rescored, never the result
     out = []
     for ids, vecs in parts:
-        p = Projection.of(vecs, basis)
-        out.append(_Side(ids, vecs, np.ascontiguousarray(np.hstack([p.proj, p.resid[:, None]]))))
+        out.append(_Side(ids, vecs, Projection.of(vecs, basis).rows))
     return out
 
 
