@@ -6,21 +6,28 @@
 Without ``--store`` it copies the corpus to a temp folder, indexes it in-process (for the in-process timings), then
 starts ``pathweaver serve --watch`` over stdio on a second store over the same folder. With ``--store`` both sides
 use that already indexed store of ``--corpus`` in place (bench/peers.py's 2wiki store, say). Each tool is timed
-through a real ClientSession. Freshness: a file with a unique phrase is written and ``search`` is polled until it
-is found, once with the server idle and once while it indexes a burst of other new files (busy); at the end the
-written files are deleted and ``search`` is polled until the last phrase is gone. Figures are printed only.
+through a real ClientSession, then once more through ``RawClient``, a bare JSON-RPC client on a second server's
+pipe: the difference is what the Python SDK's client adds (its models, its jsonschema check). Every call over the
+wire is paired with the same call in-process just before it, and the overheads are medians of the paired
+differences, so that a shared machine's slow and fast spells fall on both sides alike. Freshness: a file
+with a unique phrase is written and ``search`` is polled until it is found, once with the server idle and once
+while it indexes a burst of other new files (busy); at the end the written files are deleted and ``search`` is
+polled until the last phrase is gone. Figures are printed only.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +48,7 @@ def cases(question: str = QUESTION, text: str = SEARCH) -> list[tuple[str, dict[
     return [
         ("search", {"query": text, "mode": "hybrid", "k": 5}, lambda s: s.search(text, "hybrid", 5)),
         ("retrieve_paths", {"question": question}, lambda s: s.retrieve_json(question, "pathrag", 5)),
-        ("build_mcmi", {"question": question}, lambda s: s.retrieve_json(question, "mcmi", 5)),
+        ("build_mcmi", {"question": question}, lambda s: s.retrieve_json(question, "mcmi", 5, descriptions=False)),
         ("decompose_query", {"question": question}, lambda s: s.plan(question)),
         ("index_status", {}, lambda s: s.stats()),
     ]
@@ -58,32 +65,44 @@ def reported(result: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and value > 0 else None
 
 
-def residuals(times: list[float], inner: list[float | None]) -> list[float]:
-    """Per call, wall time minus the retrieval time the call reported (what the call added around the work)."""
-    return [t - s for t, s in zip(times, inner, strict=True) if s is not None]
+@dataclass
+class Sample:
+    """One repetition: the call in-process, then at once the same call over the wire (seconds)."""
+
+    local: float
+    remote: float
+    local_inner: float | None  # the retrieval seconds each result reports (retrieval tools only)
+    remote_inner: float | None
+    check: float = 0.0  # the SDK client's own jsonschema check of the result, timed apart
 
 
-def in_process(notes: Path, store: Path, repeat: int, calls: list, index: bool = True) -> dict[str, Any]:
-    from pathweaver.service import Pathweaver
-
-    out: dict[str, Any] = {"inner": {}}
-    with Pathweaver.open(store) as svc:
-        if index:
-            svc.index([notes])
-        for name, _, fn in calls:
-            fn(svc)  # warm caches (snapshot, model)
-            times, inner = [], []
-            for _ in range(repeat):
-                t0 = time.perf_counter()
-                result = fn(svc)
-                times.append(time.perf_counter() - t0)
-                inner.append(reported(result))
-            out[name] = times
-            out["inner"][name] = inner
-    return out
+def local_call(svc: Any, fn: Callable[[Any], Any]) -> tuple[float, float | None]:
+    t0 = time.perf_counter()
+    result = fn(svc)
+    return time.perf_counter() - t0, reported(result)
 
 
-async def over_stdio(notes: Path, store: Path, repeat: int, freshness: int, calls: list) -> dict[str, Any]:
+def overheads(samples: list[Sample]) -> dict[str, float | None]:
+    """Medians in ms: each side's time; the paired difference (over the wire minus in-process, minus the SDK's
+    check); and the same per call with each side's reported retrieval seconds taken off, so that the retrieval's
+    own run-to-run noise drops out (None for tools that report no seconds)."""
+    inner = [s for s in samples if s.local_inner is not None and s.remote_inner is not None]
+    return {
+        "local": pct([s.local for s in samples], 0.5) * 1e3,
+        "local_p95": pct([s.local for s in samples], 0.95) * 1e3,
+        "remote": pct([s.remote for s in samples], 0.5) * 1e3,
+        "remote_p95": pct([s.remote for s in samples], 0.95) * 1e3,
+        "check": pct([s.check for s in samples], 0.5) * 1e3,
+        "overhead": statistics.median(s.remote - s.local - s.check for s in samples) * 1e3,
+        "per_call": statistics.median(
+            (s.remote - s.remote_inner) - (s.local - s.local_inner) - s.check for s in inner  # type: ignore[operator]
+        ) * 1e3 if inner else None,
+    }
+
+
+async def over_stdio(svc: Any, notes: Path, store: Path, repeat: int, freshness: int, calls: list
+                     ) -> dict[str, Any]:
+    """Each tool through the SDK's ClientSession, each repetition paired with the same call on ``svc``."""
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -101,27 +120,107 @@ async def over_stdio(notes: Path, store: Path, repeat: int, freshness: int, call
                 t0 = time.perf_counter()
                 await session.send_ping()
                 out["ping"].append(time.perf_counter() - t0)
-            out["validation"], out["inner"] = {}, {}
-            for name, arguments, _ in calls:
+            for name, arguments, fn in calls:
+                fn(svc)  # warm caches (snapshot, model) on both sides
                 await session.call_tool(name, arguments)
-                times, checks, inner = [], [], []
+                samples = []
                 for _ in range(repeat):
+                    local, local_inner = local_call(svc, fn)
                     t0 = time.perf_counter()
                     result = await session.call_tool(name, arguments)
-                    times.append(time.perf_counter() - t0)
+                    remote = time.perf_counter() - t0
                     if result.is_error:
                         raise RuntimeError(f"{name}: {result.content}")
                     t0 = time.perf_counter()  # the Python client re-validates every result against the schema
                     await session.validate_tool_result(name, result)
-                    checks.append(time.perf_counter() - t0)
-                    inner.append(reported(result.structured_content))
-                out["tools"][name] = times
-                out["validation"][name] = checks
-                out["inner"][name] = inner
+                    samples.append(Sample(local, remote, local_inner, reported(result.structured_content),
+                                          time.perf_counter() - t0))
+                out["tools"][name] = samples
             out["idle"] = [await time_to_searchable(session, notes, f"idle{i}", busy=0) for i in range(freshness)]
             out["busy"] = [await time_to_searchable(session, notes, f"busy{i}", busy=8) for i in range(freshness)]
             if freshness:
                 out["gone"] = await time_to_gone(session, notes, f"zyxbusy{freshness - 1}quux")
+    return out
+
+
+class RawClient:
+    """A bare newline-delimited JSON-RPC client on the server's stdio: no SDK session, models or schema checks.
+
+    It times what any client must pay (the pipe, the server, one ``json.loads``) apart from what the Python SDK's
+    client adds on top. Notifications the server sends (progress, logs) are read and skipped."""
+
+    def __init__(self, command: str, args: list[str]) -> None:
+        self.proc = subprocess.Popen([command, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, env={**os.environ, **OFFLINE_ENV})
+        self.last_id = 0
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.last_id += 1
+        self._send({"id": self.last_id, "method": method, "params": params})
+        assert self.proc.stdout is not None
+        while line := self.proc.stdout.readline():
+            reply = json.loads(line)
+            if reply.get("id") == self.last_id and "method" not in reply:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply["result"]
+        raise RuntimeError(f"the server closed its stdout during {method}")
+
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        result = self.request("tools/call", {"name": name, "arguments": arguments})
+        if result.get("isError"):
+            raise RuntimeError(f"{name}: {result.get('content')}")
+        return result
+
+    def __enter__(self) -> RawClient:
+        from mcp.types import LATEST_PROTOCOL_VERSION
+
+        self.request("initialize", {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+                                    "clientInfo": {"name": "pathweaver-raw-bench", "version": "0"}})
+        self._send({"method": "notifications/initialized"})
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def over_raw_stdio(svc: Any, notes: Path, store: Path, repeat: int, calls: list) -> dict[str, Any]:
+    """Each tool through ``RawClient`` on a second ``pathweaver serve`` of the same store, each repetition paired
+    with the same call on ``svc``."""
+    command, args = server_command(store, [notes])
+    out: dict[str, Any] = {"tools": {}}
+    with RawClient(command, args) as client:
+        deadline = time.monotonic() + 600
+        while not ((s := client.call_tool("index_status", {})["structuredContent"])["ready"] and not s["indexing"]):
+            if time.monotonic() > deadline:
+                raise TimeoutError("the raw client's server did not finish indexing within 600 s")
+            time.sleep(POLL_S)
+        out["ping"] = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            client.request("ping", {})
+            out["ping"].append(time.perf_counter() - t0)
+        for name, arguments, fn in calls:
+            fn(svc)
+            client.call_tool(name, arguments)
+            samples = []
+            for _ in range(repeat):
+                local, local_inner = local_call(svc, fn)
+                t0 = time.perf_counter()
+                result = client.call_tool(name, arguments)
+                samples.append(Sample(local, time.perf_counter() - t0, local_inner,
+                                      reported(result.get("structuredContent"))))
+            out["tools"][name] = samples
     return out
 
 
@@ -168,38 +267,40 @@ def main() -> int:
     for key, value in OFFLINE_ENV.items():
         os.environ.setdefault(key, value)
     calls = cases(args.question, args.search)
-    if args.store:
-        if args.corpus is None:
-            parser.error("--store needs --corpus, the folder that store indexes")
-        corpus = args.corpus
-        local = in_process(corpus, args.store, args.repeat, calls, index=False)
-        remote = anyio.run(over_stdio, corpus, args.store, args.repeat, args.freshness, calls)
-    else:
-        corpus = args.corpus or demo_corpus()
-        with tempfile.TemporaryDirectory(prefix="pw-mcp-bench-") as tmp:
+    from pathweaver.service import Pathweaver
+
+    with tempfile.TemporaryDirectory(prefix="pw-mcp-bench-") as tmp:
+        if args.store:
+            if args.corpus is None:
+                parser.error("--store needs --corpus, the folder that store indexes")
+            corpus = notes = args.corpus
+            local_store = server_store = args.store
+        else:
+            corpus = args.corpus or demo_corpus()
             notes = Path(tmp) / "notes"
             shutil.copytree(corpus, notes)
-            local = in_process(notes, Path(tmp) / "store-local", args.repeat, calls)
-            remote = anyio.run(over_stdio, notes, Path(tmp) / "store-mcp", args.repeat, args.freshness, calls)
+            local_store, server_store = Path(tmp) / "store-local", Path(tmp) / "store-mcp"
+        with Pathweaver.open(local_store) as svc:
+            if not args.store:
+                svc.index([notes])
+            remote = anyio.run(over_stdio, svc, notes, server_store, args.repeat, args.freshness, calls)
+            raw = over_raw_stdio(svc, notes, server_store, args.repeat, calls)
     files = sum(1 for p in corpus.iterdir() if p.is_file())
-    print(f"corpus {corpus} ({files} files); server ready after {remote['index_seconds']:.1f} s; "
-          f"ping round trip p50 {pct(remote['ping'], 0.5) * 1e3:.1f} ms (the transport's floor)")
-    print(f"{'tool':<16}{'in-proc p50':>12}{'p95':>9}{'stdio p50':>12}{'p95':>9}{'overhead p50':>14}"
-          f"{'client check':>14}{'rest':>8}{'per call':>11}  (ms)")
-    for name, times in remote["tools"].items():
-        lp50, lp95 = pct(local[name], 0.5) * 1e3, pct(local[name], 0.95) * 1e3
-        rp50, rp95 = pct(times, 0.5) * 1e3, pct(times, 0.95) * 1e3
-        check = pct(remote["validation"][name], 0.5) * 1e3
-        over = rp50 - lp50
-        remote_res, local_res = residuals(times, remote["inner"][name]), residuals(local[name], local["inner"][name])
-        same = (f"{(statistics.median(remote_res) - statistics.median(local_res)) * 1e3 - check:>11.1f}"
-                if remote_res and local_res else f"{'-':>11}")
-        print(f"{name:<16}{lp50:>12.1f}{lp95:>9.1f}{rp50:>12.1f}{rp95:>9.1f}{over:>14.1f}{check:>14.1f}"
-              f"{over - check:>8.1f}{same}")
-    print("client check: the Python client's jsonschema validation of each result (inside the stdio time); "
-          "rest: transport, JSON and the server's own shaping; per call: the rest measured within each call, as wall "
-          "time minus the retrieval seconds the result reports (server and in-process alike), so the retrieval's "
-          "own run-to-run noise drops out")
+    print(f"corpus {corpus} ({files} files); server ready after {remote['index_seconds']:.1f} s; ping round trip "
+          f"p50 {pct(remote['ping'], 0.5) * 1e3:.1f} ms (SDK client), {pct(raw['ping'], 0.5) * 1e3:.1f} ms (raw)")
+    print(f"{'':<16}{'--- SDK client, paired with in-process ---':^58}{'--- raw client, paired ---':^43}")
+    print(f"{'tool':<16}{'in-proc p50':>12}{'p95':>8}{'SDK p50':>9}{'p95':>8}{'check':>7}{'overhead':>10}"
+          f"{'per call':>9}{'in-proc':>9}{'raw p50':>9}{'p95':>8}{'overhead':>10}{'per call':>9}  (ms)")
+    for name, samples in remote["tools"].items():
+        sdk, bare = overheads(samples), overheads(raw["tools"][name])
+        cell = lambda v: f"{v:.1f}" if v is not None else "-"  # noqa: E731
+        print(f"{name:<16}{sdk['local']:>12.1f}{sdk['local_p95']:>8.1f}{sdk['remote']:>9.1f}{sdk['remote_p95']:>8.1f}"
+              f"{sdk['check']:>7.1f}{sdk['overhead']:>10.1f}{cell(sdk['per_call']):>9}{bare['local']:>9.1f}"
+              f"{bare['remote']:>9.1f}{bare['remote_p95']:>8.1f}{bare['overhead']:>10.1f}{cell(bare['per_call']):>9}")
+    print("Each repetition times the call in-process, then at once over the wire, and the medians of the paired "
+          "differences are shown. SDK: the mcp ClientSession; check: its jsonschema validation of each result, timed "
+          "apart and taken off its overhead; raw: a bare JSON-RPC client on the pipe (RawClient); per call: the "
+          "overhead with each side's reported retrieval seconds taken off, so the retrieval's own noise drops out")
     for label in ("idle", "busy"):
         values = remote.get(label) or []
         if values:
