@@ -93,3 +93,16 @@ def test_store_setting_sizes_the_pool(tmp_path: Path) -> None:
         pw.close()
     with pytest.raises(ConfigError, match="query_threads"):
         Pathweaver.open(tmp_path / "store", overrides={"models": {"query_threads": -2}})
+
+
+def test_single_precision_twin_keeps_the_cut() -> None:
+    parallel.set_threads(2)
+    rng = np.random.default_rng(3)
+    nnz = 5 * ROWS
+    m = sp.csr_matrix((rng.random(nnz), (rng.integers(0, ROWS, nnz), rng.integers(0, ROWS, nnz))), shape=(ROWS, ROWS))
+    rows = SparseRows(m)
+    twin = rows.single()
+    assert twin is rows.single()  # built once
+    assert twin.spans == rows.spans and all(b.dtype == np.float32 for b in twin.blocks)
+    x = rng.random(ROWS).astype(np.float32)
+    np.testing.assert_allclose(twin.dot(x), m @ x.astype(np.float64), rtol=1e-5)

@@ -40,6 +40,27 @@ def test_bad_inputs_raise() -> None:
         personalized_pagerank(m, np.ones(2), damping=1.0)
 
 
+@pytest.mark.parametrize("damping", [0.5, 0.85])
+def test_float32_steps_first_reach_the_float64_fixed_point(damping: float) -> None:
+    rng = np.random.default_rng(4)
+    n, nnz = 3000, 12000
+    adj = sp.csr_matrix((rng.random(nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))), shape=(n, n))
+    adj = adj + adj.T
+    outgoing = np.ones(n)
+    outgoing[:40] = 0.0
+    adj = (adj @ sp.diags(outgoing)).tocsr()  # 40 dangling nodes: their mass returns to the reset
+    degree = np.asarray(adj.sum(axis=0)).ravel()
+    transition = (adj @ sp.diags(np.divide(1.0, degree, out=np.zeros(n), where=degree > 0))).tocsr()
+    reset = np.zeros(n)
+    reset[rng.integers(0, n, 6)] = rng.random(6) + 0.5
+    reset[rng.integers(0, n, 300)] += 0.01
+    exact = personalized_pagerank(transition, reset, damping, 1e-13, 1000, coarse_tol=0.0)
+    mixed = personalized_pagerank(transition, reset, damping, 1e-10, 1000)  # float32 down to 1e-5, then float64
+    assert np.abs(mixed - exact).sum() < 1e-9
+    assert mixed.dtype == np.float64 and mixed.sum() == pytest.approx(1.0)
+    assert np.array_equal(np.argsort(-mixed)[:50], np.argsort(-exact)[:50])
+
+
 def _snapshot() -> GraphSnapshot:
     """Four entities on a chain e0-e1-e2-e3 (two relations e0-e1), synonym e1~e3 (cos 0.9), two passages:
     p0 mentions e0 (1x), e1 (2x); p1 mentions e1, e2, e3. Node space: e0..e3 = 0..3, p0 = 4, p1 = 5."""
@@ -143,3 +164,5 @@ def test_ppr_params_validated() -> None:
         run_method(env, q, "ppr", 2, {"relation_weight": "heavy"})
     with pytest.raises(ConfigError):
         run_method(env, q, "ppr", 2, {"alpha": 0.5})
+    with pytest.raises(ConfigError):
+        run_method(env, q, "ppr", 2, {"coarse_tol": -1.0})

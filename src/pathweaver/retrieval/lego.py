@@ -22,6 +22,7 @@ from pathweaver.retrieval.lego_paths import (
     path_text,
     sbr_paths,
 )
+from pathweaver.retrieval.ppr import COARSE_TOL
 from pathweaver.retrieval.seeds import dense_scores, top_indices
 from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult, Subgraph
 
@@ -40,6 +41,7 @@ class LegoParams:
     ppr_damping: float = 0.85  # ours: PPR walk probability (appendix gives none)
     ppr_tol: float = 1e-7  # ours: L1 convergence tolerance of the PPR power iteration
     ppr_max_iter: int = 100  # ours
+    ppr_coarse_tol: float = COARSE_TOL  # ours: float32 PPR steps down to this change first (0 = off; ppr.py)
     max_edge: int = 64  # Table 1, SAE-EEMs: top triples kept
     sae_hops: int = 1  # B.7 (3): one-hop neighbours of each retrieved node are merged in
     top_k_paths: int = 32  # Table 1, OSAR: top_k paths (also caps SBR's output, ours)
@@ -82,9 +84,10 @@ class LegoParams:
             raise ConfigError(
                 f"lego sae_hops and sbr_targets must be >= 0, got {self.sae_hops}, {self.sbr_targets}"
             )
-        if not 0.0 <= self.ppr_damping < 1.0 or self.ppr_tol <= 0:
+        if not 0.0 <= self.ppr_damping < 1.0 or self.ppr_tol <= 0 or self.ppr_coarse_tol < 0:
             raise ConfigError(
-                f"lego ppr_damping must be in [0, 1) and ppr_tol > 0, got {self.ppr_damping}, {self.ppr_tol}"
+                f"lego ppr_damping must be in [0, 1), ppr_tol > 0 and ppr_coarse_tol >= 0, got {self.ppr_damping}, "
+                f"{self.ppr_tol}, {self.ppr_coarse_tol}"
             )
         if self.prune_rule not in PRUNE_RULES:
             raise ConfigError(
@@ -108,6 +111,7 @@ def extract_subgraph(
             params.ppr_tol,
             params.ppr_max_iter,
             params.use_synonyms,
+            params.ppr_coarse_tol,
         )
     return sae_eem(snap, query.vec, seeds, params.max_edge, params.sae_hops, params.use_synonyms)
 

@@ -41,7 +41,7 @@ from pathweaver.retrieval.costgraph import (
     pair_keys,
 )
 from pathweaver.retrieval.graphs import node_space_graph, relation_passages
-from pathweaver.retrieval.ppr import PPRParams, ppr_scores
+from pathweaver.retrieval.ppr import COARSE_TOL, PPRParams, ppr_scores
 from pathweaver.retrieval.seeds import hybrid_chunk_scores
 from pathweaver.retrieval.steiner import mehlhorn_edges
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult, Subgraph
@@ -58,6 +58,7 @@ class MCMIParams:
     damping: float = 0.5  # d, Eq. 10 (§III-C: 0.5 as HippoRAG 2)
     ppr_tol: float = 1e-7  # §III-C: PPR converges when it changes less than 1e-7
     ppr_max_iter: int = 100
+    ppr_coarse_tol: float = COARSE_TOL  # ours: float32 PPR steps down to this change first (0 = off; ppr.py)
     passage_score_factor: float = 0.05  # §III-C after Eq. 12: passage-node PPR scores × 0.05
     connector_cost: float = 10.0  # §III-C after Eq. 14: pseudo edges cost 10
     cycle_edges: bool = True  # Eq. 17: v joins with all its edges into the subgraph (Fig. 2 cycles)
@@ -74,8 +75,8 @@ class MCMIParams:
             raise ConfigError(f"mcmi k_triples must be >= 1, got {self.k_triples}")
         if not 0.0 <= self.damping < 1.0:
             raise ConfigError(f"mcmi damping must be in [0, 1), got {self.damping}")
-        if self.ppr_tol <= 0 or self.ppr_max_iter < 1:
-            raise ConfigError("mcmi ppr_tol must be > 0 and ppr_max_iter >= 1")
+        if self.ppr_tol <= 0 or self.ppr_max_iter < 1 or self.ppr_coarse_tol < 0:
+            raise ConfigError("mcmi ppr_tol must be > 0, ppr_coarse_tol >= 0 and ppr_max_iter >= 1")
         if self.passage_score_factor < 0 or self.connector_cost < 0:
             raise ConfigError("mcmi passage_score_factor and connector_cost must be >= 0")
         if (
@@ -395,6 +396,7 @@ def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParam
         top_triples=params.k_triples,
         tol=params.ppr_tol,
         max_iter=params.ppr_max_iter,
+        coarse_tol=params.ppr_coarse_tol,
         name_seeds=0.0,
     )
     raw, seeds = ppr_scores(env, query, ppr_params)

@@ -120,6 +120,15 @@ class SparseRows:
         n = self.shape[0]
         self.spans = row_ranges(n, parts if parts is not None else _parts_for(n))
         self.blocks = [csr] if len(self.spans) == 1 else [csr[a:b] for a, b in self.spans]
+        self._single: SparseRows | None = None
+
+    def single(self) -> SparseRows:
+        """The same rows with float32 values, cut the same way (built on first use, then kept): a step reads a
+        third fewer bytes."""
+        if self._single is None:
+            merged = sp.vstack(self.blocks, format="csr").astype(np.float32)
+            self._single = SparseRows(merged, parts=len(self.spans))
+        return self._single
 
     def dot(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """``matrix @ x`` for a vector ``x``, written into ``out`` when given."""

@@ -32,6 +32,9 @@ class PPRError(ValueError):
     """Bad PPR input (shapes, an all-zero personalisation vector)."""
 
 
+COARSE_TOL = 1e-5  # float32 steps until the L1 change is below this, then float64 steps down to tol (ours)
+
+
 def personalized_pagerank(
     matrix: sp.spmatrix | np.ndarray | SparseRows,
     reset: np.ndarray,
@@ -39,6 +42,7 @@ def personalized_pagerank(
     tol: float = 1e-6,
     max_iter: int = 100,
     dangling: np.ndarray | None = None,
+    coarse_tol: float = COARSE_TOL,
 ) -> np.ndarray:
     """Sparse power iteration of x ← (1-d)·r + d·(M·x + (dangling·x)·r)  (AGRAG Eq. 10).
 
@@ -47,6 +51,12 @@ def personalized_pagerank(
     blocks (``SparseRows``, multi-threaded steps); then ``dangling`` (a bool mask or node indices) is required,
     otherwise it is read from the column sums. ``reset`` (n,) is non-negative and normalised here to sum 1. Stops
     when the L1 change is below ``tol`` or after ``max_iter`` steps. The result sums to 1.
+
+    While the change is above ``coarse_tol`` (> ``tol``; 0 = never), steps run in float32, which reads half the
+    bytes; the float64 steps after them converge to the same fixed point under the same stopping rule, since each
+    step contracts the error by d whatever the start. On the 2wiki store the result moves by < 1e-9 in L1, the
+    power iteration takes 24.5 ms instead of 27.0 (10 queries), and 40 dev questions keep their top 8 passages
+    (ppr 33.8 ms instead of 35.9 and mcmi 92.9 instead of 97.7, alternating in one process).
     """
     n = matrix.shape[0]
     if tuple(matrix.shape) != (n, n) or reset.shape != (n,):
@@ -67,20 +77,34 @@ def personalized_pagerank(
         rows = SparseRows(m)
     dead = np.flatnonzero(dangling) if dangling.dtype == np.bool_ else np.asarray(dangling, dtype=np.int64)
     r = reset.astype(np.float64) / total
+    x, steps = r, 0
+    if coarse_tol > tol:
+        x, steps = _power_steps(rows.single(), r.astype(np.float32), r.astype(np.float32), damping, coarse_tol,
+                                max_iter, dead)
+        x = x.astype(np.float64)
+    x, _ = _power_steps(rows, r, x, damping, tol, max_iter - steps, dead)
+    return x
+
+
+def _power_steps(rows: SparseRows, r: np.ndarray, x: np.ndarray, damping: float, tol: float, max_iter: int,
+                 dead: np.ndarray) -> tuple[np.ndarray, int]:
+    """Eq. 10 steps from ``x`` in the dtype of ``r`` until the L1 change is below ``tol``; (x, steps taken)."""
     base = (1.0 - damping) * r
-    x, nxt, diff = r.copy(), np.empty(n), np.empty(n)
-    for _ in range(max_iter):
+    x, nxt, diff = x.copy(), np.empty_like(r), np.empty_like(r)
+    steps = 0
+    while steps < max_iter:
         rows.dot(x, out=nxt)
         if dead.size:
-            nxt += float(x[dead].sum()) * r
+            nxt += x[dead].sum() * r
         nxt *= damping
         nxt += base
         np.subtract(nxt, x, out=diff)
         delta = float(np.abs(diff, out=diff).sum())
         x, nxt = nxt, x
+        steps += 1
         if delta < tol:
             break
-    return x
+    return x, steps
 
 
 @dataclass
@@ -94,6 +118,7 @@ class PPRParams:
     top_triples: int = 1
     tol: float = 1e-7  # AGRAG §III-C: converge when the change is below 1e-7
     max_iter: int = 100
+    coarse_tol: float = COARSE_TOL  # float32 steps down to this change first (0 = float64 only; ours)
     specificity: bool = True  # HippoRAG 2: divide a seed entity's weight by its passage count
     seed_entities: int = 0  # extra seeds: the n entities nearest the query (ours; for graphs without triples)
     # extra seeds: entities the query names (its n-grams that are entity names, as HippoRAG 1 links query NER), each
@@ -110,8 +135,9 @@ class PPRParams:
             raise ConfigError(f"ppr damping must be in [0, 1), got {self.damping}")
         if min(self.passage_weight, self.top_triples, self.seed_entities, self.dense_pool, self.name_seeds) < 0:
             raise ConfigError("ppr passage_weight, top_triples, seed_entities, dense_pool and name_seeds must be >= 0")
-        if self.tol <= 0 or self.max_iter < 1:
-            raise ConfigError(f"ppr tol must be > 0 and max_iter >= 1, got {self.tol}, {self.max_iter}")
+        if self.tol <= 0 or self.max_iter < 1 or self.coarse_tol < 0:
+            raise ConfigError(f"ppr tol must be > 0, coarse_tol >= 0 and max_iter >= 1, got {self.tol}, "
+                              f"{self.coarse_tol}, {self.max_iter}")
         if self.relation_weight not in ("count", "one") or self.contains_weight not in ("one", "count"):
             raise ConfigError("ppr relation_weight must be count|one and contains_weight one|count")
 
@@ -171,7 +197,8 @@ def ppr_scores(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple[np.n
     graph = node_space_graph(snap, params.relation_weight, params.contains_weight)
     rows = transition_rows(snap, params.relation_weight, params.contains_weight)
     reset, info = personalization(env, query, params)
-    scores = personalized_pagerank(rows, reset, params.damping, params.tol, params.max_iter, graph.dangling)
+    scores = personalized_pagerank(rows, reset, params.damping, params.tol, params.max_iter, graph.dangling,
+                                   params.coarse_tol)
     return scores, info
 
 
