@@ -88,7 +88,7 @@ def exact_top_k(vecs: np.ndarray, projection: Projection | None, q: np.ndarray, 
         rows = top_indices(scores, k)
         return rows, scores[rows]
     bound = projection.bounds(q)
-    first = np.argpartition(-bound, n_first - 1)[:n_first]
+    first = np.argpartition(bound, n - n_first)[n - n_first :]  # the n_first highest bounds (no negated copy)
     exact = vecs[first] @ q
     kth = np.partition(exact, n_first - k)[n_first - k]  # the k-th best exact score among the first rows
     cand = np.union1d(first, np.flatnonzero(bound >= kth)).astype(np.int64)  # sorted: ties go to the lower row
