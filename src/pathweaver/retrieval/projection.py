@@ -3,13 +3,12 @@
 For an orthonormal basis P (d × m) of the rows' leading directions, a row v and a query q split as
 v·q = (Pᵀv)·(Pᵀq) + v_r·q_r with residuals v_r = v − PPᵀv, and |v_r·q_r| ≤ |v_r||q_r| (Cauchy–Schwarz). So
 ``(Pᵀv)·(Pᵀq) + |v_r||q_r|`` bounds v·q from above, and a row whose bound is below a score that k rows already
-reach cannot be among the top k. Scoring m = 96 of 384 dimensions, then exactly the few rows whose bound passes,
+reach cannot be among the top k. Scoring m = 128 of 384 dimensions, then exactly the few rows whose bound passes,
 returns the same rows as the full product (the exact scores decide; the basis only decides which rows are looked
-at) at a quarter of the memory traffic: on the 220k relation vectors of the 2wiki store, 30 dev questions rescore
-469 rows at the median for their top triple (66 at m = 128, 6,573 at m = 64). Each row is kept as its projection
-with its residual norm appended, [Pᵀv, |v_r|], so the bound is one dot product of two such rows: a query's
-([Pᵀq, |q_r|]), or another row's, as in the all-pairs synonym search (AGRAG Eq. 5), where a tile of bounds is
-then one matrix product.
+at) at about a third of the memory traffic: 220k relation vectors of the 2wiki store, 51 dev questions, 55 rows
+rescored at the median for the top triple. Each row is kept as its projection with its residual norm appended,
+[Pᵀv, |v_r|], so the bound is one dot product of two such rows: a query's ([Pᵀq, |q_r|]), or another row's, as in
+the all-pairs synonym search (AGRAG Eq. 5), where a tile of bounds is then one matrix product.
 """
 
 from __future__ import annotations
@@ -21,10 +20,11 @@ import numpy as np
 from pathweaver.retrieval.parallel import matmul
 
 MIN_ROWS = 20_000  # below this a plain product is as fast as the projected one
-# m, the projected dimension. The 2wiki top-triple search, alternating m in one process: 7.9 ms at m = 80 and 96,
-# 8.9 at 112, 9.8 at 128 (medians of 3 rounds); synonym tiles rescore 548 pairs per 2048² tile at phi = 0.9 and
-# take 23.4-24.4 s for all 145k entities, against 25.4-26.7 s at 128 (synonyms.py)
-DIM = 96
+# m, the projected dimension. Fewer dimensions read fewer bytes but loosen the bound, and a question whose best
+# score is low then rescores many rows. 51 2wiki dev questions, m = 96 against 128: top triple p50 8.8 / 11.1 ms but
+# p95 49.5 / 13.6 ms (max 20,701 / 2,295 rows rescored); top-8 entities p50 16.9 / 10.5, p95 81.1 / 29.8 ms.
+# Synonym tiles have a fixed, high threshold and use fewer (synonyms.DIM).
+DIM = 128
 SAMPLE = 20_000  # rows the basis is fitted on
 FIRST = 64  # at least this many rows (and 2k) are rescored before the bound sets the k-th score to reach
 MARGIN = 1e-4  # slack for float32 rounding in the projected scores and the residual norms
