@@ -1,8 +1,10 @@
 """Peers benchmark (issue 6): pathweaver's methods against chromadb, bm25s and their hybrid.
 
 For each corpus (2wikimultihopqa, musique, hotpotqa) every system runs in its own subprocess, so its indexing wall
-time and peak memory (``ru_maxrss``) are its own. All systems use the same all-MiniLM-L6-v2 embeddings, loaded
-before the clock starts. Each system retrieves the top 8 passages per question; recall@5 and all-evidence@5 are
+time and peak memory (``ru_maxrss``) are its own. The systems index one after the other, alone on the machine.
+Then they take turns at the questions, ``BURST`` at a time (each system and method in turn), so that a shared
+machine's slow and fast spells fall on all of them alike rather than on whichever ran last. All systems use the
+same all-MiniLM-L6-v2 embeddings, loaded before the clock starts. Each system retrieves the top 8 passages per question; recall@5 and all-evidence@5 are
 read from the first 5, all-evidence@8 from all 8. Ratios are against the chromadb peer. Published figures (from
 the data folder's SPLITS.md) are printed in their own table: their corpora, models and question sets differ.
 
@@ -12,12 +14,14 @@ the data folder's SPLITS.md) are printed in their own table: their corpora, mode
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -34,6 +38,7 @@ PEERS = ("chromadb", "bm25s", "chromadb+bm25s")
 DEFAULT_METHODS = ("dense", "hybrid", "ppr", "pathrag", "mcmi", "pooling", "lego:sbe+sbr", "lego:sbe+osar",
                    "lego:sbe+isar", "lego:sae+sbr", "lego:sae+osar", "lego:sae+isar", "pank", "pank:mcmi")
 HYBRID_POOL = 50  # candidates per side before the normalised-sum fusion
+BURST = 10  # questions per turn when the systems take turns at the query phase
 PUBLISHED = [  # SPLITS.md; different corpora, embedders, LLMs and question counts: never mixed with ours
     ("2wikimultihopqa", "fast-graphrag: VectorDB (text-embedding-3-small)", "all_evidence@8", 0.42),
     ("2wikimultihopqa", "fast-graphrag: LightRAG", "all_evidence@8", 0.45),
@@ -61,32 +66,35 @@ def _figures(rankings: list[list[str]], golds: list[list[str]], seconds: list[fl
 
 
 # -- workers (one per subprocess) ----------------------------------------------------------------------------
-def _worker_pathweaver(args: argparse.Namespace, passages: list, questions: list) -> dict[str, Any]:
-    from pathweaver.service import Pathweaver
+class _Skip(Exception):
+    """A system that cannot run here (a peer library not installed)."""
 
-    base = Path(args.store_root) / "peers" / args.dataset_name
-    store = base / "pathweaver"
-    if store.exists() and not args.reuse_store:
-        shutil.rmtree(store)
-    titles = prepare_corpus(passages, base / "corpus")
-    pw = Pathweaver.open(store)
-    pw.embedder.model  # noqa: B018 - load the model before the clock starts, as for the peers
-    start = time.perf_counter()
-    report = pw.index([base / "corpus"], exact=True)
-    index_seconds = time.perf_counter() - start
-    out: dict[str, Any] = {"index_seconds": index_seconds, "stats": pw.stats(), "index": _plain(report), "methods": {}}
-    golds = [q.gold_titles for q in questions]
-    for method in args.methods.split(","):
-        try:
-            results, seconds = run_questions(pw, [q.text for q in questions], method, K_MAX, None)
-        except Exception as exc:  # a method not built yet, or failing: report it, run the others
-            out["methods"][method] = {"error": f"{type(exc).__name__}: {exc}"}
-            continue
-        snap = pw.snapshot()
-        out["methods"][method] = _figures([ranked_titles(r, snap, titles) for r in results], golds, seconds)
-    pw.close()
-    out["peak_rss_mb"] = _peak_mb()
-    return out
+
+class _PathweaverSystem:
+    """pathweaver: indexes the corpus into a fresh store (or reuses it), then retrieves with any of its methods."""
+
+    def __init__(self, args: argparse.Namespace, passages: list, questions: list) -> None:
+        from pathweaver.service import Pathweaver
+
+        base = Path(args.store_root) / "peers" / args.dataset_name
+        store = base / "pathweaver"
+        if store.exists() and not args.reuse_store:
+            shutil.rmtree(store)
+        self.titles = prepare_corpus(passages, base / "corpus")
+        self.pw = Pathweaver.open(store)
+        self.pw.embedder.model  # noqa: B018 - load the model before the clock starts, as for the peers
+        start = time.perf_counter()
+        report = self.pw.index([base / "corpus"], exact=True)
+        self.ready = {"index_seconds": time.perf_counter() - start, "stats": self.pw.stats(),
+                      "index": _plain(report), "methods": args.methods.split(",")}
+
+    def run(self, method: str, texts: list[str]) -> tuple[list[list[str]], list[float]]:
+        results, seconds = run_questions(self.pw, texts, method, K_MAX, None)
+        snap = self.pw.snapshot()
+        return [ranked_titles(r, snap, self.titles) for r in results], seconds
+
+    def close(self) -> None:
+        self.pw.close()
 
 
 def _plain(report: Any) -> Any:
@@ -100,83 +108,182 @@ def _minmax(scores: dict[int, float]) -> dict[int, float]:
     return {i: (s - lo) / (hi - lo) if hi > lo else 1.0 for i, s in scores.items()}
 
 
-def _worker_peer(args: argparse.Namespace, passages: list, questions: list) -> dict[str, Any]:
-    from pathweaver.models.embedder import get_embedder
+class _PeerSystem:
+    """chromadb (dense), bm25s (BM25) or both fused: embed and insert, then query with the same embedder."""
 
-    system = args.worker
-    use_dense, use_bm25 = "chromadb" in system, "bm25s" in system
-    try:
-        if use_dense:
-            import chromadb
-        if use_bm25:
-            import bm25s
-    except ImportError as exc:
-        return {"error": f"{exc.name} is not installed (pip install -e '.[bench]'); peer skipped"}
-    texts = [f"{title}\n{text}" for title, text in passages]
-    titles = [title for title, _ in passages]
-    embedder = get_embedder()
-    embedder.model  # noqa: B018 - loaded before the clock starts
-    start = time.perf_counter()
-    if use_dense:
-        vecs = embedder.encode(texts)
-        client = chromadb.EphemeralClient(settings=chromadb.Settings(anonymized_telemetry=False))
-        col = client.create_collection("passages", metadata={"hnsw:space": "cosine"}, embedding_function=None)
-        step = 4000
-        for i in range(0, len(texts), step):
-            col.add(ids=[str(j) for j in range(i, min(i + step, len(texts)))], embeddings=vecs[i : i + step].tolist())
-    if use_bm25:
-        retriever = bm25s.BM25()
-        retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
-    index_seconds = time.perf_counter() - start
-    pool = HYBRID_POOL if (use_dense and use_bm25) else K_MAX
-    rankings, seconds = [], []
-    for q in questions:
-        t0 = time.perf_counter()
-        dense: dict[int, float] = {}
-        sparse: dict[int, float] = {}
-        if use_dense:
-            res = col.query(query_embeddings=[embedder.encode_one(q.text).tolist()], n_results=min(pool, len(texts)))
-            dense = {int(i): 1.0 - float(d) for i, d in zip(res["ids"][0], res["distances"][0], strict=True)}
-        if use_bm25:
-            docs, scs = retriever.retrieve(bm25s.tokenize([q.text], stopwords="en", return_ids=False, show_progress=False),
-                                           k=min(pool, len(texts)), show_progress=False)
-            sparse = {int(i): float(s) for i, s in zip(docs[0], scs[0], strict=True)}
-        if use_dense and use_bm25:  # normalised sum / 2, a missing side counts 0
-            nd, ns = _minmax(dense), _minmax(sparse)
-            fused = {i: (nd.get(i, 0.0) + ns.get(i, 0.0)) / 2 for i in set(nd) | set(ns)}
-        else:
-            fused = dense or sparse
-        order = sorted(fused, key=lambda i: (-fused[i], i))[:K_MAX]
-        seconds.append(time.perf_counter() - t0)
-        rankings.append([titles[i] for i in order])
-    figures = _figures(rankings, [q.gold_titles for q in questions], seconds)
-    return {"index_seconds": index_seconds, "peak_rss_mb": _peak_mb(), "methods": {system: figures}}
+    def __init__(self, args: argparse.Namespace, passages: list, questions: list) -> None:
+        from pathweaver.models.embedder import get_embedder
+
+        system = args.worker
+        self.use_dense, self.use_bm25 = "chromadb" in system, "bm25s" in system
+        try:
+            if self.use_dense:
+                import chromadb
+            if self.use_bm25:
+                import bm25s
+        except ImportError as exc:
+            raise _Skip(f"{exc.name} is not installed (pip install -e '.[bench]'); peer skipped") from exc
+        texts = [f"{title}\n{text}" for title, text in passages]
+        self.titles = [title for title, _ in passages]
+        self.embedder = get_embedder()
+        self.embedder.model  # noqa: B018 - loaded before the clock starts
+        start = time.perf_counter()
+        if self.use_dense:
+            vecs = self.embedder.encode(texts)
+            client = chromadb.EphemeralClient(settings=chromadb.Settings(anonymized_telemetry=False))
+            self.col = client.create_collection("passages", metadata={"hnsw:space": "cosine"},
+                                                embedding_function=None)
+            step = 4000
+            for i in range(0, len(texts), step):
+                self.col.add(ids=[str(j) for j in range(i, min(i + step, len(texts)))],
+                             embeddings=vecs[i : i + step].tolist())
+        if self.use_bm25:
+            self.bm25s = bm25s
+            self.retriever = bm25s.BM25()
+            self.retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+        self.pool = min(HYBRID_POOL if (self.use_dense and self.use_bm25) else K_MAX, len(texts))
+        self.ready = {"index_seconds": time.perf_counter() - start, "methods": [system]}
+
+    def run(self, method: str, texts: list[str]) -> tuple[list[list[str]], list[float]]:
+        rankings, seconds = [], []
+        for text in texts:
+            t0 = time.perf_counter()
+            dense: dict[int, float] = {}
+            sparse: dict[int, float] = {}
+            if self.use_dense:
+                res = self.col.query(query_embeddings=[self.embedder.encode_one(text).tolist()], n_results=self.pool)
+                dense = {int(i): 1.0 - float(d) for i, d in zip(res["ids"][0], res["distances"][0], strict=True)}
+            if self.use_bm25:
+                query = self.bm25s.tokenize([text], stopwords="en", return_ids=False, show_progress=False)
+                docs, scs = self.retriever.retrieve(query, k=self.pool, show_progress=False)
+                sparse = {int(i): float(s) for i, s in zip(docs[0], scs[0], strict=True)}
+            if self.use_dense and self.use_bm25:  # normalised sum / 2, a missing side counts 0
+                nd, ns = _minmax(dense), _minmax(sparse)
+                fused = {i: (nd.get(i, 0.0) + ns.get(i, 0.0)) / 2 for i in set(nd) | set(ns)}
+            else:
+                fused = dense or sparse
+            order = sorted(fused, key=lambda i: (-fused[i], i))[:K_MAX]
+            seconds.append(time.perf_counter() - t0)
+            rankings.append([self.titles[i] for i in order])
+        return rankings, seconds
+
+    def close(self) -> None:
+        """Nothing to release: the collection is in memory."""
+
+
+def _say(message: dict[str, Any]) -> None:
+    print(json.dumps(message, default=str), flush=True)
 
 
 def run_worker(args: argparse.Namespace) -> None:
+    """Index, say ``ready``, then answer one ``{"method", "start", "stop"}`` request per stdin line with the
+    rankings and per-question seconds of those questions; at end of input, say the peak memory."""
     ds = load_dataset(args.dataset_dir)
     args.dataset_name = ds.name
     questions = split(ds.questions, args.split)
     if args.limit_questions:
         questions = questions[: args.limit_questions]
-    fn = _worker_pathweaver if args.worker == "pathweaver" else _worker_peer
-    print(json.dumps(fn(args, ds.passages, questions), default=str))
+    kind = _PathweaverSystem if args.worker == "pathweaver" else _PeerSystem
+    try:
+        system = kind(args, ds.passages, questions)
+    except _Skip as exc:
+        _say({"error": str(exc)})
+        return
+    _say({"ready": True, **system.ready})
+    for line in sys.stdin:
+        request = json.loads(line)
+        texts = [q.text for q in questions[request["start"] : request["stop"]]]
+        try:
+            rankings, seconds = system.run(request["method"], texts)
+        except Exception as exc:  # a method not built yet, or failing: report it, run the others
+            _say({"error": f"{type(exc).__name__}: {exc}"})
+            continue
+        _say({"rankings": rankings, "seconds": seconds})
+    system.close()
+    _say({"peak_rss_mb": _peak_mb()})
 
 
 # -- orchestration -------------------------------------------------------------------------------------------
-def _spawn(system: str, folder: Path, args: argparse.Namespace) -> dict[str, Any]:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", system, "--dataset-dir", str(folder),
-           "--split", args.split, "--store-root", args.store_root, "--methods", args.methods]
-    if args.limit_questions:
-        cmd += ["--limit-questions", str(args.limit_questions)]
-    if args.reuse_store:
-        cmd.append("--reuse-store")
-    print(f"[{folder.name}] {system} ...", file=sys.stderr, flush=True)
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        return {"error": f"exit {proc.returncode}: {proc.stderr.strip()[-600:]}"}
-    return json.loads(lines[-1])
+class _Worker:
+    """One system's subprocess: started (and so indexing) on creation, then asked for bursts of questions."""
+
+    def __init__(self, system: str, folder: Path, args: argparse.Namespace) -> None:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", system, "--dataset-dir", str(folder),
+               "--split", args.split, "--store-root", args.store_root, "--methods", args.methods]
+        if args.limit_questions:
+            cmd += ["--limit-questions", str(args.limit_questions)]
+        if args.reuse_store:
+            cmd.append("--reuse-store")
+        print(f"[{folder.name}] {system} ...", file=sys.stderr, flush=True)
+        # stderr to a file: a pipe left unread could fill and stall the worker (closed in ``finish``)
+        self.errors = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors,
+                                     text=True, env=os.environ.copy())
+
+    def reply(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("{"):
+                return json.loads(line)
+        self.proc.wait()
+        self.errors.seek(0)
+        return {"error": f"exit {self.proc.returncode}: {self.errors.read().strip()[-600:]}"}
+
+    def ask(self, method: str, start: int, stop: int) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        with contextlib.suppress(OSError):  # a dead worker: reply() reports its exit and stderr
+            self.proc.stdin.write(json.dumps({"method": method, "start": start, "stop": stop}) + "\n")
+            self.proc.stdin.flush()
+        return self.reply()
+
+    def finish(self) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()
+        out = self.reply()
+        self.proc.wait()
+        self.errors.close()
+        return out
+
+
+def _run_dataset(folder: Path, peers: list[str], golds: list[list[str]], args: argparse.Namespace
+                 ) -> dict[str, dict[str, Any]]:
+    """Every system indexes in turn (alone on the machine); then the questions go in bursts of ``BURST``, each
+    burst to every system and method in turn, so that all of them sample the shared machine's fast and slow spells
+    alike; then each system's figures."""
+    systems: dict[str, dict[str, Any]] = {}
+    workers: dict[str, _Worker] = {}
+    for system in ["pathweaver", *peers]:
+        worker = _Worker(system, folder, args)
+        ready = worker.reply()
+        if "error" in ready:
+            systems[system] = ready
+            worker.finish()
+            continue
+        workers[system] = worker
+        systems[system] = {k: v for k, v in ready.items() if k not in ("ready", "methods")}
+        systems[system]["runs"] = {m: ([], []) for m in ready["methods"]}
+        systems[system]["methods"] = {}
+    for start in range(0, len(golds), BURST):
+        stop = min(len(golds), start + BURST)
+        for system, worker in workers.items():
+            for method, (rankings, seconds) in systems[system]["runs"].items():
+                if method in systems[system]["methods"]:
+                    continue  # failed before
+                out = worker.ask(method, start, stop)
+                if "error" in out:
+                    systems[system]["methods"][method] = {"error": out["error"]}
+                    continue
+                rankings += out["rankings"]
+                seconds += out["seconds"]
+    for system, worker in workers.items():
+        systems[system]["peak_rss_mb"] = worker.finish().get("peak_rss_mb", 0.0)
+        failed = systems[system]["methods"]
+        systems[system]["methods"] = {  # in the order asked for
+            method: failed.get(method) or (_figures(rankings, golds, seconds) if seconds else {"error": "no answers"})
+            for method, (rankings, seconds) in systems[system].pop("runs").items()
+        }
+    return systems
 
 
 def _ratio(a: float | None, b: float | None) -> str:
@@ -242,14 +349,14 @@ def main(argv: list[str] | None = None) -> int:
     everything: dict[str, Any] = {}
     for name in args.datasets:
         folder = resolve_dir(name, args.data_root)
-        systems = {"pathweaver": _spawn("pathweaver", folder, args)}
-        for peer in [p for p in args.peers.split(",") if p]:
-            systems[peer] = _spawn(peer, folder, args)
         ds = load_dataset(folder)
         dataset = ds.name
+        questions = split(ds.questions, args.split)[: args.limit_questions or None]
+        systems = _run_dataset(folder, [p for p in args.peers.split(",") if p], [q.gold_titles for q in questions],
+                               args)
         rows = _print_dataset(dataset, systems)
         everything[dataset] = systems
-        n = len(split(ds.questions, args.split)[: args.limit_questions or None])
+        n = len(questions)
         if rows and not args.no_ledger:
             Ledger.for_store(args.store_root).append([
                 {**r, "dataset": dataset, "split": args.split, "n_questions": n, "source": "bench:peers"} for r in rows
