@@ -53,8 +53,8 @@ def personalized_pagerank(
     when the L1 change is below ``tol`` or after ``max_iter`` steps. The result sums to 1.
 
     While the change is above ``coarse_tol`` (> ``tol``; 0 = never), steps run in float32, which reads a third
-    fewer bytes; the float64 steps after them converge to the same fixed point under the same stopping rule, since each
-    step contracts the error by d whatever the start. On the 2wiki store the result moves by < 1e-9 in L1, the
+    fewer bytes; the float64 steps after them converge to the same fixed point under the same stopping rule, since
+    each step contracts the error by d whatever the start. On the 2wiki store the result moves by < 1e-9 in L1, the
     power iteration takes 24.5 ms instead of 27.0 (10 queries), and 40 dev questions keep their top 8 passages
     (ppr 33.8 ms instead of 35.9 and mcmi 92.9 instead of 97.7, alternating in one process).
     """
