@@ -36,7 +36,7 @@ import anyio
 SRC = Path(__file__).resolve().parents[1] / "src"
 sys.path.insert(0, str(SRC))
 
-from pathweaver.demo import OFFLINE_ENV, demo_corpus, server_command, wait_until_indexed  # noqa: E402
+from pathweaver.demo import OFFLINE_ENV, demo_corpus, indexed, server_command, wait_until_indexed  # noqa: E402
 
 QUESTION = "Who warned Scrooge that three spirits would visit him?"
 SEARCH = "Tiny Tim"
@@ -201,7 +201,7 @@ def over_raw_stdio(svc: Any, notes: Path, store: Path, repeat: int, calls: list)
     out: dict[str, Any] = {"tools": {}}
     with RawClient(command, args) as client:
         deadline = time.monotonic() + 600
-        while not ((s := client.call_tool("index_status", {})["structuredContent"])["ready"] and not s["indexing"]):
+        while not indexed(client.call_tool("index_status", {})["structuredContent"]):
             if time.monotonic() > deadline:
                 raise TimeoutError("the raw client's server did not finish indexing within 600 s")
             time.sleep(POLL_S)

@@ -73,7 +73,7 @@ class _Skip(Exception):
 class _PathweaverSystem:
     """pathweaver: indexes the corpus into a fresh store (or reuses it), then retrieves with any of its methods."""
 
-    def __init__(self, args: argparse.Namespace, passages: list, questions: list) -> None:
+    def __init__(self, args: argparse.Namespace, passages: list) -> None:
         from pathweaver.service import Pathweaver
 
         base = Path(args.store_root) / "peers" / args.dataset_name
@@ -111,7 +111,7 @@ def _minmax(scores: dict[int, float]) -> dict[int, float]:
 class _PeerSystem:
     """chromadb (dense), bm25s (BM25) or both fused: embed and insert, then query with the same embedder."""
 
-    def __init__(self, args: argparse.Namespace, passages: list, questions: list) -> None:
+    def __init__(self, args: argparse.Namespace, passages: list) -> None:
         from pathweaver.models.embedder import get_embedder
 
         system = args.worker
@@ -171,6 +171,11 @@ class _PeerSystem:
         """Nothing to release: the collection is in memory."""
 
 
+def _questions(ds: Any, args: argparse.Namespace) -> list:
+    """The questions every process works on: the split, cut to ``--limit-questions``."""
+    return split(ds.questions, args.split)[: args.limit_questions or None]
+
+
 def _say(message: dict[str, Any]) -> None:
     print(json.dumps(message, default=str), flush=True)
 
@@ -180,12 +185,10 @@ def run_worker(args: argparse.Namespace) -> None:
     rankings and per-question seconds of those questions; at end of input, say the peak memory."""
     ds = load_dataset(args.dataset_dir)
     args.dataset_name = ds.name
-    questions = split(ds.questions, args.split)
-    if args.limit_questions:
-        questions = questions[: args.limit_questions]
+    questions = _questions(ds, args)
     kind = _PathweaverSystem if args.worker == "pathweaver" else _PeerSystem
     try:
-        system = kind(args, ds.passages, questions)
+        system = kind(args, ds.passages)
     except _Skip as exc:
         _say({"error": str(exc)})
         return
@@ -351,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         folder = resolve_dir(name, args.data_root)
         ds = load_dataset(folder)
         dataset = ds.name
-        questions = split(ds.questions, args.split)[: args.limit_questions or None]
+        questions = _questions(ds, args)
         systems = _run_dataset(folder, [p for p in args.peers.split(",") if p], [q.gold_titles for q in questions],
                                args)
         rows = _print_dataset(dataset, systems)

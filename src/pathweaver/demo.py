@@ -91,13 +91,18 @@ def write_transcript(path: Path, question: str, record: list[tuple[str, dict, di
     path.write_text("\n".join(lines), encoding="utf-8")
 
 
+def indexed(status: dict) -> bool:
+    """Whether an ``index_status`` result says the background index has finished."""
+    return bool(status["ready"] and not status["indexing"])
+
+
 async def wait_until_indexed(session: Any, out: Callable[[str], None], timeout: float = READY_TIMEOUT_S) -> dict:
     """Poll ``index_status`` until the background index has finished; returns the last status."""
     deadline = time.monotonic() + timeout
     last = ""
     while True:
         status = await _call(session, "index_status", {})
-        if status["ready"] and not status["indexing"]:
+        if indexed(status):
             return status
         line = f"  indexing… {status['done']}/{status['total']} {Path(status['message'] or '.').name}"
         if line != last:
