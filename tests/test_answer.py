@@ -16,6 +16,7 @@ from pathweaver.models.llm_openai import OpenAIBackend
 from pathweaver.models.llm_sampling import SamplingBackend
 from pathweaver.planner.execute import execute_plan, extractive_answer, merge_rankings
 from pathweaver.planner.heuristic import heuristic_decompose
+from pathweaver.retrieval.context import sentences
 from pathweaver.retrieval.types import ChunkHit, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
 from test_llm import FakeChatServer
@@ -203,3 +204,40 @@ def test_extractive_answer_prefers_new_entity(env: RetrievalEnv) -> None:
         env.snapshot, [ChunkHit(1, 1.0)], "Who did Steven Spielberg marry?", env.encode
     )
     assert (answer, passage) == ("Kate Capshaw", 1)
+
+
+def test_prefetch_gets_each_levels_rephrased_queries(env: RetrievalEnv) -> None:
+    plan = heuristic_decompose("Who is the spouse of the director of Jaws?")
+    asked: list[str] = []
+
+    def fixed(text: str) -> RetrievalResult:
+        asked.append(text)
+        return RetrievalResult("fixed", [ChunkHit(1, 0.9), ChunkHit(4, 0.8)])
+
+    levels: list[list[str]] = []
+    trace = execute_plan(plan, fixed, env.encode, NoneBackend(), env.snapshot, top_k=3, prefetch=levels.append)
+    first = trace.nodes["1"].answer
+    assert first and levels == [["Who is the director of Jaws?"], [f"Who is the spouse of {first}?"]]
+    assert asked == [q for level in levels for q in level]  # what was fetched is what each node then asked
+
+
+def test_extractive_answer_embeds_only_the_most_overlapping_sentences(env: RetrievalEnv, monkeypatch) -> None:
+    from pathweaver.planner import execute
+
+    embedded: list[list[str]] = []
+
+    def counting(texts: list[str]):
+        embedded.append(list(texts))
+        return env.encode(texts)
+
+    hits = [ChunkHit(p, 1.0) for p in range(min(3, env.snapshot.n_passages))]
+    every = sum(len(sentences(env.snapshot.chunk_texts[h.passage])) for h in hits)
+    monkeypatch.setattr(execute, "SUB_ANSWER_SENTENCES", 1)
+    answer, passage = extractive_answer(env.snapshot, [ChunkHit(1, 1.0), *hits], "Who did Steven Spielberg marry?",
+                                        counting)
+    assert every > 1 and [len(t) for t in embedded] == [1, 1]  # the question, then one sentence, not all
+    assert (answer, passage) == ("Kate Capshaw", 1)
+    cands = [("a cat sat", 0), ("Spielberg married Capshaw", 1), ("the dog ran", 2), ("Spielberg directed Jaws", 3)]
+    assert execute._most_overlapping(cands, "Whom did Spielberg marry?", 2) == [cands[1], cands[3]]
+    assert execute._most_overlapping(cands, "Whom did Spielberg marry?", 0) == cands
+

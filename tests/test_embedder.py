@@ -28,6 +28,24 @@ def test_single_text_cache_matches_batches_and_is_bounded(monkeypatch) -> None:
     assert not emb._one_cache
 
 
+def test_remember_embeds_unseen_texts_in_one_batch(monkeypatch) -> None:
+    emb = get_embedder()
+    emb.clear_cache()
+    alone = emb.encode_one("where was marie curie born")
+    calls: list[list[str]] = []
+    real = emb._encode
+    monkeypatch.setattr(emb, "_encode", lambda texts, batch_size=None: calls.append(list(texts)) or real(texts))
+    emb.remember(["where was marie curie born", "who discovered radium", "who discovered radium", "what is polonium"])
+    assert calls == [["who discovered radium", "what is polonium"]]  # one batch of the unseen, each once
+    assert emb.encode_one("where was marie curie born") is alone
+    radium = emb.encode_one("who discovered radium")
+    assert calls == [["who discovered radium", "what is polonium"]] and not radium.flags.writeable
+    emb.clear_cache()
+    assert np.allclose(radium, emb.encode_one("who discovered radium"), atol=1e-4)  # as if embedded alone
+    emb.remember([])
+    emb.clear_cache()
+
+
 def test_packed_batches_equal_the_models_own_encode() -> None:
     """Many texts per row (block-diagonal attention, own position ids) give each text's separate vector: single
     words, names, sentences, a text cut at the model's token limit, and an empty string."""

@@ -176,6 +176,9 @@ def test_tools_are_listed_with_schemas(env: dict[str, Any]) -> None:
     for tool in tools.values():
         assert tool.output_schema is not None, tool.name
         assert tool.description and len(tool.description) > 40, tool.name
+    for name in ("retrieve_paths", "build_mcmi"):  # published in full, though the server no longer re-validates
+        assert {"method", "chunks", "paths", "subgraph", "triples"} <= set(tools[name].output_schema["properties"])
+    assert "results" in tools["search"].output_schema["properties"]
     props = tools["retrieve_paths"].input_schema["properties"]
     assert props["top_nodes"]["default"] == 40 and props["top_paths"]["default"] == 15  # PathRAG N, K
     assert props["alpha"]["default"] == 0.7

@@ -73,8 +73,10 @@ def ask(
     plan: dict[str, Any] | None = None,
     timeout: float = 60.0,
     max_tokens: int = ANSWER_MAX_TOKENS,
+    prefetch: Callable[[list[str]], None] | None = None,
 ) -> dict[str, Any]:
-    """Answer ``question`` with citations; see the module docstring for the keys of the result."""
+    """Answer ``question`` with citations; see the module docstring for the keys of the result. ``prefetch``
+    gets each plan level's queries before the level runs (``execute_plan``)."""
     start = time.perf_counter()
     fallbacks: list[str] = []
     tokens = [0, 0]
@@ -87,7 +89,8 @@ def ask(
         tokens[0] += int(info.get("prompt_tokens", 0))
         tokens[1] += int(info.get("completion_tokens", 0))
         trace = execute_plan(
-            built, lambda q: retrieve(q, None), env.encode, llm, env.snapshot, top_k, timeout=timeout
+            built, lambda q: retrieve(q, None), env.encode, llm, env.snapshot, top_k, timeout=timeout,
+            prefetch=prefetch,
         )
         fallbacks += trace.fallbacks
         tokens[0] += trace.prompt_tokens

@@ -165,6 +165,10 @@ class Pathweaver:
         self._check_embedding()
         return Query(text=text, vec=self.embedder.encode_one(text), keywords=list(keywords or []))
 
+    def remember_queries(self, texts: list[str]) -> None:
+        """Embed questions ``query`` will be asked for soon, in one batch (see ``Embedder.remember``)."""
+        self.embedder.remember([t.strip() for t in texts if t and t.strip()])
+
     def method_params(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """Config defaults for ``method`` (``[retrieval.<method>]``) overridden by ``params``."""
         base, _ = parse_method(method)
@@ -212,12 +216,15 @@ class Pathweaver:
 
         llm = NoneBackend()
         plan, _ = decompose(text, llm)
+        if len(plan.nodes) > 1 and plan.levels:  # the question and the first sub-questions in one batch
+            self.remember_queries([text, *(plan.node(n).question for n in plan.levels[0])])
         root = self.retrieve(text, base, top_k, params, keywords)
         if len(plan.nodes) <= 1:
             return RetrievalResult(method=method, chunks=root.chunks, info={"plan_nodes": 1})
         env = self.env()
         trace = execute_plan(plan, lambda q: self.retrieve(q, base, top_k, params), env.encode, llm, env.snapshot,
-                             top_k, root_hits=list(root.chunks), answer_leaves=False)
+                             top_k, root_hits=list(root.chunks), answer_leaves=False,
+                             prefetch=self.remember_queries)
         return RetrievalResult(method=method, chunks=trace.merged, info={"plan_nodes": len(plan.nodes)})
 
     def retrieve_json(
@@ -360,6 +367,7 @@ class Pathweaver:
                 decompose=decompose or plan is not None,
                 plan=plan,
                 timeout=self.settings.models.llm_timeout,
+                prefetch=self.remember_queries,
             )
         )
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -121,12 +122,27 @@ class Embedder:
                 self._one_cache.move_to_end(text)
                 return vec
         vec = self._encode([text])[0]
-        vec.setflags(write=False)
+        self._keep([(text, vec)])
+        return vec
+
+    def remember(self, texts: list[str]) -> None:
+        """Embed the texts ``encode_one`` has not seen in one batch and remember them, so that their later single
+        lookups are free (a plan's sub-questions: four short texts packed take ~25 ms, one at a time ~65 ms)."""
         with self._lock:
-            self._one_cache[text] = vec
+            todo = list(dict.fromkeys(t for t in texts if t not in self._one_cache))
+        if not todo:
+            return
+        self._keep(zip(todo, self._encode(todo), strict=True))
+
+    def _keep(self, pairs: Iterable[tuple[str, np.ndarray]]) -> None:
+        """Remember (text, vector) pairs read-only, newest last, forgetting the oldest beyond ``ONE_CACHE``."""
+        with self._lock:
+            for text, vec in pairs:
+                vec.setflags(write=False)
+                self._one_cache[text] = vec
+                self._one_cache.move_to_end(text)
             while len(self._one_cache) > ONE_CACHE:
                 self._one_cache.popitem(last=False)
-        return vec
 
     def clear_cache(self) -> None:
         """Forget the remembered single-text vectors (benchmarks time every question's embedding)."""
