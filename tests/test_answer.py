@@ -217,8 +217,8 @@ def test_prefetch_gets_each_levels_rephrased_queries(env: RetrievalEnv) -> None:
     levels: list[list[str]] = []
     trace = execute_plan(plan, fixed, env.encode, NoneBackend(), env.snapshot, top_k=3, prefetch=levels.append)
     first = trace.nodes["1"].answer
-    assert first and levels == [["Who is the director of Jaws?"], [f"Who is the spouse of {first}?"]]
-    assert asked == [q for level in levels for q in level]  # what was fetched is what each node then asked
+    assert first and levels == [["Who is the director of Jaws?"], [f"Who is the spouse of {first}?", first]]
+    assert asked == [levels[0][0], levels[1][0]]  # each level's queries, then the answers its reranking reads
 
 
 def test_extractive_answer_embeds_only_the_most_overlapping_sentences(env: RetrievalEnv, monkeypatch) -> None:

@@ -204,8 +204,8 @@ def execute_plan(
     """Run ``plan`` level by level; see the module docstring. ``alpha`` None = by question type (PankRAG §3.4).
     ``root_hits`` (the whole question's ranking) is fused with the nodes' rankings, see ``merge_rankings``.
     ``answer_leaves=False`` skips the sub-answers no other node depends on (retrieval only: nothing reads them).
-    ``prefetch``, when given, gets each level's rephrased queries before the level runs (to embed them in one
-    batch rather than one by one)."""
+    ``prefetch``, when given, gets each level's rephrased queries and resolved answers before the level runs (to
+    embed them in one batch rather than one by one)."""
     start = time.perf_counter()
     answers: dict[str, str] = {}
     traces: dict[str, NodeTrace] = {}
@@ -268,8 +268,8 @@ def execute_plan(
 
     with ThreadPoolExecutor(max_workers=MAX_WORKERS) as pool:
         for level in plan.levels:
-            if prefetch is not None:
-                prefetch([query_of(n) for n in level])
+            if prefetch is not None:  # the level's queries, and the answers its reranking compares against
+                prefetch([query_of(n) for n in level] + [a for n in level for a in resolved_of(n).values()])
             for trace, hits, used in pool.map(run, level):
                 traces[trace.id] = trace
                 answers[trace.id] = trace.answer

@@ -1,0 +1,82 @@
+"""pank's model calls: the extractive sub-answer's sentence cap and the per-level batching, A/B on a dev split.
+
+    python bench/pank_variants.py --dataset musique --store-root /tmp/pwbench [--caps 0,8,5,3] [--no-batching]
+
+It reuses the store ``bench/peers.py`` built (``<store-root>/peers/<dataset>/pathweaver``) and runs ``pank`` on
+every dev question once per variant, the variants taking turns question by question (so a slow spell of this
+shared machine falls on all of them). A variant is a value of ``execute.SUB_ANSWER_SENTENCES`` (0 = embed every
+sentence), with the level batching on; ``--no-batching`` adds the same caps with it off (each question embedded
+alone, as before ``Embedder.remember``). Prints all-evidence@5, recall@5 and p50 per variant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+sys.path.insert(0, str(SRC))
+
+from pathweaver.eval.datasets import load_dataset, resolve_dir, split  # noqa: E402
+from pathweaver.eval.runner import TITLES_FILE, ranked_titles, score  # noqa: E402
+from pathweaver.planner import execute  # noqa: E402
+from pathweaver.service import Pathweaver  # noqa: E402
+
+K = 8
+
+
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    ds = load_dataset(resolve_dir(args.dataset, args.data_root))
+    questions = split(ds.questions, "dev")
+    base = Path(args.store_root) / "peers" / ds.name
+    titles = json.loads((base / TITLES_FILE).read_text(encoding="utf-8"))
+    pw = Pathweaver.open(base / "pathweaver")
+    snap = pw.snapshot()
+    pw.retrieve("a warm-up question about nothing", method="pank", top_k=K)
+    batched = pw.remember_queries
+    caps = [int(c) for c in args.caps.split(",")]
+    variants = [(cap, True) for cap in caps] + ([(cap, False) for cap in caps] if args.no_batching else [])
+    out: dict[tuple[int, bool], tuple[list[list[str]], list[float]]] = {v: ([], []) for v in variants}
+    try:
+        for i, q in enumerate(questions):
+            for cap, batching in variants if i % 2 == 0 else variants[::-1]:
+                execute.SUB_ANSWER_SENTENCES = cap
+                pw.remember_queries = batched if batching else (lambda texts: None)  # type: ignore[method-assign]
+                pw.embedder.clear_cache()  # every variant pays for its question's embedding
+                result = pw.retrieve(q.text, method="pank", top_k=K)
+                out[(cap, batching)][0].append(ranked_titles(result, snap, titles))
+                out[(cap, batching)][1].append(float(result.info["seconds"]))
+    finally:
+        pw.close()
+    golds = [q.gold_titles for q in questions]
+    rows = []
+    for (cap, batching), (rankings, seconds) in out.items():
+        s5 = score([r[:5] for r in rankings], golds, 5)
+        rows.append({"dataset": ds.name, "sentences": cap, "batching": batching, "questions": len(questions),
+                     "all_evidence_at_5": s5["all_evidence_at_k"], "recall_at_5": s5["recall_at_k"],
+                     "p50_ms": 1000 * statistics.median(seconds)})
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", default="musique")
+    parser.add_argument("--data-root", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+    parser.add_argument("--store-root", default="/tmp/pwbench")
+    parser.add_argument("--caps", default="0,8,5,3", help="values of SUB_ANSWER_SENTENCES (0 = every sentence)")
+    parser.add_argument("--no-batching", action="store_true", help="also run each cap without level batching")
+    args = parser.parse_args()
+    print(f"{'dataset':16s} {'sentences':>9s} {'batching':>8s} {'n':>3s} {'all-ev@5':>8s} {'recall@5':>8s} "
+          f"{'p50 ms':>7s}")
+    for row in run(args):
+        print(f"{row['dataset']:16s} {row['sentences'] or 'all':>9} {'on' if row['batching'] else 'off':>8s} "
+              f"{row['questions']:3d} {row['all_evidence_at_5']:8.3f} {row['recall_at_5']:8.3f} {row['p50_ms']:7.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
