@@ -138,3 +138,21 @@ def test_statistical_keywords_match_vocabulary_then_nearest() -> None:
         "warsaw",
     ]
     assert statistical_keywords(snap, "nothing matches here", q, n=2) == ["warsaw", "curie"]
+
+
+def test_the_query_vector_is_embedded_only_when_a_method_reads_it() -> None:
+    env, given = _hand_env([(3, 12.0), (2, 7.0)])
+    calls: list[str] = []
+
+    def embed(text: str) -> np.ndarray:
+        calls.append(text)
+        return given.vec
+
+    query = Query("q", embed=embed)
+    assert [h.passage for h in run_method(env, query, "bm25", 2).chunks] == [3, 2]
+    assert calls == []  # BM25 alone never pays for the model
+    assert run_method(env, query, "dense", 1).chunks[0].passage == 0
+    run_method(env, query, "hybrid", 1)
+    assert calls == ["q"]  # embedded once, on first use
+    with pytest.raises(ValueError, match="vector"):
+        Query("q")

@@ -163,7 +163,7 @@ class Pathweaver:
         if not text:
             raise ConfigError("the question is empty")
         self._check_embedding()
-        return Query(text=text, vec=self.embedder.encode_one(text), keywords=list(keywords or []))
+        return Query(text=text, keywords=list(keywords or []), embed=self.embedder.encode_one)
 
     def remember_queries(self, texts: list[str]) -> None:
         """Embed questions ``query`` will be asked for soon, in one batch (see ``Embedder.remember``)."""

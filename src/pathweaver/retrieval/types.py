@@ -22,13 +22,30 @@ Bm25Fn = Callable[[str, int], list[tuple[int, float]]]
 EncodeFn = Callable[[list[str]], np.ndarray]
 
 
-@dataclass
 class Query:
-    """A question with its unit embedding. ``keywords`` are optional agent- or LLM-supplied keywords (PathRAG)."""
+    """A question with its unit embedding. ``keywords`` are optional agent- or LLM-supplied keywords (PathRAG).
 
-    text: str
-    vec: np.ndarray
-    keywords: list[str] = field(default_factory=list)
+    Give ``vec``, or ``embed`` to compute it on first use: a method that never reads the vector (``bm25``) then
+    never pays for the model."""
+
+    def __init__(self, text: str, vec: np.ndarray | None = None, keywords: list[str] | None = None,
+                 embed: Callable[[str], np.ndarray] | None = None) -> None:
+        if vec is None and embed is None:
+            raise ValueError("a Query needs its vector or a function that embeds its text")
+        self.text = text
+        self.keywords = list(keywords or [])
+        self._vec = vec
+        self._embed = embed
+
+    @property
+    def vec(self) -> np.ndarray:
+        if self._vec is None:
+            assert self._embed is not None
+            self._vec = self._embed(self.text)
+        return self._vec
+
+    def __repr__(self) -> str:
+        return f"Query(text={self.text!r}, keywords={self.keywords!r}, embedded={self._vec is not None})"
 
 
 @dataclass
