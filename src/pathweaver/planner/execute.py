@@ -28,8 +28,8 @@ MAX_WORKERS = 4
 SUB_ANSWER_TOKENS = 64
 SUB_ANSWER_CHUNKS = 3
 # Sentences an extractive sub-answer embeds: those sharing most words with the question (0 = every sentence of
-# the SUB_ANSWER_CHUNKS chunks). Ours, tuned on the dev splits: 5 kept pank's all-evidence@5 on all three
-# (musique 0.320) at a p50 of 190 ms instead of 229; 3 lost musique 4 points.
+# the SUB_ANSWER_CHUNKS chunks). Ours, tuned on the dev splits (bench/pank_variants.py): 5 kept pank's
+# all-evidence@5 on all three, musique's p50 falling from 210 to 167 ms; 3 lost musique 4 points.
 SUB_ANSWER_SENTENCES = 5
 SUB_ANSWER_PROMPT = """Answer the question in a few words, using only the sources. If they do not say, reply
 "unknown".
