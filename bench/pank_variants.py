@@ -22,7 +22,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 sys.path.insert(0, str(SRC))
 
 from pathweaver.eval.datasets import load_dataset, resolve_dir, split  # noqa: E402
-from pathweaver.eval.runner import TITLES_FILE, ranked_titles, score  # noqa: E402
+from pathweaver.eval.runner import TITLES_FILE, ranked_titles, run_questions, score  # noqa: E402
 from pathweaver.planner import execute  # noqa: E402
 from pathweaver.service import Pathweaver  # noqa: E402
 
@@ -46,10 +46,10 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             for cap, batching in variants if i % 2 == 0 else variants[::-1]:
                 execute.SUB_ANSWER_SENTENCES = cap
                 pw.remember_queries = batched if batching else (lambda texts: None)  # type: ignore[method-assign]
-                pw.embedder.clear_cache()  # every variant pays for its question's embedding
-                result = pw.retrieve(q.text, method="pank", top_k=K)
-                out[(cap, batching)][0].append(ranked_titles(result, snap, titles))
-                out[(cap, batching)][1].append(float(result.info["seconds"]))
+                # run_questions clears the embedder's cache first: every variant pays for its question's embedding
+                results, seconds = run_questions(pw, [q.text], "pank", K, None)
+                out[(cap, batching)][0].append(ranked_titles(results[0], snap, titles))
+                out[(cap, batching)][1].extend(seconds)
     finally:
         pw.close()
     golds = [q.gold_titles for q in questions]

@@ -216,15 +216,23 @@ def execute_plan(
     def resolved_of(node_id: str) -> dict[str, str]:
         return {d: answers[d] for d in plan.node(node_id).depends_on if answers.get(d)}
 
-    def query_of(node_id: str) -> str:
+    def query_of(node_id: str, resolved: dict[str, str]) -> str:
         node = plan.node(node_id)
-        return rephrase(node.question, resolved_of(node_id), node.depends_on)
+        return rephrase(node.question, resolved, node.depends_on)
+
+    def level_texts(level: list[str]) -> list[str]:
+        """What a level will embed alone: each node's rephrased query and the answers its reranking reads."""
+        texts = []
+        for node_id in level:
+            resolved = resolved_of(node_id)
+            texts += [query_of(node_id, resolved), *resolved.values()]
+        return texts
 
     def run(node_id: str) -> tuple[NodeTrace, list[ChunkHit], tuple[int, int]]:
         t0 = time.perf_counter()
         node = plan.node(node_id)
         resolved = resolved_of(node_id)
-        query = query_of(node_id)
+        query = query_of(node_id, resolved)
         hits = list(retrieve(query).chunks)
         before = _hits_json(snapshot, hits)
         a = alpha if alpha is not None else ALPHA[question_type(node.question)]
@@ -268,8 +276,8 @@ def execute_plan(
 
     with ThreadPoolExecutor(max_workers=MAX_WORKERS) as pool:
         for level in plan.levels:
-            if prefetch is not None:  # the level's queries, and the answers its reranking compares against
-                prefetch([query_of(n) for n in level] + [a for n in level for a in resolved_of(n).values()])
+            if prefetch is not None:
+                prefetch(level_texts(level))
             for trace, hits, used in pool.map(run, level):
                 traces[trace.id] = trace
                 answers[trace.id] = trace.answer
