@@ -252,6 +252,17 @@ def test_plan_rerank_entity_neighbors(env: dict[str, Any]) -> None:
     assert "babbage" in str(near).lower()
 
 
+def test_a_request_line_over_64_kib(env: dict[str, Any]) -> None:
+    """The server reads stdin on asyncio pipes (``server/pipes.py``), whose default line limit is 64 KiB."""
+    filler = " ".join(["the loom read punched cards"] * 80)  # ~2.2 KB each, ~90 KB in all
+    candidates = [f"{i}: {filler}" for i in range(40)] + ["Charles Babbage designed the Analytical Engine."]
+    assert len(json.dumps(candidates)) > 80_000
+    ranked = env["client"].ok("rerank", {"question": "Who designed the Analytical Engine?", "candidates": candidates,
+                                         "resolved": [], "alpha": 0.6})["results"]
+    assert len(ranked) == len(candidates)
+    assert ranked[0]["index"] == len(candidates) - 1
+
+
 def test_errors_are_readable(env: dict[str, Any]) -> None:
     c = env["client"]
     missing = c.call("get_entity", {"name": "Nobody At All Xyz"})

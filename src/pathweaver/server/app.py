@@ -88,12 +88,32 @@ def run_server(
         if transport == "stdio":
             import anyio
 
-            anyio.run(server.run_stdio_async)
+            anyio.run(serve_stdio, server)
         else:
             _serve_http(server, host, port, token)
     finally:
         manager.stop()
         service.close()
+
+
+async def serve_stdio(server: MCPServer) -> None:
+    """Serve over stdin/stdout on asyncio's pipe transports when they are pipes (``pipes.py``: no thread hop per
+    line), else through the SDK's own stdio transport. The SDK has no public way to run a server on given
+    streams, so this reads its ``_lowlevel_server`` and falls back to ``run_stdio_async`` where that is missing."""
+    from mcp.server.stdio import stdio_server
+
+    from pathweaver.server.pipes import pipe_stdio
+
+    lowlevel = getattr(server, "_lowlevel_server", None)
+    if lowlevel is None:
+        await server.run_stdio_async()
+        return
+    async with pipe_stdio() as pipes:
+        if pipes is None:
+            await server.run_stdio_async()
+            return
+        async with stdio_server(stdin=pipes[0], stdout=pipes[1]) as (read_stream, write_stream):  # type: ignore[arg-type]
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
 def http_app(server: MCPServer, host: str, token: str | None) -> Any:
