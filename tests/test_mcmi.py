@@ -3,6 +3,8 @@ and the whole method on a small graph embedded with the real model."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import random
 from collections.abc import Callable
 
@@ -25,7 +27,7 @@ from pathweaver.retrieval.mcmi import (
 )
 from pathweaver.retrieval.registry import run_method
 from pathweaver.retrieval.steiner import exact_steiner_cost, mehlhorn_edges, mehlhorn_tree, tree_cost
-from pathweaver.retrieval.types import Query, RetrievalEnv
+from pathweaver.retrieval.types import Query, RetrievalEnv, Subgraph
 from pathweaver.store.snapshot import GraphSnapshot
 
 
@@ -237,3 +239,14 @@ def test_edge_positions_either_order_and_non_edges_refused() -> None:
     assert edge_positions(4, head, tail, np.array([[2, 1], [1, 3], [0, 1]])).tolist() == [1, 2, 0]
     with pytest.raises(ValueError, match="not an edge"):
         edge_positions(4, head, tail, np.array([[0, 2]]))
+
+
+def test_subgraph_json_is_asdict_without_the_deep_copy() -> None:
+    sub = Subgraph(["a", "b"], [("a", "b", np.float32(0.5)), ("b", "a", 2.0)], "Nodes: a; b",
+                   {"mcmi_nodes": 2, "ratio": 0.25}, {"a": 0.75, "b": np.float64(0.125)})
+    out = sub.to_json()
+    assert json.dumps(out) == json.dumps(dataclasses.asdict(sub), default=float)
+    assert all(type(c) is float for _, _, c in out["edges"]) and type(out["node_scores"]["b"]) is float
+    out["nodes"].append("c")
+    out["stats"]["ratio"] = 9.0
+    assert sub.nodes == ["a", "b"] and sub.stats["ratio"] == 0.25, "the subgraph itself is left as it was"

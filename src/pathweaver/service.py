@@ -11,7 +11,6 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -258,7 +257,7 @@ class Pathweaver:
                     "citations": [self._citation(snap, p) for p in path.passages],
                 }
             )
-        subgraph = asdict(result.subgraph) if result.subgraph is not None else None
+        subgraph = result.subgraph.to_json() if result.subgraph is not None else None
         triples = [
             {"id": int(snap.rel_ids[r]), "text": snap.triple_text(r),
              **({"description": snap.rel_descriptions[r]} if descriptions else {})}

