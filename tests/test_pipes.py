@@ -6,10 +6,12 @@ write to fd 1 must land on stderr, not in the protocol stream; afterwards fds 0 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 CHILD = textwrap.dedent(
@@ -82,3 +84,37 @@ def test_a_regular_file_on_stdin_keeps_the_sdk_transport(tmp_path: Path) -> None
         done = subprocess.run([sys.executable, str(script)], stdin=stdin, capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode().split() == ["none"]
+
+
+def test_a_client_that_stops_reading_ends_the_lines_instead_of_a_broken_pipe(tmp_path: Path) -> None:
+    script = tmp_path / "child_lost.py"
+    script.write_text(textwrap.dedent(
+        """
+        import sys, anyio
+        from pathweaver.server.pipes import pipe_stdio
+
+        async def main():
+            async with pipe_stdio() as (lines, sink):
+                async for line in lines:
+                    await sink.write(line)
+                    await sink.flush()
+            print("lines ended cleanly", file=sys.stderr, flush=True)
+
+        anyio.run(main)
+        """), encoding="utf-8")
+    child = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    assert child.stdin is not None and child.stdout is not None and child.stderr is not None
+    child.stdin.write(b"first\n")
+    child.stdin.flush()
+    assert child.stdout.readline() == b"first\n"
+    child.stdout.close()  # the client stops reading
+    with contextlib.suppress(BrokenPipeError):  # the child may already be gone
+        for _ in range(50):
+            child.stdin.write(b"more\n")
+            child.stdin.flush()
+            time.sleep(0.02)
+    assert child.wait(timeout=30) == 0
+    err = child.stderr.read().decode()
+    assert "closed its end of stdout" in err and "lines ended cleanly" in err
+    assert "Traceback" not in err

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import stat
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+log = logging.getLogger(__name__)
 BUFFER = 1 << 20  # bytes the reader buffers before it hands a longer line over in pieces (no line limit)
 
 
@@ -51,16 +53,29 @@ class PipeLines:
 
 
 class PipeSink:
-    """``write``/``flush`` of the SDK's text stdout over an asyncio pipe writer (flush waits for the pipe to drain)."""
+    """``write``/``flush`` of the SDK's text stdout over an asyncio pipe writer (flush waits for the pipe to drain).
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    When the client stops reading (its end of the pipe closed), replies are dropped and ``on_lost`` runs once, so
+    the server winds down as it does when stdin ends, instead of failing with a broken pipe."""
+
+    def __init__(self, writer: asyncio.StreamWriter, on_lost: Callable[[], None] = lambda: None) -> None:
         self.writer = writer
+        self.on_lost = on_lost
+        self.lost = False
 
     async def write(self, text: str) -> None:
-        self.writer.write(text.encode("utf-8"))
+        if not self.lost and not self.writer.transport.is_closing():
+            self.writer.write(text.encode("utf-8"))
 
     async def flush(self) -> None:
-        await self.writer.drain()
+        if self.lost:
+            return
+        try:
+            await self.writer.drain()
+        except ConnectionError:
+            self.lost = True
+            log.warning("the MCP client closed its end of stdout; stopping")
+            self.on_lost()
 
 
 def _is_pipe(fd: int) -> bool:
@@ -119,7 +134,8 @@ async def pipe_stdio() -> AsyncIterator[tuple[PipeLines, PipeSink] | None]:
         write_transport, protocol = await loop.connect_write_pipe(
             asyncio.streams.FlowControlMixin, os.fdopen(wire_out, "wb", buffering=0))
         transports.append(write_transport)
-        yield PipeLines(reader), PipeSink(asyncio.StreamWriter(write_transport, protocol, None, loop))
+        yield PipeLines(reader), PipeSink(asyncio.StreamWriter(write_transport, protocol, None, loop),
+                                          on_lost=read_transport.close)  # ends the lines as EOF does
     finally:
         for transport in transports:
             transport.close()
