@@ -214,11 +214,44 @@ def test_prefetch_gets_each_levels_rephrased_queries(env: RetrievalEnv) -> None:
         asked.append(text)
         return RetrievalResult("fixed", [ChunkHit(1, 0.9), ChunkHit(4, 0.8)])
 
-    levels: list[list[str]] = []
-    trace = execute_plan(plan, fixed, env.encode, NoneBackend(), env.snapshot, top_k=3, prefetch=levels.append)
+    batches: list[list[str]] = []
+    trace = execute_plan(plan, fixed, env.encode, NoneBackend(), env.snapshot, top_k=3, prefetch=batches.append)
     first = trace.nodes["1"].answer
-    assert first and levels == [["Who is the director of Jaws?"], [f"Who is the spouse of {first}?", first]]
-    assert asked == [levels[0][0], levels[1][0]]  # each level's queries, then the answers its reranking reads
+    level0, extractive, level1 = batches[:3]
+    assert first and level0 == ["Who is the director of Jaws?"]
+    assert level1 == [f"Who is the spouse of {first}?", first]  # the rephrased query, then what reranking reads
+    assert asked == [level0[0], level1[0]]
+    # node 1's extractive answer: the question and its candidate sentences, then level 1's texts for each
+    # candidate answer, the winning one's among them
+    assert extractive[0] == level0[0] and "Steven Spielberg married the actress Kate Capshaw in 1991." in extractive
+    at = extractive.index(level1[0])
+    assert extractive[at : at + 2] == level1 and extractive.count(level1[0]) == 1
+    assert all(b[0] != level0[0] for b in batches[3:]), "the leaf answers with no follow-up texts"
+
+
+def test_a_chain_pays_one_model_pass_per_level(env: RetrievalEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a caching prefetch (the service's), node 1's sentences and level 1's texts share one model pass."""
+    plan = heuristic_decompose("Who is the spouse of the director of Jaws?")
+    embedder = get_embedder()
+    embedder.clear_cache()
+    passes: list[int] = []
+    plain = embedder._encode
+
+    def counted(texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        passes.append(len(texts))
+        return plain(texts, batch_size)
+
+    monkeypatch.setattr(embedder, "_encode", counted)
+    fixed = lambda text: RetrievalResult("fixed", [ChunkHit(1, 0.9), ChunkHit(4, 0.8)])  # noqa: E731
+    trace = execute_plan(plan, fixed, embedder.encode, NoneBackend(), env.snapshot, top_k=3,
+                         prefetch=embedder.remember, answer_leaves=False)
+    assert trace.nodes["1"].answer and trace.nodes["2"].reranked
+    assert len(passes) == 2, passes  # level 0's query; node 1's sentences with level 1's texts (cached after)
+    embedder.clear_cache()
+    again = execute_plan(plan, fixed, embedder.encode, NoneBackend(), env.snapshot, top_k=3, answer_leaves=False)
+    assert again.nodes["1"].answer == trace.nodes["1"].answer
+    assert [h["chunk_id"] for h in again.nodes["2"].chunks_after] == [
+        h["chunk_id"] for h in trace.nodes["2"].chunks_after]
 
 
 def test_extractive_answer_embeds_only_the_most_overlapping_sentences(env: RetrievalEnv, monkeypatch) -> None:

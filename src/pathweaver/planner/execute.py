@@ -103,26 +103,9 @@ def _most_overlapping(cands: list[tuple[str, int]], question: str, n: int) -> li
     return [cands[i] for i in sorted(ranked[:n])]
 
 
-def extractive_answer(
-    snapshot: GraphSnapshot, hits: list[ChunkHit], question: str, encode: EncodeFn
-) -> tuple[str, int | None]:
-    """The best-supported answer in the top chunks: the sentence most similar to ``question``, narrowed to the
-    first (preferably capitalised) entity it names that the question does not (a placeholder filler), else the
-    sentence. Returns
-    (answer, passage)."""
-    top = hits[:SUB_ANSWER_CHUNKS]
-    cands = [
-        (" ".join(snapshot.chunk_texts[h.passage][a:b].split()), h.passage)
-        for h in top
-        for a, b in sentences(snapshot.chunk_texts[h.passage])
-    ]
-    cands = _most_overlapping([c for c in cands if len(c[0]) > 3], question, SUB_ANSWER_SENTENCES)
-    if not cands:
-        return "", None
-    qvec, vecs = encode([question]), encode([c[0] for c in cands])
-    sims = np.asarray(vecs) @ np.asarray(qvec)[0]
-    i = int(np.argmax(sims))
-    sentence, passage = cands[i]
+def _narrowed(snapshot: GraphSnapshot, sentence: str, passage: int, question: str) -> str:
+    """The first (preferably capitalised) entity of ``passage`` that ``sentence`` names and ``question`` does not
+    (a placeholder filler), else the whole sentence."""
     lowered = question.lower()
     row = snapshot.mentions.getrow(passage) if snapshot.n_entities else None
     names = [snapshot.entity_names[e] for e in (row.indices if row is not None else [])]
@@ -138,9 +121,45 @@ def extractive_answer(
                 sentence[m.start()].isupper() or sentence[m.start()].isdigit()
             )  # names beat common n-grams
             found.append((not proper, m.start(), -len(name), sentence[m.start() : m.end()]))
-    if found:
-        return min(found)[3], passage
-    return sentence, passage
+    return min(found)[3] if found else sentence
+
+
+def extractive_answer(
+    snapshot: GraphSnapshot,
+    hits: list[ChunkHit],
+    question: str,
+    encode: EncodeFn,
+    prefetch: Callable[[list[str]], None] | None = None,
+    follow_up: Callable[[str], list[str]] | None = None,
+) -> tuple[str, int | None]:
+    """The best-supported answer in the top chunks: the sentence most similar to ``question``, narrowed to the
+    first (preferably capitalised) entity it names that the question does not (a placeholder filler), else the
+    sentence. Returns (answer, passage).
+
+    With ``prefetch`` (which embeds and caches texts in one batch, so that ``encode`` of one text finds them),
+    the candidate sentences go into one batch with ``follow_up(answer)`` for each candidate's answer: the texts
+    the plan's next level will embed if this answer wins. The next level then finds its vectors cached and runs
+    no model pass of its own; the choice is the same, only batched (one model pass instead of two)."""
+    top = hits[:SUB_ANSWER_CHUNKS]
+    cands = [
+        (" ".join(snapshot.chunk_texts[h.passage][a:b].split()), h.passage)
+        for h in top
+        for a, b in sentences(snapshot.chunk_texts[h.passage])
+    ]
+    cands = _most_overlapping([c for c in cands if len(c[0]) > 3], question, SUB_ANSWER_SENTENCES)
+    if not cands:
+        return "", None
+    answers = [_narrowed(snapshot, sentence, passage, question) for sentence, passage in cands]
+    texts = [c[0] for c in cands]
+    if prefetch is not None:
+        ahead = [t for a in dict.fromkeys(answers) for t in (follow_up(a) if follow_up else [])]
+        prefetch([question, *texts, *ahead])
+        vecs = np.stack([np.asarray(encode([t]))[0] for t in texts])  # one at a time: read from the cache
+    else:
+        vecs = np.asarray(encode(texts))
+    sims = vecs @ np.asarray(encode([question]))[0]
+    i = int(np.argmax(sims))
+    return answers[i], cands[i][1]
 
 
 def _sub_answer(
@@ -150,8 +169,11 @@ def _sub_answer(
     encode: EncodeFn,
     llm: LLMBackend,
     timeout: float,
+    prefetch: Callable[[list[str]], None] | None = None,
+    follow_up: Callable[[str], list[str]] | None = None,
 ) -> tuple[str, str, int | None, str | None, tuple[int, int]]:
-    """(answer, source, passage, fallback reason, (prompt tokens, completion tokens))."""
+    """(answer, source, passage, fallback reason, (prompt tokens, completion tokens)); ``prefetch`` and
+    ``follow_up`` go to ``extractive_answer``."""
     if not hits:
         return "", "none", None, "no chunks retrieved", (0, 0)
     ctx = build_context(snapshot, RetrievalResult(method="plan", chunks=hits[:SUB_ANSWER_CHUNKS]), "chunks")
@@ -164,7 +186,7 @@ def _sub_answer(
         reason = "the model had no answer"
     except LLMError as exc:
         reason = str(exc)
-    answer, passage = extractive_answer(snapshot, hits, node_q, encode)
+    answer, passage = extractive_answer(snapshot, hits, node_q, encode, prefetch, follow_up)
     return answer, "extractive", passage, reason, (0, 0)
 
 
@@ -205,7 +227,9 @@ def execute_plan(
     ``root_hits`` (the whole question's ranking) is fused with the nodes' rankings, see ``merge_rankings``.
     ``answer_leaves=False`` skips the sub-answers no other node depends on (retrieval only: nothing reads them).
     ``prefetch``, when given, gets each level's rephrased queries and resolved answers before the level runs (to
-    embed them in one batch rather than one by one)."""
+    embed them in one batch rather than one by one). An extractive sub-answer also hands it, with its candidate
+    sentences, what the next level would embed for each candidate answer (``follow_up``), so that a chain of
+    sub-questions pays one model pass per level rather than two."""
     start = time.perf_counter()
     answers: dict[str, str] = {}
     traces: dict[str, NodeTrace] = {}
@@ -228,6 +252,26 @@ def execute_plan(
             texts += [query_of(node_id, resolved), *resolved.values()]
         return texts
 
+    later = {n.id: [m.id for m in plan.nodes if n.id in m.depends_on] for n in plan.nodes}
+    level_of = {node_id: i for i, level in enumerate(plan.levels) for node_id in level}
+
+    def follow_up(node_id: str) -> Callable[[str], list[str]]:
+        """For ``node_id``'s candidate answer, what ``level_texts`` will give its dependents whose other
+        dependencies are answered already (a sibling's answer is not known yet, so those are left out)."""
+
+        def texts(answer: str) -> list[str]:
+            out: list[str] = []
+            for dep_id in later[node_id]:
+                dep = plan.node(dep_id)
+                if any(d != node_id and level_of.get(d) == level_of[node_id] for d in dep.depends_on):
+                    continue
+                resolved = {d: answer if d == node_id else answers[d] for d in dep.depends_on
+                            if (answer if d == node_id else answers.get(d))}
+                out += [query_of(dep_id, resolved), *resolved.values()]
+            return out
+
+        return texts
+
     def run(node_id: str) -> tuple[NodeTrace, list[ChunkHit], tuple[int, int]]:
         t0 = time.perf_counter()
         node = plan.node(node_id)
@@ -246,7 +290,8 @@ def execute_plan(
             )
             hits = [ChunkHit(hits[i].passage, float(scores[i])) for i in np.argsort(-scores, kind="stable")]
         if answer_leaves or node.id in needed:
-            answer, source, passage, fallback, used = _sub_answer(query, hits, snapshot, encode, llm, timeout)
+            answer, source, passage, fallback, used = _sub_answer(query, hits, snapshot, encode, llm, timeout,
+                                                                  prefetch, follow_up(node_id))
         else:
             answer, source, passage, fallback, used = "", "skipped", None, None, (0, 0)
         citation = None
