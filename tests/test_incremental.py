@@ -90,6 +90,34 @@ def test_incremental_then_refresh_equals_fresh_index(seed: int, tmp_path: Path, 
         assert got["entities"] and got["mentions"]
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_watcher_batches_pair_every_new_entity_with_all_current_ones(seed: int, tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    """Without a refresh, the synonym pass of each batch (which reuses the entity vectors of the pass before and
+    reads only new rows) must leave exactly the pairs an all-pairs search over the current entities finds."""
+    from pathweaver.extract.synonyms import synonym_pairs
+
+    rng = random.Random(100 + seed)
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    store = tmp_path / "store"
+    s = settings(store)
+    s.extract.synonym_phi = 0.6  # plenty of pairs among this small vocabulary
+    with Database(store) as db:
+        indexer = Indexer(db, s, embedder)
+        for step in range(8):
+            changed, removed = random_step(rng, folder)
+            indexer.apply_changes(changed, removed)
+            if step == 3:  # a second indexer (say, the CLI) writes in between: its rows must be read, not assumed
+                Indexer(db, s, embedder).apply_changes(*random_step(rng, folder))
+        last = folder / "last.txt"
+        last.write_text(POOL[0] + "\n\n" + POOL[1], encoding="utf-8")
+        indexer.apply_changes({last}, set())
+        snap = StoreReader(db).snapshot()
+        got = {(a, b) for a, b in db.conn.execute("SELECT a_id, b_id FROM synonyms").fetchall()}
+    want = {(a, b) for a, b, _ in synonym_pairs(snap.entity_ids, snap.entity_vecs, 0.6)}
+    assert want and got == want
+
+
 def test_auto_refresh_when_enough_chunks_changed(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
     folder = tmp_path / "notes"
     folder.mkdir()

@@ -59,7 +59,9 @@ from pathweaver.ingest.scanner import (
     walk,
 )
 from pathweaver.store import writes as w
+from pathweaver.store.cache import cache_for
 from pathweaver.store.db import Connection, Database
+from pathweaver.store.reads import EntityRows, entity_rows
 
 ProgressFn = Callable[[int, int, str], None]
 BATCH_CHUNKS = 256  # chunks parsed ahead and embedded in one call
@@ -115,6 +117,7 @@ class Indexer:
         self.params = ExtractParams.from_settings(settings.extract)
         self.params.validate()
         self.last_refresh: dict[str, Any] | None = None  # the result of the latest refresh()
+        self._entities: EntityRows | None = None  # every entity and its vector, as of the last synonym pass
         if not 0.0 <= settings.extract.auto_refresh_ratio <= 1.0:
             raise ConfigError(f"extract.auto_refresh_ratio must be in [0, 1], got {settings.extract.auto_refresh_ratio}")
         model = getattr(embedder, "model_name", settings.models.embedding_model)
@@ -565,10 +568,12 @@ class Indexer:
         row = conn.execute("SELECT value FROM meta WHERE key = 'synonym_watermark'").fetchone()
         mark = int(row[0]) if row else 0
         if ids is None or vecs is None:
-            rows = conn.execute("SELECT rowid, embedding FROM entity_vec").fetchall()
-            ids = np.array([r[0] for r in rows], dtype=np.int64)
-            vecs = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]) if rows else None
-        if vecs is None or not len(ids):
+            # the entities as of the last pass (or a reader's snapshot in this process) give every vector that
+            # did not change, so a watcher batch reads only its new entities' rows
+            previous = self._entities or EntityRows.of(cache_for(str(self.db.path.resolve())).latest())
+            self._entities = entity_rows(conn, int(self.db.get_meta("embedding_dim", "0") or 0), previous)
+            ids, vecs = self._entities.ids, self._entities.vecs
+        if not len(ids):
             return 0
         new = ids > mark
         pairs = synonym_pairs_for(ids[new], vecs[new], ids, vecs, self.params.synonym_phi) if new.any() else []

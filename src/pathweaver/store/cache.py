@@ -29,6 +29,10 @@ class SnapshotCache:
                 self.builds += 1
         return snap
 
+    def latest(self) -> GraphSnapshot | None:
+        """The snapshot held now, of whatever version (None before the first build); builds nothing."""
+        return self._snapshot
+
     def clear(self) -> None:
         with self._lock:
             self._snapshot = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -149,6 +150,36 @@ def _vectors(
             query, args = f"{query} WHERE rowid >= ?", (int(missing.min()),)
     _place(out, ids, conn.execute(query, args).fetchall(), dim)
     return out
+
+
+@dataclass(frozen=True)
+class EntityRows:
+    """Every entity's id (ascending), name and stored vector at one point in time."""
+
+    ids: np.ndarray
+    names: list[str]
+    vecs: np.ndarray
+
+    @classmethod
+    def of(cls, snapshot: GraphSnapshot | None) -> EntityRows | None:
+        """A snapshot's entities, when it holds their vectors."""
+        if snapshot is None or snapshot.entity_vecs.ndim != 2 or snapshot.entity_vecs.shape[1] == 0:
+            return None
+        return cls(snapshot.entity_ids, snapshot.entity_names, snapshot.entity_vecs)
+
+
+def entity_rows(conn: Connection, dim: int, previous: EntityRows | None = None) -> EntityRows:
+    """Every entity with its stored vector, read in ``conn``'s transaction. Vectors of ``previous`` whose entity
+    is still there under the same id and name are reused (as a snapshot rebuild does: ids are never reused, and a
+    vector depends only on the name), so after a small change only the new rows are read, not the whole table
+    (145k rows of the 2wiki store: 2.4 s)."""
+    rows = conn.execute("SELECT id, name FROM entities ORDER BY id").fetchall()
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    names = [r[1] for r in rows]
+    reuse = None
+    if previous is not None and previous.vecs.ndim == 2 and previous.vecs.shape[1] == dim:
+        reuse = (_reusable(previous.ids, previous.vecs, ids, _same(names, previous.names)), previous.vecs)
+    return EntityRows(ids, names, _vectors(conn, "entity_vec", ids, dim, reuse))
 
 
 def _place(out: np.ndarray, ids: np.ndarray, rows: list[tuple[int, bytes]], dim: int) -> None:
