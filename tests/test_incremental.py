@@ -109,6 +109,8 @@ def test_watcher_batches_pair_every_new_entity_with_all_current_ones(seed: int, 
             indexer.apply_changes(changed, removed)
             if step == 3:  # a second indexer (say, the CLI) writes in between: its rows must be read, not assumed
                 Indexer(db, s, embedder).apply_changes(*random_step(rng, folder))
+            if step == 5:  # a refresh re-derives every entity: the batches after it start from its vectors
+                indexer.refresh()
         last = folder / "last.txt"
         last.write_text(POOL[0] + "\n\n" + POOL[1], encoding="utf-8")
         indexer.apply_changes({last}, set())

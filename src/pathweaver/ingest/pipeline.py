@@ -198,9 +198,11 @@ class Indexer:
                 rebuild = self._vector_settings_changed()
                 removed, ids = self._apply_plan(conn, plan, vectors, rebuild)
                 w.set_meta(conn, "vector_settings", self.params.vector_settings)
-                names = list(ids)
-                synonyms = self._synonyms_in(conn, np.array([ids[n] for n in names], dtype=np.int64),
-                                             np.stack([vectors[n] for n in names]) if names else None)
+                names = sorted(ids, key=ids.__getitem__)
+                id_arr = np.array([ids[n] for n in names], dtype=np.int64)
+                vec_arr = np.stack([vectors[n] for n in names]) if names else None
+                synonyms = self._synonyms_in(conn, id_arr, vec_arr)
+                self._entities = EntityRows(id_arr, names, vec_arr) if vec_arr is not None else None
                 w.set_meta(conn, "changed_chunks", "0")
                 w.set_meta(conn, "refresh_pending", "0")
                 w.set_meta(conn, "last_refresh", str(time.time()))
