@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pathweaver.config import Settings
+from pathweaver.config import ConfigError, Settings
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
 from pathweaver.store.db import Database
@@ -209,3 +209,31 @@ def test_scanner_diff_classifies_by_stat_then_hash() -> None:
     assert [d.id for d in out.deleted] == [5]  # /elsewhere is out of scope
     assert [e.path for e in out.skipped] == ["/r/big.txt"]
     assert "/r/same.txt" not in hashed  # equal mtime and size: never hashed
+
+
+def test_bm25_search_sees_a_commit_without_a_snapshot_rebuild(tmp_path: Path) -> None:
+    """``search`` in bm25 mode reads the full-text index and chunk rows directly: a file applied a moment ago is
+    found while the snapshot still holds the version before it, with what the ``bm25`` method returns."""
+    from pathweaver.service import Pathweaver
+
+    notes = tmp_path / "notes"
+    shutil.copytree(CORPUS, notes)
+    with Pathweaver.open(tmp_path / "store") as pw:
+        pw.index([notes])
+        phrase = "Zanzibar saffron Oslo"
+        assert pw.search("Marie Curie radium", "bm25", 3) == pw.retrieve_json("Marie Curie radium", "bm25", 3)["chunks"]
+        before = pw.snapshot()
+        builds = pw.reader.cache.builds
+        extra = notes / "zanzibar.txt"
+        extra.write_text(UNIQUE, encoding="utf-8")
+        pw.apply_changes({extra}, set())
+        hits = pw.search(phrase, "bm25", 3)
+        assert hits and hits[0]["doc"] == str(extra) and hits[0]["text"] == UNIQUE
+        assert hits[0]["span"] == [0, len(UNIQUE)] and hits[0]["title"]
+        assert pw.reader.cache.builds == builds and pw.reader.cache.latest() is before  # no rebuild was needed
+        assert hits == pw.retrieve_json(phrase, "bm25", 3)["chunks"]  # the snapshot's path agrees once rebuilt
+        extra.unlink()
+        pw.apply_changes(set(), {extra})
+        assert all(h["doc"] != str(extra) for h in pw.search(phrase, "bm25", 5))
+        with pytest.raises(ConfigError):
+            pw.search(phrase, "bm25", 0)
