@@ -91,6 +91,17 @@ class IndexManager:
             self.ready.set()
         if not self._stopped:
             self._restart_watcher()
+            self._warm()
+
+    def _warm(self) -> None:
+        """Build the query snapshot of the store as it is now, so that the next query does not wait for it: ~12 s
+        cold on the 2wiki store, 1.7 s after a small change. Best effort: a query builds it anyway."""
+        if self._stopped:
+            return
+        try:
+            self.service.snapshot()
+        except Exception:
+            log.debug("building the snapshot ahead of queries failed", exc_info=True)
 
     def stop(self) -> None:
         self._stopped = True
@@ -155,6 +166,7 @@ class IndexManager:
             return
         self.status.batches += 1
         self._end(report)
+        self._warm()
 
     # -- folders ---------------------------------------------------------------------------------------------
     def is_excluded(self, path: Path) -> bool:

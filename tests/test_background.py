@@ -1,0 +1,52 @@
+"""The server's IndexManager on a real folder and store: after the first index and after each watcher batch it
+builds the query snapshot of the new store version itself, before any query asks for it."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pathweaver.server.background import IndexManager
+from pathweaver.service import Pathweaver
+
+CORPUS = Path(__file__).parent / "corpus"
+
+
+def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_snapshot_is_built_ahead_of_queries(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    shutil.copytree(CORPUS, notes)
+    with Pathweaver.open(tmp_path / "store") as pw:
+        manager = IndexManager(pw, [notes], debounce_seconds=0.2)
+        cache = pw.reader.cache
+
+        def current() -> bool:
+            latest = cache.latest()
+            return latest is not None and latest.version == pw.reader.db.version()
+
+        manager.start()
+        try:
+            assert manager.ready.wait(120)
+            wait_for(current, "the snapshot of the first index")
+            before = cache.latest()
+            assert before is not None and before.n_passages > 0
+            (notes / "fresh.md").write_text("# Fresh\n\nThe quokka lives on Rottnest Island.\n", encoding="utf-8")
+            wait_for(lambda: manager.status.batches >= 1 and current(), "the snapshot after the watcher batch")
+            after = cache.latest()
+            assert after is not None and after.version > before.version
+            assert any("quokka" in text for text in after.chunk_texts)
+            builds = cache.builds
+            hits = pw.search("quokka Rottnest", "hybrid", 3)
+            assert hits and "quokka" in hits[0]["text"]
+            assert cache.builds == builds, "the query found the snapshot already built"
+        finally:
+            manager.stop()
