@@ -50,3 +50,38 @@ def test_snapshot_is_built_ahead_of_queries(tmp_path: Path) -> None:
             assert cache.builds == builds, "the query found the snapshot already built"
         finally:
             manager.stop()
+
+
+def test_an_edit_during_the_first_index_is_applied(tmp_path: Path) -> None:
+    """The watcher runs while the first index does: a file rewritten after the scan read it (here from the
+    indexer's own progress callback) is applied once the index is done, with no further change to the folder."""
+    notes = tmp_path / "notes"
+    shutil.copytree(CORPUS, notes)
+    target = sorted(p for p in notes.rglob("*.md"))[0]
+    with Pathweaver.open(tmp_path / "store") as pw:
+        index = pw.index
+        edited: list[bool] = []
+
+        def index_and_edit(paths, exact=True, progress=None):  # type: ignore[no-untyped-def]
+            def on_progress(done: int, total: int, message: str) -> None:
+                if not edited:
+                    target.write_text("# Edited\n\nA wombat named Wilhelmina edited this note.\n", encoding="utf-8")
+                    edited.append(True)
+                if progress is not None:
+                    progress(done, total, message)
+
+            return index(paths, exact=exact, progress=on_progress)
+
+        pw.index = index_and_edit  # type: ignore[method-assign]
+        manager = IndexManager(pw, [notes], debounce_seconds=0.2)
+        manager.start()
+        try:
+            assert manager.ready.wait(120) and edited
+
+            def applied() -> bool:
+                hits = pw.search("wombat Wilhelmina", "bm25", 3)
+                return bool(hits) and hits[0]["doc"] == str(target)
+
+            wait_for(applied, "the edit made during the first index")
+        finally:
+            manager.stop()

@@ -75,11 +75,15 @@ class IndexManager:
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     def start(self) -> None:
-        """Index the folders on a daemon thread, then start watching them."""
+        """On a daemon thread: watch the folders, index them, then build the query snapshot."""
         self._thread = threading.Thread(target=self._initial, name="pathweaver-index", daemon=True)
         self._thread.start()
 
     def _initial(self) -> None:
+        # watch first: a file edited while the first index runs (after the scan has read it) arrives as a batch,
+        # which waits for the index's write lock and then applies
+        if not self._stopped:
+            self._restart_watcher()
         try:
             existing = [f for f in self.folders if f.is_dir()]
             if existing:
@@ -89,9 +93,7 @@ class IndexManager:
             self.status.last_error = f"initial indexing failed: {exc}"
         finally:
             self.ready.set()
-        if not self._stopped:
-            self._restart_watcher()
-            self._warm()
+        self._warm()
 
     def _warm(self) -> None:
         """Build the query snapshot of the store as it is now, so that the next query does not wait for it: ~12 s
