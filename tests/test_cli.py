@@ -107,3 +107,33 @@ def test_pank_runs_the_plan_and_fuses_node_rankings(cli_store: tuple[Path, dict]
     assert data["method"] == "pank:hybrid" and data["info"]["plan_nodes"] == 3
     docs = {Path(c["doc"]).name for c in data["chunks"]}
     assert {"marie-curie.md", "pierre-curie.md"} <= docs  # each parallel node brings its own person's page
+
+
+def test_watch_indexes_follows_changes_and_stops_on_sigterm(corpus_dir: Path, tmp_path: Path) -> None:
+    """``pathweaver watch DIR --json``: one report for the first index, then one per change batch; SIGTERM ends it
+    cleanly. Each report is a line of JSON on stdout."""
+    import shutil
+    import signal
+
+    notes = tmp_path / "notes"
+    shutil.copytree(corpus_dir, notes)
+    store = tmp_path / "store"
+    proc = subprocess.Popen([sys.executable, "-m", "pathweaver.cli", "--store", str(store), "watch", str(notes),
+                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        first = json.loads(proc.stdout.readline())
+        assert first["added"] == 6
+        (notes / "okapi.md").write_text("# Okapi\n\nThe okapi is a giraffid of the Ituri forest.\n", encoding="utf-8")
+        batch = json.loads(proc.stdout.readline())
+        assert batch["added"] == 1
+        (notes / "okapi.md").unlink()
+        gone = json.loads(proc.stdout.readline())
+        assert gone["deleted"] == 1
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stats = json.loads(run_cli("--store", str(store), "stats", "--json").stdout)
+    assert stats["documents"] == 6

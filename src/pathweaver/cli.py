@@ -165,22 +165,26 @@ def cmd_watch(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     roots = [Path(p).resolve() for p in args.paths]
+    missing = [str(p) for p in roots if not p.exists()]
+    if missing:
+        raise ConfigError(f"no such file or folder: {', '.join(missing)}")
     with _open(args) as pw:
-        with _progress(args) as progress:
-            report = pw.index(roots, exact=not args.keep_others, progress=progress)
-        _emit(args, report.to_dict(), _fmt_report)
 
         def on_batch(changed: set[Path], removed: set[Path]) -> None:
             rep = pw.apply_changes(changed, removed)
             _emit(args, rep.to_dict(), _fmt_report)
             sys.stdout.flush()
 
+        # watch before indexing: a file edited while the index runs arrives as a batch, applied after it
         watcher = FolderWatcher(roots, on_batch, debounce_seconds=pw.settings.ingest.debounce_seconds)
         watcher.start()
-        if not args.json:
-            print(f"watching {', '.join(map(str, roots))}; Ctrl-C to stop", file=sys.stderr)
-        sys.stdout.flush()
         try:
+            with _progress(args) as progress:
+                report = pw.index(roots, exact=not args.keep_others, progress=progress)
+            _emit(args, report.to_dict(), _fmt_report)
+            if not args.json:
+                print(f"watching {', '.join(map(str, roots))}; Ctrl-C to stop", file=sys.stderr)
+            sys.stdout.flush()
             while not stop.wait(0.5):
                 pass
         finally:
