@@ -85,3 +85,39 @@ def test_an_edit_during_the_first_index_is_applied(tmp_path: Path) -> None:
             wait_for(applied, "the edit made during the first index")
         finally:
             manager.stop()
+
+
+def test_a_slow_snapshot_build_does_not_hold_up_the_next_batch(tmp_path: Path) -> None:
+    """The snapshot is built on a thread of its own: while the build for one watcher batch is held up, the next
+    batch is still applied."""
+    import threading
+
+    notes = tmp_path / "notes"
+    shutil.copytree(CORPUS, notes)
+    with Pathweaver.open(tmp_path / "store") as pw:
+        build = pw.snapshot
+        hold, entered, release = threading.Event(), threading.Event(), threading.Event()
+
+        def held_snapshot():  # type: ignore[no-untyped-def]
+            if hold.is_set():
+                entered.set()
+                release.wait(120)
+            return build()
+
+        pw.snapshot = held_snapshot  # type: ignore[method-assign]
+        manager = IndexManager(pw, [notes], debounce_seconds=0.2)
+        manager.start()
+        try:
+            assert manager.ready.wait(120)
+            wait_for(lambda: manager._warm_wanted.is_set() is False and pw.reader.cache.latest() is not None,
+                     "the first snapshot")
+            hold.set()
+            (notes / "first.md").write_text("# First\n\nA numbat named Norbert.\n", encoding="utf-8")
+            assert entered.wait(60), "the first batch asked for its snapshot"
+            assert pw.search("numbat Norbert", "bm25", 1)
+            (notes / "second.md").write_text("# Second\n\nA bilby named Beatrix.\n", encoding="utf-8")
+            wait_for(lambda: bool(pw.search("bilby Beatrix", "bm25", 1)), "the second file while the build is held")
+            assert not release.is_set()
+        finally:
+            release.set()
+            manager.stop()
