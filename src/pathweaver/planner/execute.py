@@ -237,18 +237,20 @@ def execute_plan(
     tokens = [0, 0]
     needed = {d for n in plan.nodes for d in n.depends_on}
 
-    def resolved_of(node_id: str) -> dict[str, str]:
-        return {d: answers[d] for d in plan.node(node_id).depends_on if answers.get(d)}
+    def resolved_of(node_id: str, known: dict[str, str] | None = None) -> dict[str, str]:
+        """The answers ``node_id`` depends on among ``known`` (default: those resolved so far)."""
+        known = answers if known is None else known
+        return {d: known[d] for d in plan.node(node_id).depends_on if known.get(d)}
 
     def query_of(node_id: str, resolved: dict[str, str]) -> str:
         node = plan.node(node_id)
         return rephrase(node.question, resolved, node.depends_on)
 
-    def level_texts(level: list[str]) -> list[str]:
+    def level_texts(level: list[str], known: dict[str, str] | None = None) -> list[str]:
         """What a level will embed alone: each node's rephrased query and the answers its reranking reads."""
         texts = []
         for node_id in level:
-            resolved = resolved_of(node_id)
+            resolved = resolved_of(node_id, known)
             texts += [query_of(node_id, resolved), *resolved.values()]
         return texts
 
@@ -258,19 +260,11 @@ def execute_plan(
     def follow_up(node_id: str) -> Callable[[str], list[str]]:
         """For ``node_id``'s candidate answer, what ``level_texts`` will give its dependents whose other
         dependencies are answered already (a sibling's answer is not known yet, so those are left out)."""
-
-        def texts(answer: str) -> list[str]:
-            out: list[str] = []
-            for dep_id in later[node_id]:
-                dep = plan.node(dep_id)
-                if any(d != node_id and level_of.get(d) == level_of[node_id] for d in dep.depends_on):
-                    continue
-                resolved = {d: answer if d == node_id else answers[d] for d in dep.depends_on
-                            if (answer if d == node_id else answers.get(d))}
-                out += [query_of(dep_id, resolved), *resolved.values()]
-            return out
-
-        return texts
+        dependents = [
+            m for m in later[node_id]
+            if not any(d != node_id and level_of.get(d) == level_of[node_id] for d in plan.node(m).depends_on)
+        ]
+        return lambda answer: level_texts(dependents, {**answers, node_id: answer})
 
     def run(node_id: str) -> tuple[NodeTrace, list[ChunkHit], tuple[int, int]]:
         t0 = time.perf_counter()
