@@ -23,7 +23,7 @@ from pathweaver.retrieval.registry import pank_base, parse_method, run_method
 from pathweaver.retrieval.types import Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.db import Database, StoreError
 from pathweaver.store.reads import StoreReader
-from pathweaver.store.snapshot import GraphSnapshot
+from pathweaver.store.snapshot import GraphSnapshot, citation_json
 
 ProgressFn = Callable[[int, int, str], None]
 SEARCH_MODES = ("dense", "bm25", "hybrid")
@@ -254,7 +254,7 @@ class Pathweaver:
                     "relations": [snap.rel_labels[r] if r >= 0 else "synonym of" for r in path.relations],
                     "relation_ids": [int(snap.rel_ids[r]) if r >= 0 else None for r in path.relations],
                     "reliability": float(path.reliability),
-                    "citations": [self._citation(snap, p) for p in path.passages],
+                    "citations": [snap.citation(p) for p in path.passages],
                 }
             )
         subgraph = result.subgraph.to_json() if result.subgraph is not None else None
@@ -275,20 +275,8 @@ class Pathweaver:
         }
 
     @staticmethod
-    def _citation(snap: GraphSnapshot, passage: int) -> dict[str, Any]:
-        start, end = (int(x) for x in snap.chunk_spans[passage])
-        return {
-            "doc": snap.chunk_docs[passage],
-            "title": snap.chunk_titles[passage],
-            "chunk_id": int(snap.chunk_ids[passage]),
-            "span": [start, end],
-        }
-
-    def _chunk_json(self, snap: GraphSnapshot, passage: int, score: float) -> dict[str, Any]:
-        out = self._citation(snap, passage)
-        out["score"] = float(score)
-        out["text"] = snap.chunk_texts[passage]
-        return out
+    def _chunk_json(snap: GraphSnapshot, passage: int, score: float) -> dict[str, Any]:
+        return {**snap.citation(passage), "score": float(score), "text": snap.chunk_texts[passage]}
 
     def search(self, query: str, mode: str = "hybrid", k: int = 5) -> list[dict[str, Any]]:
         """Plain chunk search: ``dense``, ``bm25`` or ``hybrid``. ``bm25`` reads the full-text index and the
@@ -299,7 +287,8 @@ class Pathweaver:
         if mode == "bm25":
             if k < 1:
                 raise ConfigError(f"k must be at least 1, got {k}")
-            return self.reader.bm25_cards(self.query(query).text, k)
+            return [{**citation_json(doc, title, chunk_id, start, end), "score": score, "text": text}
+                    for chunk_id, score, doc, title, start, end, text in self.reader.bm25_rows(self.query(query).text, k)]
         return self.retrieve_json(query, mode, k)["chunks"]
 
     def documents(self) -> list[dict[str, Any]]:

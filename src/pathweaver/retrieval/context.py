@@ -75,19 +75,9 @@ class _Citations:
 
     def cite(self, passage: int) -> int:
         if passage not in self.by_passage:
-            s = self.snapshot
-            start, end = (int(x) for x in s.chunk_spans[passage])
             n = len(self.entries) + 1
             self.by_passage[passage] = n
-            self.entries.append(
-                {
-                    "n": n,
-                    "doc": s.chunk_docs[passage],
-                    "title": s.chunk_titles[passage],
-                    "chunk_id": int(s.chunk_ids[passage]),
-                    "span": [start, end],
-                }
-            )
+            self.entries.append({"n": n, **self.snapshot.citation(passage)})
         return self.by_passage[passage]
 
 

@@ -308,20 +308,19 @@ class StoreReader:
         ).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows]
 
-    def bm25_cards(self, text: str, k: int) -> list[dict[str, Any]]:
-        """``bm25_chunks`` with each chunk's citation and text (``doc, title, chunk_id, span, score, text``), read
-        straight from the tables in one transaction: what a file committed a moment ago holds is found without
-        waiting for a snapshot rebuild."""
+    def bm25_rows(self, text: str, k: int) -> list[tuple[int, float, str, str, int, int, str]]:
+        """``bm25_chunks`` with each chunk's document path, title, span and text, as ``(chunk id, score, path,
+        title, start, end, text)``, read straight from the tables in one transaction: what a file committed a
+        moment ago holds is found without waiting for a snapshot rebuild."""
         with self._read() as conn:
             hits = self.bm25_chunks(text, k)
             if not hits:
                 return []
             marks = ",".join("?" * len(hits))
-            rows = {r[0]: r for r in conn.execute(
+            rows = {r[0]: r[1:] for r in conn.execute(
                 f"SELECT c.id, d.path, d.title, c.start, c.end, c.text FROM chunks c JOIN documents d "
                 f"ON d.id = c.doc_id WHERE c.id IN ({marks})", [cid for cid, _ in hits]).fetchall()}
-        return [{"doc": rows[cid][1], "title": rows[cid][2], "chunk_id": cid, "span": [rows[cid][3], rows[cid][4]],
-                 "score": score, "text": rows[cid][5]} for cid, score in hits if cid in rows]
+        return [(cid, score, *rows[cid]) for cid, score in hits if cid in rows]
 
     def find_entities(self, text: str, k: int = 10) -> list[dict[str, Any]]:
         """Entities whose name matches words of ``text`` (FTS5 BM25), best first."""

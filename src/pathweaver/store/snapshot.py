@@ -13,9 +13,15 @@ Edges:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+
+
+def citation_json(doc: str, title: str, chunk_id: int, start: int, end: int) -> dict[str, Any]:
+    """Where a chunk comes from, as every JSON result cites it: ``{doc, title, chunk_id, span}``."""
+    return {"doc": doc, "title": title, "chunk_id": int(chunk_id), "span": [int(start), int(end)]}
 
 
 @dataclass
@@ -79,6 +85,11 @@ class GraphSnapshot:
     @property
     def n_relations(self) -> int:
         return len(self.rel_ids)
+
+    def citation(self, passage: int) -> dict[str, Any]:
+        """Where passage ``passage`` comes from (``citation_json``)."""
+        start, end = self.chunk_spans[passage]
+        return citation_json(self.chunk_docs[passage], self.chunk_titles[passage], self.chunk_ids[passage], start, end)
 
     def triple_text(self, r: int) -> str:
         """"subject label object", the text embedded for a relation."""
