@@ -19,7 +19,7 @@ import numpy as np
 from pathweaver.config import ConfigError, Settings, load_settings
 from pathweaver.models.embedder import Embedder, get_embedder
 from pathweaver.retrieval import parallel
-from pathweaver.retrieval.registry import pank_base, parse_method, run_method
+from pathweaver.retrieval.registry import check_top_k, pank_base, parse_method, run_method
 from pathweaver.retrieval.types import Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.db import Database, StoreError
 from pathweaver.store.reads import StoreReader
@@ -285,8 +285,7 @@ class Pathweaver:
         if mode not in SEARCH_MODES:
             raise ConfigError(f"unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}")
         if mode == "bm25":
-            if k < 1:
-                raise ConfigError(f"k must be at least 1, got {k}")
+            check_top_k(k)
             return [{**citation_json(doc, title, chunk_id, start, end), "score": score, "text": text}
                     for chunk_id, score, doc, title, start, end, text in self.reader.bm25_rows(self.query(query).text, k)]
         return self.retrieve_json(query, mode, k)["chunks"]

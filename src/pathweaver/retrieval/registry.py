@@ -138,12 +138,17 @@ def method_defaults(name: str) -> dict[str, Any]:
     return dataclasses.asdict(params)
 
 
+def check_top_k(top_k: int) -> None:
+    """A clear error for a result size below one."""
+    if top_k < 1:
+        raise ConfigError(f"top_k must be at least 1, got {top_k}")
+
+
 def run_method(
     env: RetrievalEnv, query: Query, name: str, top_k: int, overrides: dict[str, Any] | None = None
 ) -> RetrievalResult:
     """Run method ``name`` with config/CLI/tool ``overrides`` applied over the paper defaults."""
-    if top_k < 1:
-        raise ConfigError(f"top_k must be at least 1, got {top_k}")
+    check_top_k(top_k)
     spec, fixed = get_method(name)
     params = make_params(spec.params_cls, {**(overrides or {}), **fixed})
     result = spec.fn(env, query, top_k, params)
