@@ -110,9 +110,8 @@ class IndexManager:
                 self._warmer.start()
 
     def _warm_loop(self) -> None:
-        while not self._stopped:
-            if not self._warm_wanted.wait(0.5):
-                continue
+        while True:
+            self._warm_wanted.wait()  # ``stop`` sets it too, after ``_stopped``
             self._warm_wanted.clear()
             if self._stopped:
                 return
