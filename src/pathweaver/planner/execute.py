@@ -149,9 +149,10 @@ def extractive_answer(
     cands = _most_overlapping([c for c in cands if len(c[0]) > 3], question, SUB_ANSWER_SENTENCES)
     if not cands:
         return "", None
-    answers = [_narrowed(snapshot, sentence, passage, question) for sentence, passage in cands]
     texts = [c[0] for c in cands]
+    answers: list[str] | None = None  # every candidate's answer, needed only to look ahead
     if prefetch is not None:
+        answers = [_narrowed(snapshot, sentence, passage, question) for sentence, passage in cands]
         ahead = [t for a in dict.fromkeys(answers) for t in (follow_up(a) if follow_up else [])]
         prefetch([question, *texts, *ahead])
         vecs = np.stack([np.asarray(encode([t]))[0] for t in texts])  # one at a time: read from the cache
@@ -159,7 +160,8 @@ def extractive_answer(
         vecs = np.asarray(encode(texts))
     sims = vecs @ np.asarray(encode([question]))[0]
     i = int(np.argmax(sims))
-    return answers[i], cands[i][1]
+    sentence, passage = cands[i]
+    return (answers[i] if answers is not None else _narrowed(snapshot, sentence, passage, question)), passage
 
 
 def _sub_answer(
