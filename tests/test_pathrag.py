@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pathweaver.config import ConfigError
-from pathweaver.retrieval.graphs import entity_degrees
+from pathweaver.retrieval.graphs import entity_degrees, pair_relations
 from pathweaver.retrieval.pathrag import (
     PathRAGParams,
     candidate_paths,
@@ -138,3 +138,14 @@ def test_registry_overrides_and_unknown_parameter() -> None:
         run_method(_env(snap), q, "pathrag", 5, {"beta": 0.8})
     with pytest.raises(ConfigError):
         run_method(_env(snap), q, "pathrag", 5, {"alpha": 1.5})
+
+
+def test_pair_relations_lists_every_relation_of_a_pair_in_index_order() -> None:
+    rng = np.random.default_rng(3)
+    pairs = [(int(a), int(b)) for a, b in rng.integers(0, 12, size=(300, 2))]
+    snap = GraphSnapshot.from_arrays([f"e{i}" for i in range(12)], [(a, b, f"r{r}") for r, (a, b) in enumerate(pairs)])
+    index = pair_relations(snap)
+    for u in range(12):
+        for v in range(12):
+            expected = [r for r, (a, b) in enumerate(pairs) if {a, b} == {u, v}]
+            assert index.between(u, v) == expected

@@ -144,14 +144,31 @@ def entity_passage_counts(snapshot: GraphSnapshot) -> np.ndarray:
     return cached(snapshot, ("entity_passage_counts",), build)
 
 
-def pair_relations(snapshot: GraphSnapshot) -> dict[tuple[int, int], list[int]]:
-    """Relation indices per unordered entity pair ``(min, max)``; built once per snapshot."""
+@dataclass(frozen=True)
+class PairRelations:
+    """Relation indices per unordered entity pair: the relations sorted by the pair's key ``min·E + max`` (stable,
+    so a pair's relations keep their index order), found by binary search. Built with array operations: a dict
+    of the 220k pairs of the 2wiki store took 0.8 s to build after every change, this takes milliseconds."""
 
-    def build() -> dict[tuple[int, int], list[int]]:
-        out: dict[tuple[int, int], list[int]] = {}
-        for r, (s, d) in enumerate(zip(snapshot.rel_src.tolist(), snapshot.rel_dst.tolist(), strict=True)):
-            out.setdefault((min(s, d), max(s, d)), []).append(r)
-        return out
+    keys: np.ndarray  # (R,) int64 sorted pair keys
+    order: np.ndarray  # (R,) int64 relation index of each sorted key
+    n_entities: int
+
+    def between(self, u: int, v: int) -> list[int]:
+        """The relations joining entities ``u`` and ``v`` (either direction), lowest index first."""
+        key = min(u, v) * self.n_entities + max(u, v)
+        lo, hi = np.searchsorted(self.keys, [key, key + 1])
+        return self.order[lo:hi].tolist()
+
+
+def pair_relations(snapshot: GraphSnapshot) -> PairRelations:
+    """The relations of every unordered entity pair (``PairRelations.between``); built once per snapshot."""
+
+    def build() -> PairRelations:
+        src, dst = snapshot.rel_src.astype(np.int64), snapshot.rel_dst.astype(np.int64)
+        keys = np.minimum(src, dst) * snapshot.n_entities + np.maximum(src, dst)
+        order = np.argsort(keys, kind="stable")
+        return PairRelations(keys[order], order, snapshot.n_entities)
 
     return cached(snapshot, ("pair_relations",), build)
 

@@ -247,7 +247,7 @@ def candidate_paths(
 
 
 def _edge_relations(snapshot: GraphSnapshot, u: int, v: int) -> list[int]:
-    return pair_relations(snapshot).get((min(u, v), max(u, v)), [])
+    return pair_relations(snapshot).between(u, v)
 
 
 def path_text(snapshot: GraphSnapshot, path: list[int]) -> str:
