@@ -10,6 +10,7 @@ import pytest
 from pathweaver.config import ConfigError, Settings
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
+from pathweaver.store import reads
 from pathweaver.store import writes as w
 from pathweaver.store.db import Database, EmbeddingMismatchError
 from pathweaver.store.reads import StoreReader, fts_query
@@ -151,3 +152,17 @@ def test_embedding_mismatch_names_the_fix(tmp_path: Path) -> None:
         Indexer(db, Settings(store_dir=tmp_path / "s"), get_embedder())  # records the real model, dim 384
         with pytest.raises(EmbeddingMismatchError, match="rebuild"):
             Indexer(db, Settings(store_dir=tmp_path / "s"), OtherModel())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("max_runs", [4096, 3])
+def test_take_rows_copies_runs_like_a_fancy_index(max_runs: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Snapshot rebuilds copy reused vectors run by run (or by one take when runs are many): same rows, zeros
+    where nothing is reused."""
+    monkeypatch.setattr(reads, "MAX_RUNS", max_runs)
+    old = np.arange(40 * 3, dtype=np.float32).reshape(40, 3)
+    pos = np.array([0, 1, 2, -1, -1, 5, 6, 30, 31, -1, 7, 8, 9, 39, 10], dtype=np.int64)
+    expected = old[np.maximum(pos, 0)]
+    expected[pos < 0] = 0.0
+    assert np.array_equal(reads._take_rows(old, pos), expected)
+    assert reads._take_rows(old, np.zeros(0, dtype=np.int64)).shape == (0, 3)
+    assert np.array_equal(reads._take_rows(old, np.full(4, -1)), np.zeros((4, 3), dtype=np.float32))

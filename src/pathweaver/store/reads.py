@@ -112,6 +112,32 @@ def _reuse_from(
     }
 
 
+MAX_RUNS = 4096  # above this many runs a fancy-index take is as quick as slice copies
+
+
+def _take_rows(old: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """``old[pos]``, with zero rows where ``pos`` is -1, copied slice by slice over the runs where ``pos`` counts
+    up by one. After a small change nearly every row keeps its order, so this is a few memory copies: the
+    row-by-row ``np.take`` of the 2wiki store's 380k vectors took 0.5 s of each snapshot rebuild."""
+    n = pos.shape[0]
+    if n == 0:
+        return np.zeros((0, old.shape[1]), dtype=old.dtype)
+    follows = ((pos[1:] == pos[:-1] + 1) & (pos[:-1] >= 0)) | ((pos[1:] < 0) & (pos[:-1] < 0))
+    starts = np.concatenate(([0], np.flatnonzero(~follows) + 1)).tolist()
+    if len(starts) > MAX_RUNS:
+        out = np.take(old, np.maximum(pos, 0), axis=0)
+        out[pos < 0] = 0.0
+        return out
+    out = np.empty((n, old.shape[1]), dtype=old.dtype)
+    for a, b in zip(starts, [*starts[1:], n], strict=True):
+        first = int(pos[a])
+        if first < 0:
+            out[a:b] = 0.0
+        else:
+            out[a:b] = old[first : first + b - a]
+    return out
+
+
 def _vectors(
     conn: Connection,
     table: str,
@@ -133,8 +159,7 @@ def _vectors(
         have = old_pos >= 0
         if have.all() and old_pos.size == old_vecs.shape[0] and (old_pos == np.arange(old_pos.size)).all():
             return old_vecs  # nothing moved: share the array (snapshots never write to their vectors)
-        out = np.take(old_vecs, np.maximum(old_pos, 0), axis=0)
-        out[~have] = 0.0
+        out = _take_rows(old_vecs, old_pos)
         missing = ids[~have]
         if not missing.size:
             return out
