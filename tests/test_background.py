@@ -121,3 +121,43 @@ def test_a_slow_snapshot_build_does_not_hold_up_the_next_batch(tmp_path: Path) -
         finally:
             release.set()
             manager.stop()
+
+
+def test_graph_structures_of_queried_methods_are_built_ahead_of_queries(tmp_path: Path) -> None:
+    """After a watcher batch the background thread also builds, on the new snapshot, what the methods queried so
+    far build once per snapshot (here ppr's transition matrix and pathrag's pair index); the next query uses them."""
+    from pathweaver.retrieval.graphs import _CACHE_ATTR
+
+    notes = tmp_path / "notes"
+    shutil.copytree(CORPUS, notes)
+    with Pathweaver.open(tmp_path / "store") as pw:
+        manager = IndexManager(pw, [notes], debounce_seconds=0.2)
+        cache = pw.reader.cache
+
+        def built(snapshot: object) -> dict:
+            return {key[0]: value for key, value in getattr(snapshot, "__dict__", {}).get(_CACHE_ATTR, {}).items()}
+
+        manager.start()
+        try:
+            assert manager.ready.wait(120)
+            wait_for(lambda: cache.latest() is not None and cache.latest().version == pw.reader.db.version(),
+                     "the first snapshot")
+            question = "Which island does the quokka live on?"
+            pw.retrieve(question, "ppr", 3)
+            pw.retrieve(question, "pathrag", 3)
+            before = cache.latest()
+            (notes / "fresh.md").write_text("# Fresh\n\nThe quokka lives on Rottnest Island.\n", encoding="utf-8")
+
+            def warmed() -> bool:
+                latest = cache.latest()
+                names = built(latest)
+                return latest is not before and "transition_rows" in names and "pair_relations" in names
+
+            wait_for(warmed, "ppr's and pathrag's structures on the new snapshot")
+            after = cache.latest()
+            transition = built(after)["transition_rows"]
+            result = pw.retrieve(question, "ppr", 3)
+            assert cache.latest() is after and built(after)["transition_rows"] is transition
+            assert any("quokka" in after.chunk_texts[hit.passage] for hit in result.chunks)
+        finally:
+            manager.stop()
