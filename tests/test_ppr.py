@@ -166,3 +166,27 @@ def test_ppr_params_validated() -> None:
         run_method(env, q, "ppr", 2, {"alpha": 0.5})
     with pytest.raises(ConfigError):
         run_method(env, q, "ppr", 2, {"coarse_tol": -1.0})
+
+
+def test_a_cached_structure_is_built_once_when_threads_meet() -> None:
+    """Two threads asking for the same per-snapshot structure at once: one builds, the other waits for it."""
+    import threading
+    import time
+
+    from pathweaver.retrieval.graphs import cached
+
+    snap = GraphSnapshot.from_arrays(["a", "b"], [(0, 1, "r")])
+    calls: list[int] = []
+
+    def build() -> object:
+        calls.append(1)
+        time.sleep(0.2)
+        return object()
+
+    got: list[object] = []
+    threads = [threading.Thread(target=lambda: got.append(cached(snap, ("slow",), build))) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len(got) == 3 and got[0] is got[1] is got[2]

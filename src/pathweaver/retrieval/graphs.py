@@ -12,6 +12,7 @@ snapshot) never sees stale matrices. Nothing here is built per query.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -24,19 +25,31 @@ from pathweaver.retrieval.parallel import SparseRows, threads
 from pathweaver.store.snapshot import GraphSnapshot
 
 _CACHE_ATTR = "_pathweaver_retrieval_cache"
+_LOCKS_ATTR = "_pathweaver_retrieval_locks"  # one lock per cache key, so a structure is built once
+_LOCK = threading.Lock()  # guards the creation of those two attributes and of the per-key locks
 T = TypeVar("T")
 RelationWeight = Literal["count", "one"]
 ContainsWeight = Literal["one", "count"]
 
 
 def cached(snapshot: GraphSnapshot, key: tuple[Any, ...], build: Callable[[], T]) -> T:
-    """Return ``build()`` memoised on ``snapshot`` under ``key`` (built once per snapshot object)."""
+    """Return ``build()`` memoised on ``snapshot`` under ``key`` (built once per snapshot object).
+
+    A thread that asks for a structure another thread is building waits for that build instead of repeating it
+    (the server's background warm-up and a query can meet on a new snapshot)."""
     store: dict[tuple[Any, ...], Any] | None = snapshot.__dict__.get(_CACHE_ATTR)
-    if store is None:
-        store = {}
-        object.__setattr__(snapshot, _CACHE_ATTR, store)
-    if key not in store:
-        store[key] = build()
+    if store is not None and key in store:
+        return store[key]  # type: ignore[no-any-return]
+    with _LOCK:
+        store = snapshot.__dict__.get(_CACHE_ATTR)
+        if store is None:
+            store = {}
+            object.__setattr__(snapshot, _CACHE_ATTR, store)
+        locks: dict[tuple[Any, ...], Any] = snapshot.__dict__.setdefault(_LOCKS_ATTR, {})
+        lock = locks.setdefault(key, threading.RLock())
+    with lock:
+        if key not in store:
+            store[key] = build()
     return store[key]  # type: ignore[no-any-return]
 
 
