@@ -12,7 +12,9 @@ wire is paired with the same call in-process just before it, and the overheads a
 differences, so that a shared machine's slow and fast spells fall on both sides alike. Freshness: a file
 with a unique phrase is written and ``search`` is polled until it is found, once with the server idle and once
 while it indexes a burst of other new files (busy); at the end the written files are deleted and ``search`` is
-polled until the last phrase is gone. Figures are printed only.
+polled until the last phrase is gone. Graph freshness: after a file becomes searchable, ``retrieve_paths`` is
+timed on the new store version, asked at once and 3 s later, against the call right after it. Figures are
+printed only.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ from pathweaver.demo import OFFLINE_ENV, demo_corpus, indexed, server_command, w
 QUESTION = "Who warned Scrooge that three spirits would visit him?"
 SEARCH = "Tiny Tim"
 POLL_S = 0.05
+# graph freshness: the first retrieve_paths on a new version, asked at once and this long after the change landed
+GRAPH_DELAYS_S = (0.0, 3.0)
 
 
 def cases(question: str = QUESTION, text: str = SEARCH) -> list[tuple[str, dict[str, Any], Callable[[Any], Any]]]:
@@ -100,8 +104,8 @@ def overheads(samples: list[Sample]) -> dict[str, float | None]:
     }
 
 
-async def over_stdio(svc: Any, notes: Path, store: Path, repeat: int, freshness: int, calls: list
-                     ) -> dict[str, Any]:
+async def over_stdio(svc: Any, notes: Path, store: Path, repeat: int, freshness: int, calls: list,
+                     question: str = QUESTION) -> dict[str, Any]:
     """Each tool through the SDK's ClientSession, each repetition paired with the same call on ``svc``."""
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -138,6 +142,9 @@ async def over_stdio(svc: Any, notes: Path, store: Path, repeat: int, freshness:
                 out["tools"][name] = samples
             out["idle"] = [await time_to_searchable(session, notes, f"idle{i}", busy=0) for i in range(freshness)]
             out["busy"] = [await time_to_searchable(session, notes, f"busy{i}", busy=8) for i in range(freshness)]
+            for delay in GRAPH_DELAYS_S:
+                out[f"graph{delay:g}"] = [await graph_after_change(session, notes, f"g{delay:g}x{i}", question, delay)
+                                          for i in range(freshness)]
             if freshness:
                 out["gone"] = await time_to_gone(session, notes, f"zyxbusy{freshness - 1}quux")
     return out
@@ -255,6 +262,22 @@ async def time_to_searchable(session: Any, notes: Path, tag: str, busy: int) -> 
         await anyio.sleep(POLL_S)
 
 
+async def graph_after_change(session: Any, notes: Path, tag: str, question: str, delay: float
+                             ) -> tuple[float, float]:
+    """Seconds of the first ``retrieve_paths`` on a new store version, asked ``delay`` s after a written file became
+    searchable, and of the call right after it (everything per snapshot already built)."""
+    await time_to_searchable(session, notes, tag, busy=0)
+    await anyio.sleep(delay)
+    times = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        result = await session.call_tool("retrieve_paths", {"question": question})
+        times.append(time.perf_counter() - t0)
+        if result.is_error:
+            raise RuntimeError(f"retrieve_paths: {result.content}")
+    return times[0], times[1]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=None, help="folder to index (with --store: the one it indexes)")
@@ -283,7 +306,8 @@ def main() -> int:
         with Pathweaver.open(local_store) as svc:
             if not args.store:
                 svc.index([notes])
-            remote = anyio.run(over_stdio, svc, notes, server_store, args.repeat, args.freshness, calls)
+            remote = anyio.run(over_stdio, svc, notes, server_store, args.repeat, args.freshness, calls,
+                               args.question)
             raw = over_raw_stdio(svc, notes, server_store, args.repeat, calls)
     files = sum(1 for p in corpus.iterdir() if p.is_file())
     print(f"corpus {corpus} ({files} files); server ready after {remote['index_seconds']:.1f} s; ping round trip "
@@ -308,6 +332,12 @@ def main() -> int:
                 f"write -> searchable ({label}): median {statistics.median(values):.2f} s, "
                 f"max {max(values):.2f} s over {len(values)} files"
             )
+    for delay in GRAPH_DELAYS_S:
+        pairs = remote.get(f"graph{delay:g}") or []
+        if pairs:
+            print(f"first retrieve_paths on a new version, asked {delay:g} s after the file was searchable: median "
+                  f"{statistics.median(p[0] for p in pairs) * 1e3:.0f} ms (the call after it "
+                  f"{statistics.median(p[1] for p in pairs) * 1e3:.0f} ms) over {len(pairs)} files")
     if "gone" in remote:
         print(f"delete -> gone from search: {remote['gone']:.2f} s")
     return 0
