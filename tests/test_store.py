@@ -166,3 +166,23 @@ def test_take_rows_copies_runs_like_a_fancy_index(max_runs: int, monkeypatch: py
     assert np.array_equal(reads._take_rows(old, pos), expected)
     assert reads._take_rows(old, np.zeros(0, dtype=np.int64)).shape == (0, 3)
     assert np.array_equal(reads._take_rows(old, np.full(4, -1)), np.zeros((4, 3), dtype=np.float32))
+
+
+@pytest.mark.parametrize("odd_text", ["plain", "has \x1f a separator"])
+def test_bulk_column_reads_equal_row_reads(odd_text: str) -> None:
+    """Snapshot reads join each column in SQLite and parse it in numpy; rows come back sorted by the key columns
+    whatever order SQLite scans them in, and a text holding the separator falls back to row-by-row reads."""
+    import sqlean
+
+    conn = sqlean.connect(":memory:")
+    conn.execute("CREATE TABLE t (a INTEGER NOT NULL, b INTEGER NOT NULL, name TEXT NOT NULL, x REAL NOT NULL)")
+    conn.execute("CREATE INDEX t_name ON t(name)")
+    rows = [(5, 1, "e", 0.5), (1, 2, odd_text, 0.25), (3, 3, "", 0.123456789), (1, 1, "z", -1.0), (2, 9, "b b", 1e-9)]
+    conn.executemany("INSERT INTO t VALUES (?, ?, ?, ?)", rows)
+    cols = reads._read_columns(conn, "t", ["a", "b"], ("name",), ("x",), order=2)
+    want = sorted(rows)
+    assert cols.ints.tolist() == [[a, b] for a, b, _, _ in want]
+    assert cols.texts == [[name for _, _, name, _ in want]]
+    assert np.array_equal(cols.reals[0].astype(np.float32), np.array([x for *_, x in want], dtype=np.float32))
+    empty = reads._read_columns(conn, "t WHERE a > 100", ["a"], ("name",))
+    assert empty.ints.shape == (0, 1) and empty.texts == [[]]
