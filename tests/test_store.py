@@ -186,3 +186,25 @@ def test_bulk_column_reads_equal_row_reads(odd_text: str) -> None:
     assert np.array_equal(cols.reals[0].astype(np.float32), np.array([x for *_, x in want], dtype=np.float32))
     empty = reads._read_columns(conn, "t WHERE a > 100", ["a"], ("name",))
     assert empty.ints.shape == (0, 1) and empty.texts == [[]]
+
+
+def test_vec0_rows_from_chunk_storage_equal_a_scan(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cold snapshot builds read vec0 tables from their chunk blobs: the same rows and vectors as scanning the
+    table, across several chunks and with deleted rows; an unknown sqlite-vec version reads nothing that way."""
+    from pathweaver.store import vecdump
+
+    conn = db.conn
+    conn.execute("CREATE VIRTUAL TABLE probe USING vec0(embedding float[4])")
+    rng = np.random.default_rng(0)
+    vecs = rng.standard_normal((2500, 4)).astype(np.float32)
+    conn.executemany("INSERT INTO probe(rowid, embedding) VALUES (?, ?)",
+                     [(i + 1, v.tobytes()) for i, v in enumerate(vecs)])
+    conn.execute("DELETE FROM probe WHERE rowid % 7 = 0")
+    ids, got = vecdump.vec0_rows(conn, "probe", 4)
+    scan = conn.execute("SELECT rowid, embedding FROM probe").fetchall()
+    want = {r: np.frombuffer(b, dtype=np.float32) for r, b in scan}
+    assert sorted(ids.tolist()) == sorted(want) and len(want) == 2500 - 2500 // 7
+    assert all(np.array_equal(got[i], want[r]) for i, r in enumerate(ids.tolist()))
+    monkeypatch.setattr(vecdump, "KNOWN_VERSIONS", ("v9.",))
+    assert vecdump.vec0_rows(conn, "probe", 4) is None
+    assert vecdump.vec0_rows(conn, "no_such_table", 4) is None

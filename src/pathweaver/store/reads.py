@@ -21,6 +21,7 @@ from pathweaver.extract.entities import normalize
 from pathweaver.store.cache import cache_for
 from pathweaver.store.db import Connection, Database, StoreError
 from pathweaver.store.snapshot import GraphSnapshot
+from pathweaver.store.vecdump import vec0_rows
 
 EXPORT_TABLES = ("documents", "chunks", "entities", "relations", "mentions", "relation_sources", "synonyms")
 _FTS_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
@@ -240,6 +241,14 @@ def _vectors(
             return out
         if int((ids >= missing.min()).sum()) <= 4 * missing.size:  # the new rows sit at the end: read that range
             query, args = f"{query} WHERE rowid >= ?", (int(missing.min()),)
+    if not args:  # every row: from the table's chunk storage when it has the known layout
+        dumped = vec0_rows(conn, table, dim)
+        if dumped is not None:
+            rowids, vecs = dumped
+            if rowids.shape == ids.shape and np.array_equal(rowids, ids):
+                return vecs
+            _place_array(out, ids, rowids, vecs)
+            return out
     _place(out, ids, conn.execute(query, args).fetchall(), dim)
     return out
 
@@ -286,8 +295,13 @@ def _place(out: np.ndarray, ids: np.ndarray, rows: list[tuple[int, bytes]], dim:
             if found[0] and len(data) == dim * 4:
                 out[pos[0]] = np.frombuffer(data, dtype=np.float32)
         return
+    _place_array(out, ids, rowids, np.frombuffer(blob, dtype=np.float32).reshape(len(rows), dim))
+
+
+def _place_array(out: np.ndarray, ids: np.ndarray, rowids: np.ndarray, vecs: np.ndarray) -> None:
+    """Write ``vecs`` (one row per ``rowids``) into ``out`` at their positions in the ascending ``ids``."""
     pos, found = _positions(ids, rowids)
-    out[pos[found]] = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), dim)[found]
+    out[pos[found]] = vecs[found]
 
 
 class StoreReader:
