@@ -274,9 +274,8 @@ def entity_rows(conn: Connection, dim: int, previous: EntityRows | None = None) 
     is still there under the same id and name are reused (as a snapshot rebuild does: ids are never reused, and a
     vector depends only on the name), so after a small change only the new rows are read, not the whole table
     (145k rows of the 2wiki store: 2.4 s)."""
-    rows = conn.execute("SELECT id, name FROM entities ORDER BY id").fetchall()
-    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    names = [r[1] for r in rows]
+    cols = _read_columns(conn, "entities", ["id"], ("name",), order=1)
+    ids, (names,) = cols.ints[:, 0], cols.texts
     reuse = None
     if previous is not None and previous.vecs.ndim == 2 and previous.vecs.shape[1] == dim:
         reuse = (_reusable(previous.ids, previous.vecs, ids, _same(names, previous.names)), previous.vecs)
