@@ -211,33 +211,3 @@ def test_changing_vector_settings_remakes_every_vector(tmp_path: Path, embedder)
     assert all(np.allclose(np.frombuffer(fresh[n], np.float32), np.frombuffer(after[n], np.float32), atol=1e-5)
                for n in fresh)
     assert got == want
-
-
-def test_a_watcher_batch_of_files_is_one_store_version_with_its_synonyms(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
-    """A batch writes each file in its own transaction, and its synonym pass commits with the last file, so a
-    one-file batch moves the store version once (every version costs readers a snapshot rebuild), and that version
-    already holds the synonyms of the file's new entities."""
-    from pathweaver.extract.synonyms import synonym_pairs
-
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    for i, text in enumerate(POOL[:4]):
-        (folder / f"n{i}.txt").write_text(text, encoding="utf-8")
-    s = settings(tmp_path / "store")
-    s.extract.synonym_phi = 0.6
-    with Database(s.store_dir) as db:
-        indexer = Indexer(db, s, embedder)
-        indexer.index_paths([folder])
-        for files in ([POOL[4]], [POOL[5], POOL[6]]):
-            paths = set()
-            for text in files:
-                path = folder / f"new{len(list(folder.iterdir()))}.txt"
-                path.write_text(text, encoding="utf-8")
-                paths.add(path)
-            before = db.version()
-            indexer.apply_changes(paths, set())
-            assert db.version() == before + len(files)
-            snap = StoreReader(db).snapshot()
-            got = {(a, b) for a, b in db.conn.execute("SELECT a_id, b_id FROM synonyms").fetchall()}
-            assert got == {(a, b) for a, b, _ in synonym_pairs(snap.entity_ids, snap.entity_vecs, 0.6)}
-            assert int(db.get_meta("synonym_watermark")) == int(snap.entity_ids.max())

@@ -15,8 +15,7 @@ Hence any sequence of changes followed by ``refresh()`` ends in exactly the grap
 folder (which itself ends with the refresh computation).
 
 Synonyms depend only on the entity set: each entity is paired with all others once, when its id first passes the
-``synonym_watermark`` kept in meta (entity ids are never reused), in the transaction of each call's last file
-(so a watcher batch of one file is one store version), or in a pass at the end of the call.
+``synonym_watermark`` kept in meta (entity ids are never reused), in a pass at the end of each call.
 """
 
 from __future__ import annotations
@@ -255,16 +254,11 @@ class Indexer:
         work = scan.new + scan.changed
         new_paths = {e.path for e in scan.new}
         done = 0
-        batches = self._batches(work, report)
-        batch = next(batches, None)
-        while batch is not None:
-            following = next(batches, None)  # read ahead, to know the call's last file
+        for batch in self._batches(work, report):
             self._embed_chunks(batch, report)
-            last = None if following is not None else next(
-                (p for p in reversed(batch) if isinstance(p, _Prepared)), None)
             for prep in batch:
                 if isinstance(prep, _Prepared):
-                    self._write_file(prep, known.get(prep.entry.path), deferred, synonyms=prep is last)
+                    self._write_file(prep, known.get(prep.entry.path), deferred)
                     report.chunks += len(prep.rows)
                     if prep.entry.path in new_paths:
                         report.added += 1
@@ -277,7 +271,6 @@ class Indexer:
                 done += 1
                 if progress:
                     progress(done, len(work), prep.entry.path if isinstance(prep, _Prepared) else prep[0].path)
-            batch = following
         if self._needs_refresh():
             self.refresh()
             report.refreshed = True
@@ -416,10 +409,7 @@ class Indexer:
             w.add_meta_int(conn, "changed_chunks", removed)
             w.collect_garbage(conn, ents, rels)
 
-    def _write_file(self, prep: _Prepared, known: KnownDoc | None, deferred: bool, synonyms: bool = False) -> None:
-        """One file in one transaction; with ``synonyms`` (the call's last file) the synonym pass of every entity
-        new since the watermark commits with it, so that a watcher batch makes one store version, not two (each
-        version costs readers a snapshot rebuild: 1-2 s on the 2wiki store)."""
+    def _write_file(self, prep: _Prepared, known: KnownDoc | None, deferred: bool) -> None:
         graph, vectors = (None, {}) if deferred else self._file_graph(prep, known)
         doc = prep.doc
         with self.db.write() as conn:
@@ -437,8 +427,6 @@ class Indexer:
                 self._write_graph(conn, graph, dict(enumerate(ids)), vectors)
             w.add_meta_int(conn, "changed_chunks", removed + len(ids))
             w.collect_garbage(conn, ents, rels)
-            if synonyms and graph is not None:
-                self._synonyms_in(conn)
 
     def _file_graph(self, prep: _Prepared, known: KnownDoc | None) -> tuple[DocGraph, dict[str, np.ndarray]]:
         """The file's graph with current statistics including its own new chunks (read before the write)."""
