@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from pathweaver.config import Settings
+from pathweaver.ingest import pipeline
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
 from pathweaver.store.db import Database
@@ -211,3 +212,50 @@ def test_changing_vector_settings_remakes_every_vector(tmp_path: Path, embedder)
     assert all(np.allclose(np.frombuffer(fresh[n], np.float32), np.frombuffer(after[n], np.float32), atol=1e-5)
                for n in fresh)
     assert got == want
+
+
+def test_a_snapshot_is_carried_forward_over_a_batch_synonym_pass(  # type: ignore[no-untyped-def]
+        tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A watcher batch commits its file, then its synonym pass. A reader that built the snapshot in between gets
+    the next one carried forward with the new synonym rows, equal to a read of the store; a pass that adds no
+    pair moves no version."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i, text in enumerate(POOL[:4]):
+        (folder / f"n{i}.txt").write_text(text, encoding="utf-8")
+    s = settings(tmp_path / "store")
+    s.extract.synonym_phi = 0.6
+    with Database(s.store_dir) as db:
+        indexer = Indexer(db, s, embedder)
+        indexer.index_paths([folder])
+        reader = StoreReader(db)
+        reader.snapshot()
+        synonym_pass = indexer._synonym_pass
+        between: list[int] = []
+
+        def read_then_pair() -> int:
+            between.append(reader.snapshot().version)  # what a query landing between the two commits builds
+            return synonym_pass()
+
+        indexer._synonym_pass = read_then_pair  # type: ignore[method-assign]
+        patched = reader.cache.patched
+        (folder / "new.txt").write_text(POOL[4] + " " + POOL[6], encoding="utf-8")
+        indexer.apply_changes({folder / "new.txt"}, set())
+        assert db.version() == between[-1] + 1, "the synonym pass found pairs and made one more version"
+        carried = reader.snapshot()
+        assert reader.cache.patched == patched + 1 and carried.version == db.version()
+        cold = reader._build_snapshot(None)
+        for name in ("syn_a", "syn_b", "syn_cos", "entity_ids", "rel_src", "rel_dst"):
+            assert np.array_equal(getattr(carried, name), getattr(cold, name)), name
+        assert (carried.adjacency != cold.adjacency).nnz == 0
+        assert (carried.edge_relation != cold.edge_relation).nnz == 0
+        assert len(carried.syn_a) > len(between) and carried.entity_vecs is not None
+
+        monkeypatch.setattr(pipeline, "synonym_pairs_for", lambda *args: [])  # new entities, no pair passes
+        before, n_synonyms = db.version(), len(carried.syn_a)
+        (folder / "other.txt").write_text("Zanzibar exports cloves. Zanzibar lies off Tanzania.", encoding="utf-8")
+        indexer.apply_changes({folder / "other.txt"}, set())
+        after = reader._build_snapshot(None)
+        assert db.version() == before + 1, "the file moved the version; the empty synonym pass did not"
+        assert len(after.syn_a) == n_synonyms and int(db.get_meta("synonym_watermark")) == int(after.entity_ids.max())
+        assert after.entity_ids.max() > cold.entity_ids.max()

@@ -14,6 +14,7 @@ from pathweaver.store import reads
 from pathweaver.store import writes as w
 from pathweaver.store.db import Database, EmbeddingMismatchError
 from pathweaver.store.reads import StoreReader, fts_query
+from pathweaver.store.snapshot import GraphSnapshot
 
 DIM = 4
 
@@ -208,3 +209,16 @@ def test_vec0_rows_from_chunk_storage_equal_a_scan(db: Database, monkeypatch: py
     monkeypatch.setattr(vecdump, "KNOWN_VERSIONS", ("v9.",))
     assert vecdump.vec0_rows(conn, "probe", 4) is None
     assert vecdump.vec0_rows(conn, "no_such_table", 4) is None
+
+
+def test_with_synonyms_adds_edges_in_store_order_or_declines() -> None:
+    snap = GraphSnapshot.from_arrays(["a", "b", "c", "d"], [(0, 1, "r")], synonyms=[(1, 3, 0.95)], version=4)
+    # store ids are positions + 1 in from_arrays
+    carried = snap.with_synonyms(5, [(3, 1, 0.91), (2, 3, 0.93)])
+    assert carried is not None and carried.version == 5
+    assert list(zip(carried.syn_a.tolist(), carried.syn_b.tolist(), strict=True)) == [(0, 2), (1, 2), (1, 3)]
+    assert carried.syn_cos.tolist() == pytest.approx([0.91, 0.93, 0.95])
+    assert carried.adjacency is not None and carried.adjacency[0, 2] and not snap.adjacency[0, 2]
+    assert carried.entity_vecs is snap.entity_vecs and snap.version == 4
+    assert snap.with_synonyms(5, [(1, 9, 0.99)]) is None  # an entity the graph lacks
+    assert snap.with_synonyms(5, [(4, 2, 0.99)]) is None  # an edge it already has

@@ -201,7 +201,7 @@ class Indexer:
                 names = sorted(ids, key=ids.__getitem__)
                 id_arr = np.array([ids[n] for n in names], dtype=np.int64)
                 vec_arr = np.stack([vectors[n] for n in names]) if names else None
-                synonyms = self._synonyms_in(conn, id_arr, vec_arr)
+                synonyms = len(self._synonyms_in(conn, id_arr, vec_arr))
                 self._entities = EntityRows(id_arr, names, vec_arr) if vec_arr is not None else None
                 w.set_meta(conn, "changed_chunks", "0")
                 w.set_meta(conn, "refresh_pending", "0")
@@ -561,12 +561,21 @@ class Indexer:
         top = self.db.conn.execute("SELECT max(id) FROM entities").fetchone()[0]
         if top is None or int(top) <= mark:
             return 0
-        with self.db.write() as conn:
-            return self._synonyms_in(conn)
+        with self.db.write(bump_version=False) as conn:
+            pairs = self._synonyms_in(conn)
+            if not pairs:
+                return 0  # only the watermark moved: nothing a reader sees, so no new store version
+            after = self.db.bump_version(conn)
+        # the new version is the one before plus these rows: a reader of this process holding that one carries
+        # it forward instead of reading the whole graph again (store.cache)
+        cache_for(str(self.db.path.resolve())).patch(after - 1, after, lambda snap: snap.with_synonyms(after, pairs))
+        return len(pairs)
 
-    def _synonyms_in(self, conn: Connection, ids: np.ndarray | None = None, vecs: np.ndarray | None = None) -> int:
-        """Pair entities newer than the watermark with all entities (cos > phi, AGRAG Eq. 5). ``ids`` and
-        ``vecs``, when given, are every entity with its stored vector (a refresh has them in memory)."""
+    def _synonyms_in(self, conn: Connection, ids: np.ndarray | None = None, vecs: np.ndarray | None = None
+                     ) -> list[tuple[int, int, float]]:
+        """Pair entities newer than the watermark with all entities (cos > phi, AGRAG Eq. 5) and store the pairs
+        (which it returns). ``ids`` and ``vecs``, when given, are every entity with its stored vector (a refresh
+        has them in memory)."""
         row = conn.execute("SELECT value FROM meta WHERE key = 'synonym_watermark'").fetchone()
         mark = int(row[0]) if row else 0
         if ids is None or vecs is None:
@@ -576,12 +585,12 @@ class Indexer:
             self._entities = entity_rows(conn, int(self.db.get_meta("embedding_dim", "0") or 0), previous)
             ids, vecs = self._entities.ids, self._entities.vecs
         if not len(ids):
-            return 0
+            return []
         new = ids > mark
         pairs = synonym_pairs_for(ids[new], vecs[new], ids, vecs, self.params.synonym_phi) if new.any() else []
         w.insert_synonyms(conn, pairs)
         w.set_meta(conn, "synonym_watermark", str(max(mark, int(ids.max()))))
-        return len(pairs)
+        return pairs
 
 
 def _lookup_df(conn: Connection, grams: list[str]) -> dict[str, int]:

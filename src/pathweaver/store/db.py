@@ -119,15 +119,22 @@ class Database:
         try:
             yield self.conn
             if bump_version:
-                self.conn.execute(
-                    "INSERT INTO meta(key, value) VALUES ('store_version', '1') "
-                    "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
-                )
+                self.bump_version(self.conn)
             self.conn.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(Exception):
                 self.conn.execute("ROLLBACK")
             raise
+
+    @staticmethod
+    def bump_version(conn: Connection) -> int:
+        """Move ``store_version`` on by one inside the open write transaction (``write(bump_version=False)``
+        for a write that decides itself whether readers see a change); returns the new version."""
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES ('store_version', '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
+        return int(conn.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()[0])
 
     # -- schema ----------------------------------------------------------------------------------------------
     def _migrate(self) -> None:

@@ -12,6 +12,7 @@ Edges:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,6 +95,25 @@ class GraphSnapshot:
     def triple_text(self, r: int) -> str:
         """"subject label object", the text embedded for a relation."""
         return f"{self.entity_names[self.rel_src[r]]} {self.rel_labels[r]} {self.entity_names[self.rel_dst[r]]}"
+
+    def with_synonyms(self, version: int, pairs: list[tuple[int, int, float]]) -> GraphSnapshot | None:
+        """This graph plus synonym edges ``pairs`` (store ids, cos), as store version ``version``: what a commit
+        that only added those rows to ``synonyms`` makes of it, in the order a read of the store gives. Every
+        other array is shared. None when a pair names an entity this graph lacks or an edge it already has (the
+        caller then reads the store)."""
+        ids = np.array([(min(a, b), max(a, b)) for a, b, _ in pairs], dtype=np.int64).reshape(-1, 2)
+        pos = np.minimum(np.searchsorted(self.entity_ids, ids), max(len(self.entity_ids) - 1, 0))
+        if len(pairs) and (not len(self.entity_ids) or not (self.entity_ids[pos] == ids).all()):
+            return None
+        syn_a = np.concatenate([self.syn_a.astype(np.int64), pos[:, 0]])
+        syn_b = np.concatenate([self.syn_b.astype(np.int64), pos[:, 1]])
+        syn_cos = np.concatenate([self.syn_cos, np.array([c for *_, c in pairs], dtype=np.float32)])
+        order = np.lexsort((syn_b, syn_a))
+        syn_a, syn_b, syn_cos = syn_a[order], syn_b[order], syn_cos[order]
+        if ((syn_a[1:] == syn_a[:-1]) & (syn_b[1:] == syn_b[:-1])).any():
+            return None
+        return dataclasses.replace(self, version=version, syn_a=syn_a.astype(np.int32), syn_b=syn_b.astype(np.int32),
+                                   syn_cos=syn_cos, adjacency=None, edge_relation=None)
 
     @classmethod
     def from_arrays(
