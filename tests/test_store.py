@@ -222,3 +222,34 @@ def test_with_synonyms_adds_edges_in_store_order_or_declines() -> None:
     assert carried.entity_vecs is snap.entity_vecs and snap.version == 4
     assert snap.with_synonyms(5, [(1, 9, 0.99)]) is None  # an entity the graph lacks
     assert snap.with_synonyms(5, [(4, 2, 0.99)]) is None  # an edge it already has
+
+
+def test_recording_a_patch_does_not_wait_for_a_build() -> None:
+    """The indexer records its patch right after a commit; a reader's snapshot build (1-2 s on a large store) in
+    progress must not hold it up, and a later ``get`` carries the built snapshot forward by it."""
+    import threading
+
+    from pathweaver.store.cache import SnapshotCache
+
+    cache = SnapshotCache()
+    base = GraphSnapshot.from_arrays(["a", "b"], [(0, 1, "r")], version=1)
+    release, started = threading.Event(), threading.Event()
+
+    def slow_build(previous: object) -> GraphSnapshot:
+        started.set()
+        release.wait(30)
+        return base
+
+    reader = threading.Thread(target=lambda: cache.get(1, slow_build))
+    reader.start()
+    assert started.wait(30)
+    done = threading.Event()
+    writer = threading.Thread(target=lambda: (cache.patch(1, 2, lambda s: s.with_synonyms(2, [(1, 2, 0.95)])),
+                                              done.set()))
+    writer.start()
+    assert done.wait(5), "patch waited for the build"
+    release.set()
+    reader.join()
+    writer.join()
+    carried = cache.get(2, lambda previous: pytest.fail("read the store instead of carrying forward"))
+    assert carried.version == 2 and carried.syn_cos.tolist() == pytest.approx([0.95]) and cache.patched == 1

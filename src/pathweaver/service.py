@@ -228,16 +228,19 @@ class Pathweaver:
                 run.seconds = min(run.seconds, old.seconds)
             self._latest[method] = run
 
-    def warm(self) -> GraphSnapshot:
+    def warm(self, stop: Callable[[], bool] | None = None) -> GraphSnapshot:
         """Build the snapshot of the store as it is now and, on it, what the methods this process has run build
         once per snapshot (node-space graph and transition matrix, projections, pair index): each method's latest
         query runs again and its result is dropped. The server calls this after every change, so the next query
         finds them built: on the 2wiki store the first ``ppr`` after a change took 0.5 s instead of 40 ms, and
-        ``pathrag`` 0.4–1 s. A method whose quickest run took over ``WARM_REPLAY_SECONDS`` is left out."""
+        ``pathrag`` 0.4–1 s. A method whose quickest run took over ``WARM_REPLAY_SECONDS`` is left out, and the
+        replays stop as soon as ``stop()`` says so (the server's indexer has a batch under way)."""
         snap = self.snapshot()
         with self._latest_lock:
             latest = list(self._latest.items())
         for method, run in latest:
+            if stop is not None and stop():
+                break
             if run.seconds > WARM_REPLAY_SECONDS:
                 continue
             env = self.env()

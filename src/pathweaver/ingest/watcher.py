@@ -75,6 +75,11 @@ class FolderWatcher:
         self._observer: Observer | None = None  # type: ignore[valid-type]
         self._worker: threading.Thread | None = None
 
+    def pending(self) -> bool:
+        """Whether changes are waiting for their batch (the debounce has not run out yet)."""
+        with self._cond:
+            return bool(self._pending)
+
     # ------------------------------------------------------------ lifecycle
 
     def start(self) -> None:

@@ -117,9 +117,15 @@ class IndexManager:
             if self._stopped:
                 return
             try:
-                self.service.warm()
+                self.service.warm(self._busy)
             except Exception:  # best effort: a query builds it anyway, or says why
                 log.debug("building the snapshot ahead of queries failed", exc_info=True)
+
+    def _busy(self) -> bool:
+        """Whether a batch is being applied or waits for its debounce: the warm-up's replays then give way (the
+        version they would prepare is about to be replaced, and they would slow the batch down)."""
+        watcher = self._watcher
+        return self.status.indexing or self._stopped or (watcher is not None and watcher.pending())
 
     def stop(self) -> None:
         self._stopped = True

@@ -22,12 +22,13 @@ class SnapshotCache:
         self._snapshot: GraphSnapshot | None = None
         self._lock = threading.Lock()
         self._patches: dict[int, tuple[int, Derive]] = {}
+        self._patch_lock = threading.Lock()  # not ``_lock``: a writer must not wait for a reader's build
         self.builds = 0  # how many times a snapshot was built or carried forward (for tests and stats)
         self.patched = 0  # how many of those were carried forward by a patch
 
     def patch(self, before: int, after: int, derive: Derive) -> None:
         """Record that store version ``after`` is ``derive(snapshot of before)`` (None from ``derive``: read it)."""
-        with self._lock:
+        with self._patch_lock:
             self._patches[before] = (after, derive)
             for old in sorted(self._patches)[:-MAX_PATCHES]:
                 del self._patches[old]
@@ -50,7 +51,8 @@ class SnapshotCache:
     def _carried(self, snap: GraphSnapshot | None, version: int) -> GraphSnapshot | None:
         """``snap`` carried forward to ``version`` by recorded patches, or None when they do not lead there."""
         while snap is not None and snap.version != version:
-            step = self._patches.get(snap.version)
+            with self._patch_lock:
+                step = self._patches.get(snap.version)
             if step is None or step[0] > version:
                 return None
             snap = step[1](snap)
