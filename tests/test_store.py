@@ -253,3 +253,21 @@ def test_recording_a_patch_does_not_wait_for_a_build() -> None:
     writer.join()
     carried = cache.get(2, lambda previous: pytest.fail("read the store instead of carrying forward"))
     assert carried.version == 2 and carried.syn_cos.tolist() == pytest.approx([0.95]) and cache.patched == 1
+
+
+def test_bulk_column_reads_fall_back_when_sqlite_refuses_the_aggregate() -> None:
+    """A joined column over SQLite's string length limit raises; the read goes row by row instead."""
+    import sqlean
+
+    conn = sqlean.connect(":memory:")
+    conn.execute("CREATE TABLE t (a INTEGER NOT NULL, name TEXT NOT NULL)")
+    conn.executemany("INSERT INTO t VALUES (?, ?)", [(2, "b"), (1, "a")])
+
+    class Refusing:
+        def execute(self, sql: str, *args: object) -> object:
+            if "group_concat" in sql:
+                raise sqlean.DataError("string or blob too big")
+            return conn.execute(sql, *args)
+
+    cols = reads._read_columns(Refusing(), "t", ["a"], ("name",), order=1)  # type: ignore[arg-type]
+    assert cols.ints.tolist() == [[1], [2]] and cols.texts == [["a", "b"]]

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+import sqlean
 
 from pathweaver.config import ConfigError
 from pathweaver.extract.entities import normalize
@@ -88,7 +89,10 @@ def _read_columns(conn: Connection, table: str, ints: list[str], texts: tuple[st
     row = " || ' ' || ".join(ints)
     aggregates = [f"group_concat({row}, ' ')"]
     aggregates += [f"group_concat({c}, char(31))" for c in texts] + [f"group_concat({c}, ' ')" for c in reals]
-    n, *joined = conn.execute(f"SELECT count(*), {', '.join(aggregates)} FROM {table}").fetchone()
+    try:
+        n, *joined = conn.execute(f"SELECT count(*), {', '.join(aggregates)} FROM {table}").fetchone()
+    except sqlean.Error:  # e.g. a string over SQLite's length limit (1 GB): read row by row
+        n, joined = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0], [None] * len(aggregates)
     if not n:
         return _Columns(np.zeros((0, k), dtype=np.int64), [[] for _ in texts], [np.zeros(0) for _ in reals])
     int_values = _parsed(joined[0], np.int64)
