@@ -259,3 +259,30 @@ def test_a_snapshot_is_carried_forward_over_a_batch_synonym_pass(  # type: ignor
         assert db.version() == before + 1, "the file moved the version; the empty synonym pass did not"
         assert len(after.syn_a) == n_synonyms and int(db.get_meta("synonym_watermark")) == int(after.entity_ids.max())
         assert after.entity_ids.max() > cold.entity_ids.max()
+
+
+def test_dense_and_hybrid_search_run_on_the_chunks_without_the_graph(tmp_path: Path) -> None:
+    """``search`` in dense and hybrid mode reads the chunks alone: right after a change it finds the new file
+    without building the graph snapshot, and on an unchanged store it returns what the retrieval methods do."""
+    from pathweaver.service import Pathweaver
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i, text in enumerate(POOL):
+        (folder / f"n{i}.txt").write_text(text, encoding="utf-8")
+    with Pathweaver.open(tmp_path / "store") as pw:
+        pw.index([folder])
+        for mode in ("dense", "hybrid"):
+            assert pw.search("Where was Marie Curie born?", mode, 3) == \
+                pw.retrieve_json("Where was Marie Curie born?", mode, 3)["chunks"]
+        builds = pw.reader.cache.builds
+        (folder / "quokka.txt").write_text("The quokka is a small marsupial on Rottnest Island.", encoding="utf-8")
+        pw.apply_changes({folder / "quokka.txt"}, set())
+        for mode in ("dense", "hybrid"):
+            hits = pw.search("quokka marsupial Rottnest", mode, 2)
+            assert hits[0]["doc"] == str(folder / "quokka.txt") and "quokka" in hits[0]["text"]
+        (folder / "quokka.txt").unlink()
+        pw.apply_changes(set(), {folder / "quokka.txt"})
+        assert all(h["doc"] != str(folder / "quokka.txt") for h in pw.search("quokka marsupial", "dense", 8))
+        assert pw.reader.cache.builds == builds, "search built the graph snapshot"
+        assert pw.search("quokka", "dense", 8) == pw.retrieve_json("quokka", "dense", 8)["chunks"]

@@ -160,9 +160,10 @@ class Pathweaver:
                 "rebuild the store with another --store"
             )
 
-    def env(self) -> RetrievalEnv:
-        """What retrieval methods run against: the snapshot, BM25 over chunks and the embedder."""
-        snap = self.snapshot()
+    def env(self, snapshot: GraphSnapshot | None = None) -> RetrievalEnv:
+        """What retrieval methods run against: the snapshot (or ``snapshot``), BM25 over chunks and the
+        embedder."""
+        snap = snapshot or self.snapshot()
         reader = self.reader
 
         def bm25_chunks(text: str, k: int) -> list[tuple[int, float]]:
@@ -330,16 +331,23 @@ class Pathweaver:
         return {**snap.citation(passage), "score": float(score), "text": snap.chunk_texts[passage]}
 
     def search(self, query: str, mode: str = "hybrid", k: int = 5) -> list[dict[str, Any]]:
-        """Plain chunk search: ``dense``, ``bm25`` or ``hybrid``. ``bm25`` reads the full-text index and the
-        chunk rows directly, so it sees the latest commit without the snapshot (whose rebuild after a change
-        takes ~1.7 s on the 2wiki store); the same chunks and scores as the ``bm25`` method."""
+        """Plain chunk search: ``dense``, ``bm25`` or ``hybrid``, the same chunks and scores as those retrieval
+        methods. None of them waits for the graph snapshot (whose rebuild after a change takes over a second on
+        the 2wiki store): ``bm25`` reads the full-text index and the chunk rows directly, ``dense`` and
+        ``hybrid`` run on the chunks alone (``StoreReader.passages``)."""
         if mode not in SEARCH_MODES:
             raise ConfigError(f"unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}")
+        check_top_k(k)
         if mode == "bm25":
-            check_top_k(k)
             return [{**citation_json(doc, title, chunk_id, start, end), "score": score, "text": text}
                     for chunk_id, score, doc, title, start, end, text in self.reader.bm25_rows(self.query(query).text, k)]
-        return self.retrieve_json(query, mode, k)["chunks"]
+        question = self.query(query)
+        self.embedder.model  # noqa: B018 - load the model before reading the chunks
+        snap = self.reader.passages()
+        if snap.n_passages == 0:
+            return []
+        result = run_method(self.env(snap), question, mode, k, self.method_params(mode, None))
+        return self.shape(result, snap)["chunks"]
 
     def documents(self) -> list[dict[str, Any]]:
         return self.reader.documents()
