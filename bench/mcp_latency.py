@@ -12,8 +12,9 @@ wire is paired with the same call in-process just before it, and the overheads a
 differences, so that a shared machine's slow and fast spells fall on both sides alike. Freshness: a file
 with a unique phrase is written and ``search`` is polled until it is found, once with the server idle and once
 while it indexes a burst of other new files (busy); at the end the written files are deleted and ``search`` is
-polled until the last phrase is gone. Graph freshness: after a file becomes searchable, ``retrieve_paths`` is
-timed on the new store version, asked at once and 3 s later, against the call right after it. Figures are
+polled until the last phrase is gone. Dense and graph freshness: after a file becomes searchable, a ``dense`` search
+for its phrase is timed at once, and ``retrieve_paths`` on the new store version at once and 3 s later, each against
+the call right after it. Figures are
 printed only.
 """
 
@@ -142,6 +143,7 @@ async def over_stdio(svc: Any, notes: Path, store: Path, repeat: int, freshness:
                 out["tools"][name] = samples
             out["idle"] = [await time_to_searchable(session, notes, f"idle{i}", busy=0) for i in range(freshness)]
             out["busy"] = [await time_to_searchable(session, notes, f"busy{i}", busy=8) for i in range(freshness)]
+            out["dense"] = [await dense_after_change(session, notes, f"dense{i}") for i in range(freshness)]
             for delay in GRAPH_DELAYS_S:
                 out[f"graph{delay:g}"] = [await graph_after_change(session, notes, f"g{delay:g}x{i}", question, delay)
                                           for i in range(freshness)]
@@ -268,14 +270,31 @@ async def graph_after_change(session: Any, notes: Path, tag: str, question: str,
     searchable, and of the call right after it (everything per snapshot already built)."""
     await time_to_searchable(session, notes, tag, busy=0)
     await anyio.sleep(delay)
+    return await _timed(session, "retrieve_paths", {"question": question}), \
+        await _timed(session, "retrieve_paths", {"question": question})
+
+
+async def dense_after_change(session: Any, notes: Path, tag: str) -> tuple[float, float]:
+    """Seconds of a ``dense`` search for a written file's phrase, asked as soon as ``bm25`` finds it, and of the
+    same search right after (the new file must come first both times)."""
+    await time_to_searchable(session, notes, tag, busy=0)
+    phrase = f"zyx{tag}quux"
     times = []
     for _ in range(2):
         t0 = time.perf_counter()
-        result = await session.call_tool("retrieve_paths", {"question": question})
+        result = await session.call_tool("search", {"query": f"The marker {phrase} is here.", "mode": "dense", "k": 10})
         times.append(time.perf_counter() - t0)
-        if result.is_error:
-            raise RuntimeError(f"retrieve_paths: {result.content}")
+        if not any(phrase in h["text"] for h in (result.structured_content or {}).get("results", [])):
+            raise RuntimeError(f"dense search did not find {phrase}")
     return times[0], times[1]
+
+
+async def _timed(session: Any, tool: str, arguments: dict[str, Any]) -> float:
+    t0 = time.perf_counter()
+    result = await session.call_tool(tool, arguments)
+    if result.is_error:
+        raise RuntimeError(f"{tool}: {result.content}")
+    return time.perf_counter() - t0
 
 
 def main() -> int:
@@ -332,6 +351,11 @@ def main() -> int:
                 f"write -> searchable ({label}): median {statistics.median(values):.2f} s, "
                 f"max {max(values):.2f} s over {len(values)} files"
             )
+    pairs = remote.get("dense") or []
+    if pairs:
+        print(f"dense search for a new file's phrase, asked as soon as bm25 finds it: median "
+              f"{statistics.median(p[0] for p in pairs) * 1e3:.0f} ms (the search after it "
+              f"{statistics.median(p[1] for p in pairs) * 1e3:.0f} ms) over {len(pairs)} files")
     for delay in GRAPH_DELAYS_S:
         pairs = remote.get(f"graph{delay:g}") or []
         if pairs:
