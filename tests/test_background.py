@@ -127,6 +127,7 @@ def test_graph_structures_of_queried_methods_are_built_ahead_of_queries(tmp_path
     """After a watcher batch the background thread also builds, on the new snapshot, what the methods queried so
     far build once per snapshot (here ppr's transition matrix and pathrag's pair index); the next query uses them."""
     from pathweaver.retrieval.graphs import _CACHE_ATTR
+    from pathweaver.store.snapshot import CARRIED_ATTR
 
     notes = tmp_path / "notes"
     shutil.copytree(CORPUS, notes)
@@ -135,7 +136,8 @@ def test_graph_structures_of_queried_methods_are_built_ahead_of_queries(tmp_path
         cache = pw.reader.cache
 
         def built(snapshot: object) -> dict:
-            return {key[0]: value for key, value in getattr(snapshot, "__dict__", {}).get(_CACHE_ATTR, {}).items()}
+            attrs = getattr(snapshot, "__dict__", {})
+            return {key[0]: value for attr in (_CACHE_ATTR, CARRIED_ATTR) for key, value in attrs.get(attr, {}).items()}
 
         manager.start()
         try:

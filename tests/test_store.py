@@ -220,6 +220,12 @@ def test_with_synonyms_adds_edges_in_store_order_or_declines() -> None:
     assert carried.syn_cos.tolist() == pytest.approx([0.91, 0.93, 0.95])
     assert carried.adjacency is not None and carried.adjacency[0, 2] and not snap.adjacency[0, 2]
     assert carried.entity_vecs is snap.entity_vecs and snap.version == 4
+    from pathweaver.retrieval.graphs import node_space_graph, pair_relations
+
+    index, graph = pair_relations(snap), node_space_graph(snap)
+    again = snap.with_synonyms(6, [(1, 3, 0.92)])
+    assert again is not None and pair_relations(again) is index  # does not depend on synonyms: handed on
+    assert node_space_graph(again) is not graph and node_space_graph(again).adjacency[0, 2] > 0
     assert snap.with_synonyms(5, [(1, 9, 0.99)]) is None  # an entity the graph lacks
     assert snap.with_synonyms(5, [(4, 2, 0.99)]) is None  # an edge it already has
 

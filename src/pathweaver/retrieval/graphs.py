@@ -22,7 +22,7 @@ import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
 from pathweaver.retrieval.parallel import SparseRows, threads
-from pathweaver.store.snapshot import GraphSnapshot
+from pathweaver.store.snapshot import CARRIED_ATTR, GraphSnapshot
 
 _CACHE_ATTR = "_pathweaver_retrieval_cache"
 _LOCKS_ATTR = "_pathweaver_retrieval_locks"  # one lock per cache key, so a structure is built once
@@ -32,21 +32,24 @@ RelationWeight = Literal["count", "one"]
 ContainsWeight = Literal["one", "count"]
 
 
-def cached(snapshot: GraphSnapshot, key: tuple[Any, ...], build: Callable[[], T]) -> T:
+def cached(snapshot: GraphSnapshot, key: tuple[Any, ...], build: Callable[[], T], synonym_free: bool = False) -> T:
     """Return ``build()`` memoised on ``snapshot`` under ``key`` (built once per snapshot object).
 
     A thread that asks for a structure another thread is building waits for that build instead of repeating it
-    (the server's background warm-up and a query can meet on a new snapshot)."""
-    store: dict[tuple[Any, ...], Any] | None = snapshot.__dict__.get(_CACHE_ATTR)
+    (the server's background warm-up and a query can meet on a new snapshot). A ``synonym_free`` structure, one
+    that does not depend on the synonym edges (a projection of vectors, the pair index), is kept where
+    ``GraphSnapshot.with_synonyms`` hands it on to the snapshot it carries forward."""
+    attr = CARRIED_ATTR if synonym_free else _CACHE_ATTR
+    store: dict[tuple[Any, ...], Any] | None = snapshot.__dict__.get(attr)
     if store is not None and key in store:
         return store[key]  # type: ignore[no-any-return]
     with _LOCK:
-        store = snapshot.__dict__.get(_CACHE_ATTR)
+        store = snapshot.__dict__.get(attr)
         if store is None:
             store = {}
-            object.__setattr__(snapshot, _CACHE_ATTR, store)
+            object.__setattr__(snapshot, attr, store)
         locks: dict[tuple[Any, ...], Any] = snapshot.__dict__.setdefault(_LOCKS_ATTR, {})
-        lock = locks.setdefault(key, threading.RLock())
+        lock = locks.setdefault((attr, *key), threading.RLock())
     with lock:
         if key not in store:
             store[key] = build()
@@ -154,7 +157,7 @@ def entity_passage_counts(snapshot: GraphSnapshot) -> np.ndarray:
         m = snapshot.mentions.tocsc()
         return np.diff(m.indptr).astype(np.float64) if m.shape[1] else np.zeros(0)
 
-    return cached(snapshot, ("entity_passage_counts",), build)
+    return cached(snapshot, ("entity_passage_counts",), build, synonym_free=True)
 
 
 @dataclass(frozen=True)
@@ -183,9 +186,9 @@ def pair_relations(snapshot: GraphSnapshot) -> PairRelations:
         order = np.argsort(keys, kind="stable")
         return PairRelations(keys[order], order, snapshot.n_entities)
 
-    return cached(snapshot, ("pair_relations",), build)
+    return cached(snapshot, ("pair_relations",), build, synonym_free=True)
 
 
 def relation_passages(snapshot: GraphSnapshot) -> sp.csr_matrix:
     """``rel_chunks`` as CSR (R, P), for fast row access."""
-    return cached(snapshot, ("rel_chunks_csr",), lambda: sp.csr_matrix(snapshot.rel_chunks))
+    return cached(snapshot, ("rel_chunks_csr",), lambda: sp.csr_matrix(snapshot.rel_chunks), synonym_free=True)

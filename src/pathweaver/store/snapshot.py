@@ -19,6 +19,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+# Where retrieval keeps the structures it derives from a snapshot that do not depend on the synonym edges
+# (projections of the vectors, the relation pair index): ``with_synonyms`` hands them on to the snapshot it makes.
+CARRIED_ATTR = "_pathweaver_synonym_free_cache"
+
 
 def citation_json(doc: str, title: str, chunk_id: int, start: int, end: int) -> dict[str, Any]:
     """Where a chunk comes from, as every JSON result cites it: ``{doc, title, chunk_id, span}``."""
@@ -112,8 +116,12 @@ class GraphSnapshot:
         syn_a, syn_b, syn_cos = syn_a[order], syn_b[order], syn_cos[order]
         if ((syn_a[1:] == syn_a[:-1]) & (syn_b[1:] == syn_b[:-1])).any():
             return None
-        return dataclasses.replace(self, version=version, syn_a=syn_a.astype(np.int32), syn_b=syn_b.astype(np.int32),
-                                   syn_cos=syn_cos, adjacency=None, edge_relation=None)
+        carried = dataclasses.replace(self, version=version, syn_a=syn_a.astype(np.int32),
+                                      syn_b=syn_b.astype(np.int32), syn_cos=syn_cos, adjacency=None, edge_relation=None)
+        inherited = self.__dict__.get(CARRIED_ATTR)
+        if inherited:
+            object.__setattr__(carried, CARRIED_ATTR, dict(inherited))
+        return carried
 
     @classmethod
     def from_arrays(
