@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 
 from pathweaver.answer import EXTRACTIVE_FAILED, EXTRACTIVE_NO_LLM, ask
+from pathweaver.config import ConfigError
 from pathweaver.models.embedder import get_embedder
 from pathweaver.models.llm import NoneBackend
 from pathweaver.models.llm_openai import OpenAIBackend
 from pathweaver.models.llm_sampling import SamplingBackend
+from pathweaver.planner import execute
 from pathweaver.planner.execute import execute_plan, extractive_answer, merge_rankings
 from pathweaver.planner.heuristic import heuristic_decompose
 from pathweaver.retrieval.context import sentences
@@ -215,7 +217,8 @@ def test_prefetch_gets_each_levels_rephrased_queries(env: RetrievalEnv) -> None:
         return RetrievalResult("fixed", [ChunkHit(1, 0.9), ChunkHit(4, 0.8)])
 
     batches: list[list[str]] = []
-    trace = execute_plan(plan, fixed, env.encode, NoneBackend(), env.snapshot, top_k=3, prefetch=batches.append)
+    trace = execute_plan(plan, fixed, env.encode, NoneBackend(), env.snapshot, top_k=3, prefetch=batches.append,
+                         sub_answer="embedding")
     first = trace.nodes["1"].answer
     level0, extractive, level1 = batches[:3]
     assert first and level0 == ["Who is the director of Jaws?"]
@@ -244,19 +247,18 @@ def test_a_chain_pays_one_model_pass_per_level(env: RetrievalEnv, monkeypatch: p
     monkeypatch.setattr(embedder, "_encode", counted)
     fixed = lambda text: RetrievalResult("fixed", [ChunkHit(1, 0.9), ChunkHit(4, 0.8)])  # noqa: E731
     trace = execute_plan(plan, fixed, embedder.encode, NoneBackend(), env.snapshot, top_k=3,
-                         prefetch=embedder.remember, answer_leaves=False)
+                         prefetch=embedder.remember, answer_leaves=False, sub_answer="embedding")
     assert trace.nodes["1"].answer and trace.nodes["2"].reranked
     assert len(passes) == 2, passes  # level 0's query; node 1's sentences with level 1's texts (cached after)
     embedder.clear_cache()
-    again = execute_plan(plan, fixed, embedder.encode, NoneBackend(), env.snapshot, top_k=3, answer_leaves=False)
+    again = execute_plan(plan, fixed, embedder.encode, NoneBackend(), env.snapshot, top_k=3, answer_leaves=False,
+                         sub_answer="embedding")
     assert again.nodes["1"].answer == trace.nodes["1"].answer
     assert [h["chunk_id"] for h in again.nodes["2"].chunks_after] == [
         h["chunk_id"] for h in trace.nodes["2"].chunks_after]
 
 
 def test_extractive_answer_embeds_only_the_most_overlapping_sentences(env: RetrievalEnv, monkeypatch) -> None:
-    from pathweaver.planner import execute
-
     embedded: list[list[str]] = []
 
     def counting(texts: list[str]):
@@ -267,10 +269,66 @@ def test_extractive_answer_embeds_only_the_most_overlapping_sentences(env: Retri
     every = sum(len(sentences(env.snapshot.chunk_texts[h.passage])) for h in hits)
     monkeypatch.setattr(execute, "SUB_ANSWER_SENTENCES", 1)
     answer, passage = extractive_answer(env.snapshot, [ChunkHit(1, 1.0), *hits], "Who did Steven Spielberg marry?",
-                                        counting)
+                                        counting, choice="embedding")
     assert every > 1 and [len(t) for t in embedded] == [1, 1]  # the question, then one sentence, not all
     assert (answer, passage) == ("Kate Capshaw", 1)
     cands = [("a cat sat", 0), ("Spielberg married Capshaw", 1), ("the dog ran", 2), ("Spielberg directed Jaws", 3)]
     assert execute._most_overlapping(cands, "Whom did Spielberg marry?", 2) == [cands[1], cands[3]]
     assert execute._most_overlapping(cands, "Whom did Spielberg marry?", 0) == cands
 
+
+
+def _no_model(texts: list[str]) -> np.ndarray:
+    raise AssertionError(f"the lexical choice embedded {texts}")
+
+
+def test_lexical_sub_answer_runs_no_model_pass(env: RetrievalEnv) -> None:
+    """The default choice reads the words only: the same answer as the embedding's, with no model call."""
+    hits = [ChunkHit(1, 1.0), ChunkHit(4, 0.9), ChunkHit(0, 0.8)]
+    assert extractive_answer(env.snapshot, hits, "Who did Steven Spielberg marry?", _no_model) == ("Kate Capshaw", 1)
+    assert extractive_answer(env.snapshot, hits, "Who did Steven Spielberg marry?", env.encode,
+                             choice="embedding") == ("Kate Capshaw", 1)
+
+
+def test_lexical_sub_answer_weighs_words_by_idf(env: RetrievalEnv) -> None:
+    """Both sentences share three words with the question. Unweighted, the earlier wins; with the store's
+    document frequencies, the rare "ferry" outweighs the common "set"."""
+    hits = [ChunkHit(0, 1.0), ChunkHit(3, 0.9)]
+    question = "Which film is set on Amity Island near the ferry?"
+    assert extractive_answer(env.snapshot, hits, question, _no_model)[1] == 0  # "It is set on Amity Island."
+    df = {"set": 5, "amity": 2, "island": 2, "ferry": 1, "film": 1}
+    asked: list[list[str]] = []
+
+    def word_df(words: list[str]) -> dict[str, int]:
+        asked.append(words)
+        return {w: df[w] for w in words if w in df}
+
+    answer, passage = extractive_answer(env.snapshot, hits, question, _no_model, word_df=word_df)
+    assert passage == 3 and answer == "The Amity Island ferry carries tourists in summer."
+    assert asked == [["amity", "ferry", "film", "island", "near", "set"]]  # normalised non-stopwords, one lookup
+    weights = execute.idf_weights({"set", "ferry", "near"}, word_df, env.snapshot.n_passages)
+    assert weights["near"] > weights["ferry"] > weights["set"] > 0  # "near" is in no chunk: the rarest
+
+
+def test_lexical_sub_answer_falls_back_to_the_embedding(env: RetrievalEnv) -> None:
+    """No sentence shares a word with the question: the embedding picks, as with the embedding choice."""
+    embedded: list[list[str]] = []
+
+    def counting(texts: list[str]) -> np.ndarray:
+        embedded.append(list(texts))
+        return env.encode(texts)
+
+    hits = [ChunkHit(2, 1.0), ChunkHit(1, 0.9)]
+    question = "Whom did the filmmaker wed?"
+    lexical = extractive_answer(env.snapshot, hits, question, counting)
+    assert embedded and lexical == extractive_answer(env.snapshot, hits, question, env.encode, choice="embedding")
+
+
+def test_bad_sub_answer_choice_is_a_clear_error(env: RetrievalEnv) -> None:
+    with pytest.raises(ConfigError, match="sub_answer must be one of lexical, embedding"):
+        extractive_answer(env.snapshot, [ChunkHit(1, 1.0)], "Who did Steven Spielberg marry?", env.encode,
+                          choice="llm")
+    plan = heuristic_decompose("Who is the spouse of the director of Jaws?")
+    with pytest.raises(ConfigError, match="got 'nope'"):
+        execute_plan(plan, lambda q: RetrievalResult("fixed", []), env.encode, NoneBackend(), env.snapshot, 3,
+                     sub_answer="nope")

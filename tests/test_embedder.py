@@ -64,6 +64,27 @@ def test_packed_batches_equal_the_models_own_encode() -> None:
     assert np.abs(emb.encode(["paris", "a different neighbour text"])[0] - packed[0]).max() < 1e-5
 
 
+def test_a_few_texts_go_as_one_padded_batch(monkeypatch) -> None:
+    """Fewer padded tokens than packed rows: plain padded batches (no 4-d mask), the same vectors; many short
+    texts still pack."""
+    emb = get_embedder()
+    assert emb.packed
+    used: list[str] = []
+    for name in ("_padded", "_packed"):
+        real = getattr(packing, name)
+        monkeypatch.setattr(packing, name, lambda *a, _n=name, _r=real: used.append(_n) or _r(*a))
+    few = ["Who is the spouse of the Green performer?", "Green performer",
+           "Changed It is a song by Nicki Minaj and Lil Wayne, released in 2017."]
+    padded = packing.encode_packed(emb.model, few)
+    assert used == ["_padded"]
+    assert np.abs(padded - emb._plain(few, 16)).max() < 1e-5
+    assert np.abs(padded - packing.encode_packed(emb.model, few, pad_when_cheaper=False)).max() < 1e-5
+    assert used == ["_padded", "_packed"]
+    words = [f"entity {i}" for i in range(100)] + ["a much longer text that would pad every short one to its size"]
+    packing.encode_packed(emb.model, words)
+    assert used[-1] == "_packed"
+
+
 def test_rows_hold_every_text_once_within_the_row_length() -> None:
     lengths = np.array([3, 64, 5, 40, 4, 4, 60, 2, 33, 17, 9])
     rows = packing.rows_for(lengths, 64)

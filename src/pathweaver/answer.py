@@ -90,7 +90,7 @@ def ask(
         tokens[1] += int(info.get("completion_tokens", 0))
         trace = execute_plan(
             built, lambda q: retrieve(q, None), env.encode, llm, env.snapshot, top_k, timeout=timeout,
-            prefetch=prefetch,
+            prefetch=prefetch, word_df=env.word_df,
         )
         fallbacks += trace.fallbacks
         tokens[0] += trace.prompt_tokens

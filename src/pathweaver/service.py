@@ -21,7 +21,7 @@ import numpy as np
 from pathweaver.config import ConfigError, Settings, load_settings
 from pathweaver.models.embedder import Embedder, get_embedder
 from pathweaver.retrieval import parallel
-from pathweaver.retrieval.registry import check_top_k, pank_base, parse_method, run_method
+from pathweaver.retrieval.registry import PANK, check_top_k, pank_base, parse_method, run_method
 from pathweaver.retrieval.types import Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.db import Database, StoreError
 from pathweaver.store.reads import StoreReader
@@ -161,8 +161,8 @@ class Pathweaver:
             )
 
     def env(self, snapshot: GraphSnapshot | None = None) -> RetrievalEnv:
-        """What retrieval methods run against: the snapshot (or ``snapshot``), BM25 over chunks and the
-        embedder."""
+        """What retrieval methods run against: the snapshot (or ``snapshot``), BM25 over chunks, the embedder and
+        the store's word document frequencies."""
         snap = snapshot or self.snapshot()
         reader = self.reader
 
@@ -174,7 +174,10 @@ class Pathweaver:
                     out.append((idx, float(score)))
             return out
 
-        return RetrievalEnv(snapshot=snap, bm25_chunks=bm25_chunks, encode=self.embedder.encode)
+        def word_df(words: list[str]) -> dict[str, int]:
+            return self.reader.gram_df(words)  # the calling thread's connection
+
+        return RetrievalEnv(snapshot=snap, bm25_chunks=bm25_chunks, encode=self.embedder.encode, word_df=word_df)
 
     def query(self, text: str, keywords: list[str] | None = None) -> Query:
         text = (text or "").strip()
@@ -260,11 +263,17 @@ class Pathweaver:
         """``pank:<base>``: PankRAG's plan (heuristic DAG, no LLM) executed with ``base`` per node (dependency
         reranking, extractive sub-answers, top-down rephrase); the nodes' rankings and the whole question's own
         are fused by reciprocal rank. The no-LLM form keeps evaluation deterministic; ``ask --decompose`` runs
-        the same plan with the configured model."""
+        the same plan with the configured model. ``params`` go to ``base``, except ``sub_answer`` (how a
+        sub-answer's sentence is chosen: ``execute.SUB_ANSWER_CHOICES``; default ``[retrieval.pank]
+        sub_answer``, else ``execute.SUB_ANSWER_CHOICE``)."""
         from pathweaver.models.llm import NoneBackend
         from pathweaver.planner.decompose import decompose
-        from pathweaver.planner.execute import execute_plan
+        from pathweaver.planner.execute import SUB_ANSWER_CHOICE, check_sub_answer_choice, execute_plan
 
+        opts = dict(params or {})
+        choice = check_sub_answer_choice(str(opts.pop(
+            "sub_answer", self.settings.retrieval.get(PANK, {}).get("sub_answer", SUB_ANSWER_CHOICE))))
+        params = opts or None
         llm = NoneBackend()
         plan, _ = decompose(text, llm)
         if len(plan.nodes) > 1 and plan.levels:  # the question and the first sub-questions in one batch
@@ -275,7 +284,7 @@ class Pathweaver:
         env = self.env()
         trace = execute_plan(plan, lambda q: self.retrieve(q, base, top_k, params), env.encode, llm, env.snapshot,
                              top_k, root_hits=list(root.chunks), answer_leaves=False,
-                             prefetch=self.remember_queries)
+                             prefetch=self.remember_queries, sub_answer=choice, word_df=env.word_df)
         return RetrievalResult(method=method, chunks=trace.merged, info={"plan_nodes": len(plan.nodes)})
 
     def retrieve_json(

