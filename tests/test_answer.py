@@ -332,3 +332,15 @@ def test_bad_sub_answer_choice_is_a_clear_error(env: RetrievalEnv) -> None:
     with pytest.raises(ConfigError, match="got 'nope'"):
         execute_plan(plan, lambda q: RetrievalResult("fixed", []), env.encode, NoneBackend(), env.snapshot, 3,
                      sub_answer="nope")
+
+
+def test_plans_reuse_their_node_threads_and_connections(indexed: Any) -> None:
+    """Parallel nodes run on one shared pool, so repeated plans open no new store connection (a pool per plan
+    opened one per node thread, and kept it until the service closed)."""
+    question = "Were Marie Curie and Pierre Curie of the same nationality?"
+    first = indexed.retrieve(question, method="pank", top_k=4)
+    assert first.info["plan_nodes"] == 3  # two parallel nodes, then the comparison
+    opened = len(indexed._dbs)
+    for i in range(4):
+        assert indexed.retrieve(f"{question} ({i})", method="pank", top_k=4).chunks
+    assert len(indexed._dbs) == opened <= 2 + execute.MAX_WORKERS  # main, writer, one per pool thread

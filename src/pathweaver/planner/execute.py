@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -85,6 +86,21 @@ class PlanTrace:
             "nodes": [asdict(self.nodes[i]) for i in self.plan.order if i in self.nodes],
             "seconds": self.seconds,
         }
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def node_pool() -> ThreadPoolExecutor:
+    """The threads the nodes of a level run on, one pool for every plan. A pool per plan started new threads each
+    time, and each opened its own store connection (the service keeps one per thread): 20 plans left 20
+    connections open. A level of one node runs in the caller's thread."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="pathweaver-plan")
+        return _pool
 
 
 def _hits_json(snapshot: GraphSnapshot, hits: list[ChunkHit]) -> list[dict[str, Any]]:
@@ -371,16 +387,15 @@ def execute_plan(
         )
         return trace, hits[:top_k], used
 
-    with ThreadPoolExecutor(max_workers=MAX_WORKERS) as pool:
-        for level in plan.levels:
-            if prefetch is not None:
-                prefetch(level_texts(level))
-            for trace, hits, used in pool.map(run, level):
-                traces[trace.id] = trace
-                answers[trace.id] = trace.answer
-                node_hits[trace.id] = hits
-                tokens[0] += used[0]
-                tokens[1] += used[1]
+    for level in plan.levels:
+        if prefetch is not None:
+            prefetch(level_texts(level))
+        for trace, hits, used in [run(level[0])] if len(level) == 1 else node_pool().map(run, level):
+            traces[trace.id] = trace
+            answers[trace.id] = trace.answer
+            node_hits[trace.id] = hits
+            tokens[0] += used[0]
+            tokens[1] += used[1]
     fallbacks = sorted({f"sub-answer: {t.fallback}" for t in traces.values() if t.fallback})
     return PlanTrace(
         plan,
