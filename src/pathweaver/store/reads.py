@@ -19,6 +19,7 @@ import sqlean
 
 from pathweaver.config import ConfigError
 from pathweaver.extract.entities import normalize
+from pathweaver.store.bm25 import Bm25Index, query_terms, read_index
 from pathweaver.store.cache import cache_for
 from pathweaver.store.db import Connection, Database, StoreError
 from pathweaver.store.snapshot import GraphSnapshot
@@ -26,12 +27,17 @@ from pathweaver.store.vecdump import vec0_rows
 
 EXPORT_TABLES = ("documents", "chunks", "entities", "relations", "mentions", "relation_sources", "synonyms")
 _FTS_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
+Bm25Row = tuple[int, float, str, str, int, int, str]  # chunk id, score, path, title, start, end, text
+
+
+def fts_words(text: str) -> list[str]:
+    """The distinct lower-cased words of ``text``, in order: the phrases of ``fts_query``."""
+    return list(dict.fromkeys(t.lower() for t in _FTS_TOKEN_RE.findall(text or "")))
 
 
 def fts_query(text: str) -> str:
     """A safe FTS5 MATCH expression: every word quoted, joined by OR ('' when there are no words)."""
-    tokens = list(dict.fromkeys(t.lower() for t in _FTS_TOKEN_RE.findall(text or "")))
-    return " OR ".join(f'"{t}"' for t in tokens)
+    return " OR ".join(f'"{t}"' for t in fts_words(text))
 
 
 def _positions(ids: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -466,11 +472,23 @@ class StoreReader:
         )
 
     # -- search ----------------------------------------------------------------------------------------------
-    def bm25_chunks(self, text: str, k: int) -> list[tuple[int, float]]:
-        """Top ``k`` chunks by FTS5 BM25 as (chunk id, score), higher is better; punctuation-safe."""
+    def bm25_index(self, version: int) -> Bm25Index | None:
+        """BM25 postings of the chunks in memory (``store.bm25``) at store ``version``; None when the store is no
+        longer at that version, or its FTS rows are not exactly its chunks."""
+        with self._read() as conn:
+            now = int(conn.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()[0])
+            return read_index(conn, version) if now == version else None
+
+    def bm25_chunks(self, text: str, k: int, index: Bm25Index | None = None) -> list[tuple[int, float]]:
+        """Top ``k`` chunks by FTS5 BM25 as (chunk id, score), higher is better; punctuation-safe. With ``index``
+        (read at some store version) the same ranking and scores as FTS5 had at that version, from memory."""
         query = fts_query(text)
         if not query or k < 1:
             return []
+        if index is not None:
+            terms = query_terms(self.db.conn, fts_words(text))
+            if terms is not None:
+                return index.top(terms, k)
         rows = self.db.conn.execute(
             "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
             (query, int(k)),
@@ -482,12 +500,14 @@ class StoreReader:
         ``extract.entities.candidate_grams`` makes them; a gram no chunk has is left out."""
         return gram_df(self.db.conn, list(grams))
 
-    def bm25_rows(self, text: str, k: int) -> list[tuple[int, float, str, str, int, int, str]]:
+    def bm25_rows(self, text: str, k: int, index: Bm25Index | None = None) -> list[Bm25Row]:
         """``bm25_chunks`` with each chunk's document path, title, span and text, as ``(chunk id, score, path,
         title, start, end, text)``, read straight from the tables in one transaction: what a file committed a
-        moment ago holds is found without waiting for a snapshot rebuild."""
+        moment ago holds is found without waiting for a snapshot rebuild. ``index`` is used only while the store
+        is still at its version."""
         with self._read() as conn:
-            hits = self.bm25_chunks(text, k)
+            now = int(conn.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()[0])
+            hits = self.bm25_chunks(text, k, index if index is not None and index.version == now else None)
             if not hits:
                 return []
             marks = ",".join("?" * len(hits))

@@ -1,0 +1,109 @@
+"""In-memory BM25 postings: FTS5's own scores on a fresh store, and after deletions the scores of a fresh index of
+the files that are left (FTS5's contentless-delete table keeps counting deleted rows in N and avgdl)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pathweaver.service import Pathweaver
+from pathweaver.store.bm25 import query_terms
+
+CORPUS = Path(__file__).parent / "corpus"
+QUESTIONS = [
+    "Where was the discoverer of polonium born?",
+    "Who married Pierre Curie, and who did Marie marry?",  # married / marry: one stem, two phrases
+    "Which river flows through Warsaw to the Baltic?",
+    "the of and a in",  # stopwords only
+    "zyzzyva quux",  # in no chunk
+    "Röntgen's rays; radium (Ra) & 'polonium'!",
+]
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> tuple[Path, Pathweaver]:
+    notes = tmp_path / "notes"
+    shutil.copytree(CORPUS, notes)
+    pw = Pathweaver.open(tmp_path / "store", overrides={"models": {"llm_backend": "none"}})
+    pw.index([notes])
+    yield notes, pw
+    pw.close()
+
+
+def by_place(pw: Pathweaver, hits: list[tuple[int, float]]) -> list[tuple[str, int, float]]:
+    """Hits as (file name, chunk start, score): comparable across stores, whose chunk ids differ."""
+    out = []
+    for chunk_id, score in hits:
+        card = pw.reader.chunk(chunk_id)
+        assert card is not None
+        out.append((Path(card["doc"]).name, card["span"][0], score))
+    return out
+
+
+def test_fresh_store_scores_equal_fts5(store: tuple[Path, Pathweaver]) -> None:
+    _, pw = store
+    index = pw.reader.bm25_index(pw.reader.db.version())
+    assert index is not None and index.n_rows == pw.reader.stats()["chunks"]
+    for question in QUESTIONS:
+        for k in (1, 3, 50):
+            assert pw.reader.bm25_chunks(question, k, index) == pw.reader.bm25_chunks(question, k), question
+    assert pw.reader.bm25_chunks(QUESTIONS[0], 5, index)  # something to compare
+    assert pw.reader.bm25_chunks("zyzzyva quux", 5, index) == []
+
+
+def test_after_a_delete_the_scores_are_a_fresh_index_of_what_is_left(store: tuple[Path, Pathweaver],
+                                                                      tmp_path: Path) -> None:
+    notes, pw = store
+    (notes / "radium.md").unlink()
+    (notes / "warsaw.md").write_text((notes / "warsaw.md").read_text() + "\n\nWarsaw hosts a radium institute.\n")
+    pw.index([notes])
+    index = pw.reader.bm25_index(pw.reader.db.version())
+    assert index is not None and index.n_rows == pw.reader.stats()["chunks"]
+    fresh_notes = tmp_path / "fresh"
+    shutil.copytree(notes, fresh_notes)
+    with Pathweaver.open(tmp_path / "fresh-store", overrides={"models": {"llm_backend": "none"}}) as fresh:
+        fresh.index([fresh_notes])
+        fresh_index = fresh.reader.bm25_index(fresh.reader.db.version())
+        assert fresh_index is not None
+        for question in QUESTIONS:
+            ours = by_place(pw, pw.reader.bm25_chunks(question, 50, index))
+            assert ours == by_place(fresh, fresh.reader.bm25_chunks(question, 50, fresh_index)), question
+            assert ours == by_place(fresh, fresh.reader.bm25_chunks(question, 50)), question  # FTS5, no deletes
+
+
+def test_query_terms_are_fts5s_own(store: tuple[Path, Pathweaver]) -> None:
+    _, pw = store
+    conn = pw.reader.db.conn
+    assert query_terms(conn, ["married", "marry", "röntgen", "rays"]) == ["marri", "marri", "rontgen", "rai"]
+    assert query_terms(conn, ["two words"]) is None  # one phrase, two terms: FTS5 answers instead
+    assert query_terms(conn, []) == []
+
+
+def test_the_service_builds_the_postings_off_the_query_path(store: tuple[Path, Pathweaver]) -> None:
+    notes, pw = store
+    snap = pw.snapshot()
+    index = pw.bm25_index(snap, wait=True)
+    assert index is not None and index.version == snap.version
+    assert pw.bm25_index(snap) is index  # built once per snapshot
+    env = pw.env(snap)
+    hits = env.bm25_chunks(QUESTIONS[0], 5)
+    assert [snap.chunk_ids[p] for p, _ in hits] == [c for c, _ in pw.reader.bm25_chunks(QUESTIONS[0], 5)]
+    (notes / "vistula.txt").unlink()
+    pw.index([notes])  # the store moves past ``snap``: its postings could no longer be read
+    assert pw.reader.bm25_index(snap.version) is None
+    newer = pw.snapshot()
+    assert newer.version > snap.version and pw.bm25_index(newer, wait=True).version == newer.version
+
+
+def test_bm25_search_uses_the_postings_only_while_they_are_current(store: tuple[Path, Pathweaver]) -> None:
+    notes, pw = store
+    snap = pw.snapshot()
+    pw.bm25_index(snap, wait=True)
+    before = pw.search("polonium radium", mode="bm25", k=3)
+    assert [h["chunk_id"] for h in before] == [c for c, _ in pw.reader.bm25_chunks("polonium radium", 3)]
+    (notes / "zanzibar.md").write_text("# Zanzibar\n\nZanzibar clove merchants traded saffron.\n")
+    pw.index([notes])  # committed; the snapshot and its postings are now one version behind
+    found = pw.search("zanzibar saffron", mode="bm25", k=3)
+    assert found and Path(found[0]["doc"]).name == "zanzibar.md"
