@@ -263,9 +263,9 @@ class Pathweaver:
 
     def warm(self, stop: Callable[[], bool] | None = None) -> GraphSnapshot:
         """Build the snapshot of the store as it is now and, on it, what the methods this process has run build
-        once per snapshot (BM25 postings, node-space graph and transition matrix, projections, pair index): the
-        postings are built, then each method's latest
-        query runs again and its result is dropped. The server calls this after every change, so the next query
+        once per snapshot: the BM25 postings, then (each method's latest query runs again and its result is
+        dropped) the node-space graph and transition matrix, projections and pair index. The server calls this
+        after every change, so the next query
         finds them built: on the 2wiki store the first ``ppr`` after a change took 0.5 s instead of 40 ms, and
         ``pathrag`` 0.4–1 s. A method whose quickest run took over ``WARM_REPLAY_SECONDS`` is left out, and the
         replays stop as soon as ``stop()`` says so (the server's indexer has a batch under way)."""
