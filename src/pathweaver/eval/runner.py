@@ -75,7 +75,10 @@ def open_store(store_root: Path, name: str, passages: Sequence[tuple[str, str]],
 def run_questions(pw: Any, texts: Sequence[str], method: str, top_k: int, params: dict[str, Any] | None,
                   progress: ProgressFn | None = None) -> tuple[list[Any], list[float]]:
     """Retrieve for every question; returns the results and the per-query seconds (model load excluded)."""
-    pw.snapshot()  # build the cached snapshot outside the timed queries
+    snap = pw.snapshot()  # build the cached snapshot, and its BM25 postings, outside the timed queries
+    postings = getattr(pw, "bm25_index", None)
+    if postings is not None:
+        postings(snap, wait=True)
     results, seconds = [], []
     clear = getattr(pw.embedder, "clear_cache", None)
     for i, text in enumerate(texts):
