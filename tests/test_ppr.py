@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
+from pathweaver.retrieval import ppr as ppr_mod
 from pathweaver.retrieval.graphs import node_space_graph
 from pathweaver.retrieval.ppr import PPRError, PPRParams, personalization, personalized_pagerank, ppr_scores
 from pathweaver.retrieval.registry import run_method
@@ -55,10 +58,25 @@ def test_float32_steps_first_reach_the_float64_fixed_point(damping: float) -> No
     reset[rng.integers(0, n, 6)] = rng.random(6) + 0.5
     reset[rng.integers(0, n, 300)] += 0.01
     exact = personalized_pagerank(transition, reset, damping, 1e-13, 1000, coarse_tol=0.0)
-    mixed = personalized_pagerank(transition, reset, damping, 1e-10, 1000)  # float32 down to 1e-5, then float64
+    mixed = personalized_pagerank(transition, reset, damping, 1e-10, 1000)  # float32 down to 1e-6, then float64
     assert np.abs(mixed - exact).sum() < 1e-9
     assert mixed.dtype == np.float64 and mixed.sum() == pytest.approx(1.0)
     assert np.array_equal(np.argsort(-mixed)[:50], np.argsort(-exact)[:50])
+    # a coarse_tol under float32's rounding floor: the float32 steps stop when the change stops shrinking, and
+    # float64 finishes, instead of float32 running to max_iter
+    steps: list[tuple[str, int]] = []
+    real = ppr_mod._power_steps
+
+    def counted(*args: Any) -> tuple[np.ndarray, int]:
+        x, n_steps = real(*args)
+        steps.append((x.dtype.name, n_steps))
+        return x, n_steps
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ppr_mod, "_power_steps", counted)
+        floor = personalized_pagerank(transition, reset, damping, 1e-10, 1000, coarse_tol=1e-10 + 1e-20)
+    assert np.abs(floor - exact).sum() < 1e-9
+    assert [d for d, _ in steps] == ["float32", "float64"] and steps[0][1] < 200, steps
 
 
 def _snapshot() -> GraphSnapshot:
