@@ -344,3 +344,16 @@ def test_plans_reuse_their_node_threads_and_connections(indexed: Any) -> None:
     for i in range(4):
         assert indexed.retrieve(f"{question} ({i})", method="pank", top_k=4).chunks
     assert len(indexed._dbs) == opened <= 2 + execute.MAX_WORKERS  # main, writer, one per pool thread
+
+
+def test_pank_sub_answer_comes_from_the_config(indexed: Any) -> None:
+    """``[retrieval.pank] sub_answer`` sets the default; a bad value is a clear error naming the choices."""
+    from pathweaver.service import Pathweaver
+
+    question = "Were Marie Curie and Pierre Curie of the same nationality?"
+    store = indexed.settings.store_dir
+    with Pathweaver.open(store, overrides={"retrieval": {"pank": {"sub_answer": "embedding"}}}) as pw:
+        assert pw.retrieve(question, method="pank", top_k=4).chunks
+    with Pathweaver.open(store, overrides={"retrieval": {"pank": {"sub_answer": "llm"}}}) as pw, \
+            pytest.raises(ConfigError, match="sub_answer must be one of lexical, embedding, got 'llm'"):
+        pw.retrieve(question, method="pank", top_k=4)
