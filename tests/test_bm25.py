@@ -107,3 +107,16 @@ def test_bm25_search_uses_the_postings_only_while_they_are_current(store: tuple[
     pw.index([notes])  # committed; the snapshot and its postings are now one version behind
     found = pw.search("zanzibar saffron", mode="bm25", k=3)
     assert found and Path(found[0]["doc"]).name == "zanzibar.md"
+
+
+def test_a_store_over_the_postings_cap_keeps_asking_fts5(store: tuple[Path, Pathweaver],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from pathweaver.store import bm25
+
+    _, pw = store
+    monkeypatch.setattr(bm25, "MAX_POSTINGS", 10)
+    assert pw.reader.bm25_index(pw.reader.db.version()) is None
+    snap = pw.snapshot()
+    assert pw.bm25_index(snap, wait=True) is None
+    hits = pw.env(snap).bm25_chunks(QUESTIONS[0], 5)
+    assert [snap.chunk_ids[p] for p, _ in hits] == [c for c, _ in pw.reader.bm25_chunks(QUESTIONS[0], 5)]

@@ -26,7 +26,9 @@ from pathweaver.store.db import Connection
 K1 = 1.2  # FTS5 bm25() constants (fts5_aux.c)
 B = 0.75
 IDF_FLOOR = 1e-6  # FTS5's idf for a term in more than half the rows
+MAX_POSTINGS = 20_000_000  # tokens; a larger store keeps asking FTS5 (reading them takes ~0.25 s per million)
 _VOCAB = "temp.pw_chunks_vocab"
+_TERMS = "temp.pw_chunks_terms"
 _QUERY = "temp.pw_query"
 _QUERY_VOCAB = "temp.pw_query_vocab"
 
@@ -75,31 +77,39 @@ class Bm25Index:
 
 def read_index(conn: Connection, version: int) -> Bm25Index | None:
     """Read the postings of ``chunks_fts`` (inside the caller's read transaction, at store ``version``); None
-    when its rows are not exactly the chunks (the caller then keeps asking FTS5)."""
+    when FTS5's rows are not exactly the chunks, or hold more than ``MAX_POSTINGS`` tokens (FTS5 answers then).
+
+    The instance table lists tokens in term order, so only its row ids are read (one string, parsed by numpy);
+    which term each belongs to follows from the row vocabulary's per-term token counts, and the per-term row
+    counts it also gives are checked against the postings."""
     conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_VOCAB} USING fts5vocab(main, chunks_fts, instance)")
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_TERMS} USING fts5vocab(main, chunks_fts, row)")
     ids = np.array([r[0] for r in conn.execute("SELECT id FROM chunks ORDER BY id")], dtype=np.int64)
-    terms_text, docs_text = conn.execute(
-        f"SELECT group_concat(term, char(31)), group_concat(doc, ' ') FROM {_VOCAB}").fetchone()
-    if not terms_text or not len(ids):
+    vocab = conn.execute(f"SELECT term, doc, cnt FROM {_TERMS}").fetchall()
+    tokens = np.array([v[2] for v in vocab], dtype=np.int64)
+    total = int(tokens.sum())
+    if not len(ids) or not total:
         return Bm25Index(version, ids, {}, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64),
                          np.zeros(0), np.full(len(ids), K1))
-    words = terms_text.split("\x1f")
-    docs = np.array(docs_text.split(" "), dtype=np.int64)
-    if len(words) != len(docs):  # a term with the separator in it: read row by row
-        pairs = conn.execute(f"SELECT term, doc FROM {_VOCAB}").fetchall()
-        words, docs = [p[0] for p in pairs], np.array([p[1] for p in pairs], dtype=np.int64)
+    if total > MAX_POSTINGS:
+        return None
+    text = conn.execute(f"SELECT group_concat(doc, ' ') FROM {_VOCAB}").fetchone()[0]
+    docs = np.fromstring(text, dtype=np.int64, sep=" ")  # text mode: not the deprecated binary one
+    if len(docs) != total:
+        return None
     row_of = np.searchsorted(ids, docs)
     if (row_of >= len(ids)).any() or (ids[np.minimum(row_of, len(ids) - 1)] != docs).any():
         return None  # an FTS row that is no chunk (a deleted row still listed)
-    terms: dict[str, int] = {}
-    term_of = np.fromiter((terms.setdefault(w, len(terms)) for w in words), dtype=np.int64, count=len(words))
+    term_of = np.repeat(np.arange(len(vocab), dtype=np.int64), tokens)
     lengths = np.bincount(row_of, minlength=len(ids)).astype(np.float64)  # D: tokens of both columns
-    avgdl = float(len(docs)) / float(len(ids))
+    avgdl = float(total) / float(len(ids))
     pair, count = np.unique(term_of * len(ids) + row_of, return_counts=True)  # (term, row), sorted, counted
     pair_term, pair_row = pair // len(ids), pair % len(ids)
-    starts = np.searchsorted(pair_term, np.arange(len(terms) + 1))
-    return Bm25Index(version=version, ids=ids, terms=terms, starts=starts, rows=pair_row,
-                     freqs=count.astype(np.float64), norms=K1 * (1 - B + B * lengths / avgdl))
+    starts = np.searchsorted(pair_term, np.arange(len(vocab) + 1))
+    if not np.array_equal(np.diff(starts), np.array([v[1] for v in vocab], dtype=np.int64)):
+        return None  # the instance table did not list the tokens in the row vocabulary's term order
+    return Bm25Index(version=version, ids=ids, terms={v[0]: i for i, v in enumerate(vocab)}, starts=starts,
+                     rows=pair_row, freqs=count.astype(np.float64), norms=K1 * (1 - B + B * lengths / avgdl))
 
 
 def query_terms(conn: Connection, phrases: list[str]) -> list[str] | None:
