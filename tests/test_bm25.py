@@ -120,3 +120,18 @@ def test_a_store_over_the_postings_cap_keeps_asking_fts5(store: tuple[Path, Path
     assert pw.bm25_index(snap, wait=True) is None
     hits = pw.env(snap).bm25_chunks(QUESTIONS[0], 5)
     assert [snap.chunk_ids[p] for p, _ in hits] == [c for c, _ in pw.reader.bm25_chunks(QUESTIONS[0], 5)]
+
+
+def test_retrieval_after_a_delete_ranks_by_the_postings_from_the_first_query(store: tuple[Path, Pathweaver],
+                                                                             tmp_path: Path) -> None:
+    """A new service on a store that has seen a delete (as a new CLI process is) ranks its very first BM25 query
+    by the postings' true totals: the same scores as every later query, and as the server."""
+    notes, pw = store
+    (notes / "radium.md").unlink()
+    pw.index([notes])
+    with Pathweaver.open(pw.settings.store_dir, overrides={"models": {"llm_backend": "none"}}) as fresh:
+        snap = fresh.snapshot()
+        first = fresh.env(snap).bm25_chunks(QUESTIONS[0], 5)
+        index = fresh.reader.bm25_index(fresh.reader.db.version())
+        expected = [(snap.chunk_index[c], s) for c, s in fresh.reader.bm25_chunks(QUESTIONS[0], 5, index)]
+        assert first == expected and first == fresh.env(snap).bm25_chunks(QUESTIONS[0], 5)
