@@ -268,9 +268,8 @@ class Pathweaver:
         """Build the snapshot of the store as it is now and, on it, what the methods this process has run build
         once per snapshot: the BM25 postings, then (each method's latest query runs again and its result is
         dropped) the node-space graph and transition matrix, projections and pair index. The server calls this
-        after every change, so the next query
-        finds them built: on the 2wiki store the first ``ppr`` after a change took 0.5 s instead of 40 ms, and
-        ``pathrag`` 0.4–1 s. A method whose quickest run took over ``WARM_REPLAY_SECONDS`` is left out, and the
+        after every change, so the next query finds them built: on the 2wiki store the first ``ppr`` after a
+        change took 0.5 s instead of 40 ms, and ``pathrag`` 0.4–1 s. A method whose quickest run took over ``WARM_REPLAY_SECONDS`` is left out, and the
         replays stop as soon as ``stop()`` says so (the server's indexer has a batch under way)."""
         snap = self.snapshot()
         self.bm25_index(snap, wait=True)
