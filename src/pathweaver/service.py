@@ -266,13 +266,13 @@ class Pathweaver:
 
     def warm(self, stop: Callable[[], bool] | None = None) -> GraphSnapshot:
         """Build the snapshot of the store as it is now and, on it, what the methods this process has run build
-        once per snapshot: the BM25 postings, then (each method's latest query runs again and its result is
-        dropped) the node-space graph and transition matrix, projections and pair index. The server calls this
+        once per snapshot: the BM25 postings (on their own thread) and, as each method's latest query runs again
+        and its result is dropped, the node-space graph and transition matrix, projections and pair index. The server calls this
         after every change, so the next query finds them built: on the 2wiki store the first ``ppr`` after a
         change took 0.5 s instead of 40 ms, and ``pathrag`` 0.4–1 s. A method whose quickest run took over ``WARM_REPLAY_SECONDS`` is left out, and the
         replays stop as soon as ``stop()`` says so (the server's indexer has a batch under way)."""
         snap = self.snapshot()
-        self.bm25_index(snap, wait=True)
+        self.bm25_index(snap)  # started on its own thread while the replays below build the graph structures
         with self._latest_lock:
             latest = list(self._latest.items())
         for method, run in latest:
@@ -287,6 +287,7 @@ class Pathweaver:
                 run_method(env, run.query, method, run.top_k, run.params)
             except Exception:  # best effort: the next real query builds what it needs, or says why
                 log.debug("warming %s on the new snapshot failed", method, exc_info=True)
+        self.bm25_index(snap, wait=True)
         return snap
 
     def _retrieve_planned(
