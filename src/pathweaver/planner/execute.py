@@ -145,12 +145,14 @@ def _overlaps(cands: list[tuple[str, int]], question: str, word_df: WordDf | Non
 
 
 def _most_overlapping(cands: list[tuple[str, int]], question: str, n: int, word_df: WordDf | None = None,
-                      n_passages: int = 0) -> list[tuple[str, int]]:
-    """The ``n`` candidate sentences sharing most weight with ``question`` (``_overlaps``; ties: the earlier, i.e.
-    from a better-ranked chunk), in their original order; all of them when ``n`` is 0 or covers them."""
+                      n_passages: int = 0, shared: list[float] | None = None) -> list[tuple[str, int]]:
+    """The ``n`` candidate sentences sharing most weight with ``question`` (``_overlaps``, or ``shared`` when the
+    caller has them; ties: the earlier, i.e. from a better-ranked chunk), in their original order; all of them
+    when ``n`` is 0 or covers them."""
     if n <= 0 or len(cands) <= n:
         return cands
-    shared = _overlaps(cands, question, word_df, n_passages)
+    if shared is None:
+        shared = _overlaps(cands, question, word_df, n_passages)
     ranked = sorted(range(len(cands)), key=lambda i: -shared[i])
     return [cands[i] for i in sorted(ranked[:n])]
 
@@ -208,13 +210,14 @@ def extractive_answer(
     cands = [c for c in cands if len(c[0]) > 3]
     if not cands:
         return "", None
+    shared = None
     if check_sub_answer_choice(choice or SUB_ANSWER_CHOICE) == "lexical":
         shared = _overlaps(cands, question, word_df, snapshot.n_passages)
         best = max(range(len(cands)), key=lambda i: (shared[i], -i))
         if shared[best] > 0:
             sentence, passage = cands[best]
             return _narrowed(snapshot, sentence, passage, question), passage
-    cands = _most_overlapping(cands, question, SUB_ANSWER_SENTENCES, word_df, snapshot.n_passages)
+    cands = _most_overlapping(cands, question, SUB_ANSWER_SENTENCES, word_df, snapshot.n_passages, shared)
     texts = [c[0] for c in cands]
     answers: list[str] | None = None  # every candidate's answer, needed only to look ahead
     if prefetch is not None:
