@@ -192,8 +192,7 @@ class Indexer:
             plan = self._derive_all()
             vectors = self._graph_vectors(plan["kinds"], [(r[0], r[2], r[1]) for r in plan["relations"]])
             with self.db.write() as conn:
-                row = conn.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()
-                if int(row[0]) != version:
+                if self.db.version() != version:  # read inside this write transaction
                     continue  # another writer moved the store under us; derive again
                 rebuild = self._vector_settings_changed()
                 removed, ids = self._apply_plan(conn, plan, vectors, rebuild)

@@ -353,7 +353,8 @@ class StoreReader:
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[Connection]:
-        """One read transaction (a consistent view) unless the connection is already inside one."""
+        """One read transaction (a consistent view) unless the connection is already inside one; ``self.db``'s own
+        reads inside it (``version()``) see the same view, being on the same connection."""
         conn = self.db.conn
         if conn.in_transaction:
             yield conn
@@ -378,7 +379,7 @@ class StoreReader:
     def _build_snapshot(self, previous: GraphSnapshot | None = None) -> GraphSnapshot:
         """Read the graph; vectors of ``previous`` whose entity, chunk or triple is unchanged are reused."""
         with self._read() as conn:
-            version = int(conn.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()[0])
+            version = self.db.version()
             dim = self._dim()
             ents = _read_columns(conn, "entities", ["id"], ("name", "kind"), order=1)
             entity_ids, (names, kinds) = ents.ints[:, 0], ents.texts
@@ -449,7 +450,7 @@ class StoreReader:
         full = self.cache.latest()
         source = full if full is not None and (previous is None or full.version > previous.version) else previous
         with self._read() as conn:
-            version = int(conn.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()[0])
+            version = self.db.version()
             dim = self._dim()
             chunks = _chunk_rows(conn)
             reuse = None
@@ -476,7 +477,7 @@ class StoreReader:
         """BM25 postings of the chunks in memory (``store.bm25``) at store ``version``; None when the store is no
         longer at that version, or its FTS rows are not exactly its chunks."""
         with self._read() as conn:
-            now = int(conn.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()[0])
+            now = self.db.version()
             return read_index(conn, version) if now == version else None
 
     def bm25_chunks(self, text: str, k: int, index: Bm25Index | None = None) -> list[tuple[int, float]]:
@@ -506,7 +507,7 @@ class StoreReader:
         moment ago holds is found without waiting for a snapshot rebuild. ``index`` is used only while the store
         is still at its version."""
         with self._read() as conn:
-            now = int(conn.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()[0])
+            now = self.db.version()
             hits = self.bm25_chunks(text, k, index if index is not None and index.version == now else None)
             if not hits:
                 return []
