@@ -62,21 +62,87 @@ def test_float32_steps_first_reach_the_float64_fixed_point(damping: float) -> No
     assert np.abs(mixed - exact).sum() < 1e-9
     assert mixed.dtype == np.float64 and mixed.sum() == pytest.approx(1.0)
     assert np.array_equal(np.argsort(-mixed)[:50], np.argsort(-exact)[:50])
-    # a coarse_tol under float32's rounding floor: the float32 steps stop when the change stops shrinking, and
+    # a coarse_tol under float32's rounding floor: the float32 steps stop when the residual stops shrinking, and
     # float64 finishes, instead of float32 running to max_iter
-    steps: list[tuple[str, int]] = []
-    real = ppr_mod._power_steps
+    for solver in ppr_mod.SOLVERS:
+        runs = _counted_runs(lambda s=solver: personalized_pagerank(transition, reset, damping, 1e-10, 1000,
+                                                                   coarse_tol=1e-10 + 1e-20, solver=s))
+        floor, steps = runs
+        assert np.abs(floor - exact).sum() < 1e-9
+        assert [d for d, _ in steps] == ["float32", "float64"] and steps[0][1] < 200, steps
 
-    def counted(*args: Any) -> tuple[np.ndarray, int]:
-        x, n_steps = real(*args)
+
+def _counted_runs(call: Any) -> tuple[np.ndarray, list[tuple[str, int]]]:
+    """``call()``'s result and the (dtype, steps) of each phase of the walk it ran."""
+    steps: list[tuple[str, int]] = []
+    real = ppr_mod._Walk.run
+
+    def counted(self: Any, *args: Any) -> tuple[np.ndarray, int, bool]:
+        x, n_steps, done = real(self, *args)
         steps.append((x.dtype.name, n_steps))
-        return x, n_steps
+        return x, n_steps, done
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ppr_mod, "_power_steps", counted)
-        floor = personalized_pagerank(transition, reset, damping, 1e-10, 1000, coarse_tol=1e-10 + 1e-20)
-    assert np.abs(floor - exact).sum() < 1e-9
-    assert [d for d, _ in steps] == ["float32", "float64"] and steps[0][1] < 200, steps
+        mp.setattr(ppr_mod._Walk, "run", counted)
+        result = call()
+    return result, steps
+
+
+def _random_transition(seed: int, n: int, nnz: int, symmetric: bool) -> sp.csr_matrix:
+    rng = np.random.default_rng(seed)
+    adj = sp.csr_matrix((rng.random(nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))), shape=(n, n))
+    if symmetric:
+        adj = adj + adj.T
+    degree = np.asarray(adj.sum(axis=0)).ravel()
+    return (adj @ sp.diags(np.divide(1.0, degree, out=np.zeros(n), where=degree > 0))).tocsr()
+
+
+@pytest.mark.parametrize(("damping", "symmetric"), [(0.5, True), (0.85, True), (0.5, False), (0.85, False)])
+def test_chebyshev_reaches_the_power_iterations_fixed_point_in_fewer_steps(damping: float, symmetric: bool) -> None:
+    # a directed graph (complex eigenvalues, dangling nodes) too: Chebyshev still converges, under the same rule
+    transition = _random_transition(7, 4000, 16000, symmetric)
+    reset = np.random.default_rng(8).random(4000) ** 8
+    exact = personalized_pagerank(transition, reset, damping, 1e-14, 2000, coarse_tol=0.0, solver="power")
+    tol = 1e-8
+    results = {}
+    for solver in ppr_mod.SOLVERS:
+        x, steps = _counted_runs(lambda s=solver: personalized_pagerank(transition, reset, damping, tol, 500, solver=s))
+        # the stopping rule's guarantee: within d/(1-d) * tol of the fixed point, in L1
+        assert np.abs(x - exact).sum() <= damping / (1 - damping) * tol + 1e-12, solver
+        assert x.sum() == pytest.approx(1.0)
+        results[solver] = sum(n for _, n in steps)
+    if symmetric:
+        assert results["chebyshev"] < results["power"], results
+    else:
+        assert results["chebyshev"] <= 1.5 * results["power"], results
+
+
+def test_ranking_settled_stops_when_the_top_k_order_is_certain() -> None:
+    scores = np.array([9.0, 9.0, 0.4000, 0.1, 0.3998, 0.3996])  # passages from index 2; gaps of 2e-4 lead
+    top2 = ppr_mod.ranking_settled(2, 2)
+    assert top2(scores, 1.9e-4)  # both gaps among the best three exceed the bound
+    assert not top2(scores, 2.1e-4)  # a gap under the bound: the fixed point could order them otherwise
+    every = ppr_mod.ranking_settled(2, 10)  # more than there are: the whole order must be certain
+    assert every(scores, 1.9e-4) and not every(scores, 2.1e-4)
+    two = np.array([0.4, 0.1])
+    assert ppr_mod.ranking_settled(0, 1)(two, 3e-4)
+    assert not ppr_mod.ranking_settled(0, 1)(two, 5e-4)  # over SCORE_RTOL of the best score: scores too rough
+    assert ppr_mod.ranking_settled(0, 3)(np.array([0.5]), 1e-5)  # one passage: its rank is certain
+
+
+def test_settled_ranking_equals_the_full_walks_ranking() -> None:
+    transition = _random_transition(11, 6000, 30000, True)
+    rng = np.random.default_rng(12)
+    offset, k = 1000, 8  # rank nodes 1000.. as the "passages"
+    for trial in range(5):
+        reset = rng.random(6000) ** 6
+        full, full_steps = _counted_runs(lambda r=reset: personalized_pagerank(transition, r, 0.5, 1e-13, 500))
+        early, early_steps = _counted_runs(lambda r=reset: personalized_pagerank(
+            transition, r, 0.5, 1e-13, 500, settled=ppr_mod.ranking_settled(offset, k)))
+        top = np.argsort(-full[offset:], kind="stable")[:k]
+        assert list(np.argsort(-early[offset:], kind="stable")[:k]) == list(top), trial
+        assert sum(n for _, n in early_steps) < sum(n for _, n in full_steps)
+        assert np.abs(early - full).sum() < ppr_mod.SCORE_RTOL * full[offset:].max()
 
 
 def _snapshot() -> GraphSnapshot:

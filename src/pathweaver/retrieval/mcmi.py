@@ -41,7 +41,7 @@ from pathweaver.retrieval.costgraph import (
     pair_keys,
 )
 from pathweaver.retrieval.graphs import node_space_graph, relation_passages
-from pathweaver.retrieval.ppr import COARSE_TOL, PPRParams, ppr_scores
+from pathweaver.retrieval.ppr import COARSE_TOL, SOLVERS, PPRParams, ppr_scores
 from pathweaver.retrieval.seeds import hybrid_chunk_scores
 from pathweaver.retrieval.steiner import mehlhorn_edges
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult, Subgraph
@@ -59,6 +59,7 @@ class MCMIParams:
     ppr_tol: float = 1e-7  # §III-C: PPR converges when it changes less than 1e-7
     ppr_max_iter: int = 100
     ppr_coarse_tol: float = COARSE_TOL  # ours: float32 PPR steps down to this change first (0 = off; ppr.py)
+    ppr_solver: str = "chebyshev"  # ours: "power" is Eq. 10's iteration as written; same fixed point (ppr.py)
     passage_score_factor: float = 0.05  # §III-C after Eq. 12: passage-node PPR scores × 0.05
     connector_cost: float = 10.0  # §III-C after Eq. 14: pseudo edges cost 10
     cycle_edges: bool = True  # Eq. 17: v joins with all its edges into the subgraph (Fig. 2 cycles)
@@ -77,6 +78,8 @@ class MCMIParams:
             raise ConfigError(f"mcmi damping must be in [0, 1), got {self.damping}")
         if self.ppr_tol <= 0 or self.ppr_max_iter < 1 or self.ppr_coarse_tol < 0:
             raise ConfigError("mcmi ppr_tol must be > 0, ppr_coarse_tol >= 0 and ppr_max_iter >= 1")
+        if self.ppr_solver not in SOLVERS:
+            raise ConfigError(f"mcmi ppr_solver must be one of {SOLVERS}, got {self.ppr_solver!r}")
         if self.passage_score_factor < 0 or self.connector_cost < 0:
             raise ConfigError("mcmi passage_score_factor and connector_cost must be >= 0")
         if (
@@ -397,6 +400,7 @@ def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParam
         tol=params.ppr_tol,
         max_iter=params.ppr_max_iter,
         coarse_tol=params.ppr_coarse_tol,
+        solver=params.ppr_solver,
         name_seeds=0.0,
     )
     raw, seeds = ppr_scores(env, query, ppr_params)
