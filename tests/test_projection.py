@@ -60,3 +60,19 @@ def test_projected_synonym_pairs_equal_brute_force(monkeypatch: pytest.MonkeyPat
     new = ids[:200]
     incremental = synonyms.synonym_pairs_for(new, vecs[:200], ids, vecs, 0.9, block=512)
     assert incremental == [p for p in projected if p[0] in set(new.tolist()) or p[1] in set(new.tolist())]
+
+
+@pytest.mark.parametrize("scale", [1.0, 3.0])
+def test_float16_bound_rows_still_bound_and_find_the_same_rows(scale: float) -> None:
+    rng = np.random.default_rng(5)
+    vecs = unit_rows(rng, 30_000, d=96, rank=20) * np.float32(scale)
+    half = Projection.fit(vecs, dim=24, half=True)
+    assert half.rows.dtype == np.float16 and half.max_norm == pytest.approx(scale, rel=1e-5)
+    full = Projection.fit(vecs, dim=24)
+    for q in unit_rows(rng, 20, d=96, rank=20):
+        exact = vecs @ q
+        assert (half.bounds(q) >= exact).all()
+        for k in (1, 8):
+            want = np.lexsort((np.arange(len(exact)), -exact))[:k]
+            assert exact_top_k(vecs, half, q, k)[0].tolist() == want.tolist()
+            assert exact_top_k(vecs, full, q, k)[0].tolist() == want.tolist()

@@ -47,7 +47,7 @@ def nearest(snapshot: GraphSnapshot, vecs: np.ndarray, what: str, qvec: np.ndarr
     tables are searched through a projection fitted once per snapshot (``retrieval/projection.py``): the same
     rows as the full product, at about a third of the memory traffic."""
     _check_vecs(vecs, qvec, what)
-    projection = cached(snapshot, ("projection", what), lambda: Projection.fit(vecs), synonym_free=True) \
+    projection = cached(snapshot, ("projection", what), lambda: Projection.fit(vecs, half=True), synonym_free=True) \
         if vecs.shape[0] >= PROJECT_MIN_ROWS else None
     rows, scores = exact_top_k(vecs, projection, qvec, k)
     return list(zip(rows.tolist(), scores.astype(float).tolist(), strict=True))
