@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from pathweaver.config import ConfigError
 from pathweaver.retrieval import parallel
 from pathweaver.retrieval.parallel import MIN_ROWS_PER_THREAD, SparseRows, matmul, row_ranges
 from pathweaver.retrieval.ppr import PPRError, personalized_pagerank
@@ -45,17 +46,25 @@ def test_dense_products_match_numpy(threads: int) -> None:
 
 
 @pytest.mark.parametrize("threads", [1, 2, 4])
-def test_sparse_rows_match_scipy(threads: int) -> None:
+@pytest.mark.parametrize("engine", ["blocks", "torch", None])
+def test_sparse_rows_match_scipy(threads: int, engine: str | None) -> None:
     parallel.set_threads(threads)
     rng = np.random.default_rng(1)
     nnz = 5 * ROWS
     m = sp.csr_matrix((rng.random(nnz), (rng.integers(0, ROWS, nnz), rng.integers(0, ROWS, nnz))), shape=(ROWS, ROWS))
-    rows = SparseRows(m)
-    assert len(rows.blocks) == min(threads, ROWS // MIN_ROWS_PER_THREAD)
+    rows = SparseRows(m, engine=engine)
+    assert rows.engine == engine or (engine is None and rows.engine == ("blocks" if threads == 1 else "torch"))
+    split = rows.engine == "blocks"
+    assert len(rows.blocks) == (min(threads, ROWS // MIN_ROWS_PER_THREAD) if split else 1)
     x = rng.random(ROWS)
     np.testing.assert_allclose(rows.dot(x), m @ x, rtol=1e-12)
     out = np.empty(ROWS)
     assert rows.dot(x, out=out) is out
+    single = rows.single()  # float32 values, the same engine and split
+    assert single.dtype == np.float32 and single.engine == rows.engine and len(single.blocks) == len(rows.blocks)
+    np.testing.assert_allclose(single.dot(x.astype(np.float32)), m @ x, rtol=1e-5)
+    with pytest.raises(ConfigError):
+        SparseRows(m, engine="gpu")
 
 
 def test_pagerank_on_split_rows_equals_unsplit() -> None:

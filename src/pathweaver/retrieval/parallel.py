@@ -1,4 +1,4 @@
-"""Row-split matrix products on a small shared thread pool.
+"""Row-split matrix products on a small shared thread pool, and sparse products on torch's.
 
 Scoring a query against 10^5 stored vectors, and each sparse PageRank step, is one memory-bound loop on one core.
 numpy's BLAS (kept to one thread, see ``cli.py``) and scipy's sparse kernels release the GIL, so cutting the rows
@@ -6,17 +6,19 @@ into one block per thread runs them side by side: on the 2-core machine of docs/
 scores take 16 ms instead of 27, and a 1M-entry sparse step 1.1 ms instead of 2.0. Every output row is the same
 dot product as in ``matrix @ x``; only which thread computes it changes.
 
-The pool is created on first use (no import-time threads) and sized by ``set_threads`` (``[compute] threads``;
-0 = one per core). Matrices with fewer than ``MIN_ROWS_PER_THREAD`` rows per thread are not split.
+The pool is created on first use (no import-time threads) and sized by ``set_threads`` (``[models]
+query_threads``; 0 = one per core). Matrices with fewer than ``MIN_ROWS_PER_THREAD`` rows per thread are not
+split. PageRank's sparse steps run on torch's pool instead (``SparseRows``), unless threads are off.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -26,6 +28,7 @@ from pathweaver.config import ConfigError
 T = TypeVar("T")
 R = TypeVar("R")
 
+SPARSE_ENGINES = ("torch", "blocks")
 MIN_ROWS_PER_THREAD = 16_384  # below this a block is too small to repay handing it to a thread
 
 _lock = threading.Lock()
@@ -111,29 +114,50 @@ def matmul(matrix: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 class SparseRows:
-    """A CSR matrix cut once into row blocks, so that ``dot`` runs the blocks in parallel."""
+    """A CSR matrix for repeated matrix-vector products (PageRank steps), on torch's thread pool or cut into row
+    blocks for ours.
 
-    def __init__(self, matrix: sp.spmatrix, parts: int | None = None) -> None:
+    ``engine`` "torch" (the default whenever more than one thread is allowed) runs each product as one
+    ``torch.mv`` on a CSR tensor that shares this matrix's arrays. torch's OpenMP workers spin for a while after
+    each parallel region, so right after a question's embedding they are awake, and they take the product at
+    once. Our pool's threads would instead compete with them for the two cores: 12 steps over the 2wiki transition
+    matrix (1.14M entries, float32) took 12.9 ms on torch's pool against 17.9 ms on ours right after an
+    embedding, and a whole walk 19.1 against 22.8 (docs/design-notes.md, "PageRank"). "blocks" is the row split
+    on our pool (``threads`` blocks, one when threads are off).
+    """
+
+    def __init__(self, matrix: sp.spmatrix, parts: int | None = None, engine: str | None = None) -> None:
         csr = sp.csr_matrix(matrix)
         self.shape: tuple[int, int] = (int(csr.shape[0]), int(csr.shape[1]))
         self.dtype = csr.dtype
         n = self.shape[0]
+        self.engine = engine or ("torch" if threads() > 1 else "blocks")
+        if self.engine not in SPARSE_ENGINES:
+            raise ConfigError(f"sparse engine must be one of {SPARSE_ENGINES}, got {self.engine!r}")
+        if self.engine == "torch":
+            parts = 1
         self.spans = row_ranges(n, parts if parts is not None else _parts_for(n))
         self.blocks = [csr] if len(self.spans) == 1 else [csr[a:b] for a, b in self.spans]
+        self._tensor = _torch_csr(csr) if self.engine == "torch" else None
         self._single: SparseRows | None = None
 
     def single(self) -> SparseRows:
-        """The same rows with float32 values, cut the same way (built on first use, then kept): a step reads a
-        third fewer bytes."""
+        """The same rows with float32 values, on the same engine and cut the same way (built on first use, then
+        kept): a step reads a third fewer bytes."""
         if self._single is None:
             merged = sp.vstack(self.blocks, format="csr").astype(np.float32)
-            self._single = SparseRows(merged, parts=len(self.spans))
+            self._single = SparseRows(merged, parts=len(self.spans), engine=self.engine)
         return self._single
 
     def dot(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """``matrix @ x`` for a vector ``x``, written into ``out`` when given."""
         if out is None:
             out = np.empty(self.shape[0], dtype=np.result_type(self.dtype, x.dtype))
+        if self._tensor is not None and x.dtype == self.dtype:
+            import torch
+
+            out[:] = torch.mv(self._tensor, torch.from_numpy(np.ascontiguousarray(x))).numpy()
+            return out
         if len(self.blocks) == 1:
             out[:] = self.blocks[0] @ x
             return out
@@ -144,3 +168,13 @@ class SparseRows:
 
         _run_blocks(block, len(self.blocks))
         return out
+
+
+def _torch_csr(csr: sp.csr_matrix) -> Any:
+    """A torch CSR tensor over ``csr``'s own index and value arrays (no copy)."""
+    import torch  # the embedder's dependency; imported here so that this module stays light
+
+    with warnings.catch_warnings():  # "sparse CSR support is in beta": mv on CSR is all we use of it
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.sparse_csr_tensor(torch.from_numpy(csr.indptr), torch.from_numpy(csr.indices),
+                                       torch.from_numpy(csr.data), size=csr.shape, check_invariants=False)
