@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
 from pathweaver.retrieval import parallel
-from pathweaver.retrieval.parallel import MIN_ROWS_PER_THREAD, SparseRows, matmul, row_ranges
+from pathweaver.retrieval.parallel import MIN_ROWS_PER_THREAD, SparseRows, degree_order, matmul, row_ranges
 from pathweaver.retrieval.ppr import PPRError, personalized_pagerank
 
 ROWS = 3 * MIN_ROWS_PER_THREAD + 7  # enough rows for three blocks
@@ -115,3 +115,23 @@ def test_single_precision_twin_keeps_the_cut() -> None:
     assert twin.spans == rows.spans and all(b.dtype == np.float32 for b in twin.blocks)
     x = rng.random(ROWS).astype(np.float32)
     np.testing.assert_allclose(twin.dot(x), m @ x.astype(np.float64), rtol=1e-5)
+
+
+def test_renumbered_rows_take_and_give_vectors_in_their_own_order() -> None:
+    rng = np.random.default_rng(3)
+    n = 2000
+    m = sp.random(n, n, density=0.003, format="csr", random_state=4)
+    m = (m + m.T).tocsr()
+    order = degree_order(m, 1500)
+    counts = np.diff(m.indptr)
+    assert (np.diff(counts[order[:1500]]) <= 0).all() and order[1500:].tolist() == list(range(1500, n))
+    for engine in ("torch", "blocks"):
+        rows = SparseRows(m, engine=engine, order=order)
+        x = rng.random(n)
+        np.testing.assert_allclose(rows.outer(rows.dot(rows.inner(x))), m @ x, rtol=1e-12)
+        assert rows.outer(rows.inner(x)).tolist() == x.tolist()
+        assert rows.inner_index(np.array([order[7]])).tolist() == [7]
+        single = rows.single()
+        np.testing.assert_allclose(single.outer(single.dot(single.inner(x).astype(np.float32))), m @ x, rtol=1e-5)
+    with pytest.raises(ValueError):
+        SparseRows(m, order=np.zeros(n, dtype=np.int64))

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from pathweaver.config import ConfigError
 from pathweaver.retrieval import ppr as ppr_mod
 from pathweaver.retrieval.graphs import node_space_graph
+from pathweaver.retrieval.parallel import SparseRows, degree_order
 from pathweaver.retrieval.ppr import PPRError, PPRParams, personalization, personalized_pagerank, ppr_scores
 from pathweaver.retrieval.registry import run_method
 from pathweaver.retrieval.types import Query, RetrievalEnv
@@ -119,15 +120,15 @@ def test_chebyshev_reaches_the_power_iterations_fixed_point_in_fewer_steps(dampi
 
 def test_ranking_settled_stops_when_the_top_k_order_is_certain() -> None:
     scores = np.array([9.0, 9.0, 0.4000, 0.1, 0.3998, 0.3996])  # passages from index 2; gaps of 2e-4 lead
-    top2 = ppr_mod.ranking_settled(2, 2)
+    top2 = ppr_mod.RankingSettled(2, 2)
     assert top2(scores, 1.9e-4)  # both gaps among the best three exceed the bound
     assert not top2(scores, 2.1e-4)  # a gap under the bound: the fixed point could order them otherwise
-    every = ppr_mod.ranking_settled(2, 10)  # more than there are: the whole order must be certain
+    every = ppr_mod.RankingSettled(2, 10)  # more than there are: the whole order must be certain
     assert every(scores, 1.9e-4) and not every(scores, 2.1e-4)
     two = np.array([0.4, 0.1])
-    assert ppr_mod.ranking_settled(0, 1)(two, 3e-4)
-    assert not ppr_mod.ranking_settled(0, 1)(two, 5e-4)  # over SCORE_RTOL of the best score: scores too rough
-    assert ppr_mod.ranking_settled(0, 3)(np.array([0.5]), 1e-5)  # one passage: its rank is certain
+    assert ppr_mod.RankingSettled(0, 1)(two, 3e-4)
+    assert not ppr_mod.RankingSettled(0, 1)(two, 5e-4)  # over SCORE_RTOL of the best score: scores too rough
+    assert ppr_mod.RankingSettled(0, 3)(np.array([0.5]), 1e-5)  # one passage: its rank is certain
 
 
 def test_settled_ranking_equals_the_full_walks_ranking() -> None:
@@ -138,7 +139,7 @@ def test_settled_ranking_equals_the_full_walks_ranking() -> None:
         reset = rng.random(6000) ** 6
         full, full_steps = _counted_runs(lambda r=reset: personalized_pagerank(transition, r, 0.5, 1e-13, 500))
         early, early_steps = _counted_runs(lambda r=reset: personalized_pagerank(
-            transition, r, 0.5, 1e-13, 500, settled=ppr_mod.ranking_settled(offset, k)))
+            transition, r, 0.5, 1e-13, 500, settled=ppr_mod.RankingSettled(offset, k)))
         top = np.argsort(-full[offset:], kind="stable")[:k]
         assert list(np.argsort(-early[offset:], kind="stable")[:k]) == list(top), trial
         assert sum(n for _, n in early_steps) < sum(n for _, n in full_steps)
@@ -274,3 +275,27 @@ def test_a_cached_structure_is_built_once_when_threads_meet() -> None:
     for t in threads:
         t.join()
     assert len(calls) == 1 and len(got) == 3 and got[0] is got[1] is got[2]
+
+
+def test_a_renumbered_matrix_walks_to_the_same_scores_in_node_order() -> None:
+    transition = _random_transition(13, 5000, 25000, True)
+    degree = np.asarray(transition.sum(axis=0)).ravel()
+    reset = np.random.default_rng(14).random(5000) ** 6
+    plain = SparseRows(transition)
+    ordered = SparseRows(transition, order=degree_order(transition, 4000))  # nodes 4000.. stay in place
+    assert ordered.fixed_from <= 4000 and ordered.order is not None
+    want = personalized_pagerank(plain, reset, 0.5, 1e-12, 500, degree <= 0)
+    got = personalized_pagerank(ordered, reset, 0.5, 1e-12, 500, degree <= 0)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-14)
+    seen: list[np.ndarray] = []
+
+    def record(scores: np.ndarray, bound: float) -> bool:  # any other test gets the scores in node order
+        seen.append(scores)
+        return False
+
+    personalized_pagerank(ordered, reset, 0.5, 1e-12, 500, degree <= 0, settled=record)
+    np.testing.assert_allclose(seen[-1], want, rtol=1e-6, atol=1e-12)
+    for offset in (4000, 10):  # the ranking test reads the fixed tail as it is, or the renumbered scores
+        early = personalized_pagerank(ordered, reset, 0.5, 1e-12, 500, degree <= 0,
+                                      settled=ppr_mod.RankingSettled(offset, 5))
+        assert list(np.argsort(-early[offset:])[:5]) == list(np.argsort(-want[offset:])[:5])

@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
-from pathweaver.retrieval.parallel import SparseRows, threads
+from pathweaver.retrieval.parallel import SparseRows, degree_order, threads
 from pathweaver.store.snapshot import CARRIED_ATTR, GraphSnapshot
 
 _CACHE_ATTR = "_pathweaver_retrieval_cache"
@@ -99,12 +99,13 @@ def transition_rows(
     relation_weight: RelationWeight = "count",
     contains_weight: ContainsWeight = "count",
 ) -> SparseRows:
-    """The node-space transition matrix cut into row blocks for multi-threaded PageRank steps (cached)."""
+    """The node-space transition matrix for PageRank steps (cached), its entities renumbered busiest first and its
+    passages kept in place (``parallel.degree_order``)."""
     graph = node_space_graph(snapshot, relation_weight, contains_weight)
     return cached(
         snapshot,
         ("transition_rows", relation_weight, contains_weight, threads()),
-        lambda: SparseRows(graph.transition),
+        lambda: SparseRows(graph.transition, order=degree_order(graph.transition, snapshot.n_entities)),
     )
 
 

@@ -22,7 +22,7 @@ from pathweaver.config import ConfigError
 from pathweaver.extract.entities import normalize
 from pathweaver.retrieval.graphs import cached
 from pathweaver.retrieval.keywords import matched_entities
-from pathweaver.retrieval.parallel import SparseRows, threads
+from pathweaver.retrieval.parallel import SparseRows, degree_order, threads
 from pathweaver.retrieval.ppr import COARSE_TOL, personalized_pagerank
 from pathweaver.retrieval.seeds import top_entities, top_indices, top_triples
 from pathweaver.retrieval.types import Query
@@ -73,7 +73,7 @@ def query_seeds(snapshot: GraphSnapshot, query: Query, n: int) -> list[int]:
 
 def entity_transition(snapshot: GraphSnapshot, use_synonyms: bool) -> tuple[SparseRows, np.ndarray]:
     """Column-stochastic (E, E) walk over the undirected entity graph (relation, optionally synonym, edges with
-    weight 1 per distinct neighbour), cut into row blocks, and its dangling mask; cached on the snapshot."""
+    weight 1 per distinct neighbour), its nodes renumbered busiest first, and its dangling mask; cached."""
 
     def build() -> tuple[SparseRows, np.ndarray]:
         n = snapshot.n_entities
@@ -87,7 +87,8 @@ def entity_transition(snapshot: GraphSnapshot, use_synonyms: bool) -> tuple[Spar
         adj.data[:] = 1.0
         degree = np.asarray(adj.sum(axis=0)).ravel()
         inv = np.divide(1.0, degree, out=np.zeros(n), where=degree > 0)
-        return SparseRows((adj @ sp.diags(inv)).tocsr()), degree <= 0
+        transition = (adj @ sp.diags(inv)).tocsr()
+        return SparseRows(transition, order=degree_order(transition)), degree <= 0
 
     return cached(snapshot, ("lego_entity_transition", use_synonyms, threads()), build)
 

@@ -13,6 +13,7 @@ split. PageRank's sparse steps run on torch's pool instead (``SparseRows``), unl
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 import warnings
@@ -126,27 +127,58 @@ class SparseRows:
     on our pool (``threads`` blocks, one when threads are off).
     """
 
-    def __init__(self, matrix: sp.spmatrix, parts: int | None = None, engine: str | None = None) -> None:
+    def __init__(self, matrix: sp.spmatrix, parts: int | None = None, engine: str | None = None,
+                 order: np.ndarray | None = None) -> None:
         csr = sp.csr_matrix(matrix)
-        self.shape: tuple[int, int] = (int(csr.shape[0]), int(csr.shape[1]))
+        n = int(csr.shape[0])
+        self.shape: tuple[int, int] = (n, int(csr.shape[1]))
         self.dtype = csr.dtype
-        n = self.shape[0]
         self.engine = engine or ("torch" if threads() > 1 else "blocks")
         if self.engine not in SPARSE_ENGINES:
             raise ConfigError(f"sparse engine must be one of {SPARSE_ENGINES}, got {self.engine!r}")
-        if self.engine == "torch":
-            parts = 1
-        self.spans = row_ranges(n, parts if parts is not None else _parts_for(n))
-        self.blocks = [csr] if len(self.spans) == 1 else [csr[a:b] for a, b in self.spans]
-        self._tensor = _torch_csr(csr) if self.engine == "torch" else None
+        # ``order``: a symmetric renumbering of the nodes, inner position i holding node order[i]; products then
+        # take and give vectors in that inner order (``inner``/``outer`` convert)
+        self.order: np.ndarray | None = None
+        self.rank: np.ndarray | None = None  # node j sits at inner position rank[j]
+        self.fixed_from = 0  # nodes from here on keep their own positions
+        if order is not None:
+            order = np.asarray(order, dtype=np.int64)
+            if order.shape != (n,) or self.shape != (n, n) or not np.array_equal(np.sort(order), np.arange(n)):
+                raise ValueError("order must be a permutation of a square matrix's nodes")
+            moved = np.flatnonzero(order != np.arange(n))
+            self.fixed_from = int(moved[-1]) + 1 if moved.size else 0
+            if moved.size:
+                self.order, self.rank = order, np.argsort(order)
+                csr = csr[order][:, order].tocsr()
+        self._set_matrix(csr, 1 if self.engine == "torch" else parts)
         self._single: SparseRows | None = None
 
+    def _set_matrix(self, csr: sp.csr_matrix, parts: int | None) -> None:
+        self.spans = row_ranges(self.shape[0], parts if parts is not None else _parts_for(self.shape[0]))
+        self.blocks = [csr] if len(self.spans) == 1 else [csr[a:b] for a, b in self.spans]
+        self._tensor = _torch_csr(csr) if self.engine == "torch" else None
+
+    def inner(self, x: np.ndarray) -> np.ndarray:
+        """A vector in node order, renumbered for the products."""
+        return x if self.order is None else x[self.order]
+
+    def outer(self, x: np.ndarray) -> np.ndarray:
+        """A product's vector back in node order."""
+        return x if self.rank is None else x[self.rank]
+
+    def inner_index(self, nodes: np.ndarray) -> np.ndarray:
+        """Where ``nodes`` sit in the products' numbering."""
+        return nodes if self.rank is None else self.rank[nodes]
+
     def single(self) -> SparseRows:
-        """The same rows with float32 values, on the same engine and cut the same way (built on first use, then
+        """The same rows with float32 values, on the same engine, numbering and cut (built on first use, then
         kept): a step reads a third fewer bytes."""
         if self._single is None:
-            merged = sp.vstack(self.blocks, format="csr").astype(np.float32)
-            self._single = SparseRows(merged, parts=len(self.spans), engine=self.engine)
+            twin = copy.copy(self)
+            twin.dtype = np.dtype(np.float32)
+            twin._set_matrix(sp.vstack(self.blocks, format="csr").astype(np.float32), len(self.spans))
+            twin._single = twin
+            self._single = twin
         return self._single
 
     def dot(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -168,6 +200,19 @@ class SparseRows:
 
         _run_blocks(block, len(self.blocks))
         return out
+
+
+def degree_order(matrix: sp.spmatrix, fixed_from: int | None = None) -> np.ndarray:
+    """Nodes ``0..fixed_from-1`` by falling number of entries in their row (stable), then the rest as they are.
+
+    Products over a graph gather x at the columns of every row; with the busiest nodes first, their entries of x
+    share a few cache lines. On the 2wiki transition matrix (passages kept last), 12 products right after an
+    embedding took 5.95 ms instead of 13.3 (reverse Cuthill-McKee: 9.4; docs/design-notes.md, "PageRank")."""
+    csr = sp.csr_matrix(matrix)
+    n = int(csr.shape[0])
+    head = n if fixed_from is None else max(0, min(int(fixed_from), n))
+    counts = np.diff(csr.indptr)[:head]
+    return np.concatenate([np.argsort(-counts, kind="stable"), np.arange(head, n)]).astype(np.int64)
 
 
 def _torch_csr(csr: sp.csr_matrix) -> Any:

@@ -35,7 +35,7 @@ class PPRError(ValueError):
 
 COARSE_TOL = 1e-6  # float32 steps until the residual is below this, then float64 steps down to tol (ours)
 SOLVERS = ("chebyshev", "power")
-SCORE_RTOL = 1e-3  # ranking_settled: the error bound must be under this share of the best score
+SCORE_RTOL = 1e-3  # RankingSettled: the error bound must be under this share of the best score
 ROUNDING = 1e-12  # slack on the error bound for float64 rounding in a step (L1, scores summing to 1)
 Settled = Callable[[np.ndarray, float], bool]  # (scores, L1 error bound) -> the caller's answer can no longer change
 
@@ -63,7 +63,7 @@ def personalized_pagerank(
     Eq. 10 step would make; when it is below ``tol``, F(x) is returned, or after ``max_iter`` steps. For any x,
     |F(x) − x*|₁ ≤ d/(1−d)·|F(x) − x|₁ (F contracts by d in L1), so the answer is as close to the fixed point x*
     as the plain iteration's under the same rule. ``settled(F(x), bound)`` may stop earlier: it is handed that
-    bound and says whether what the caller reads from the scores can no longer change (``ranking_settled``).
+    bound and says whether what the caller reads from the scores can no longer change (``RankingSettled``).
 
     ``solver``: "power" is Eq. 10 as written, x ← F(x). "chebyshev" (ours, the default) combines the same F
     steps by Chebyshev semi-iteration, x_{k+1} = ω_{k+1}·(F(x_k) − x_{k−1}) + x_{k−1}, which converges to the
@@ -95,8 +95,11 @@ def personalized_pagerank(
             dangling = np.asarray(m.sum(axis=0)).ravel() <= 0.0
         rows = SparseRows(m)
     dead = np.flatnonzero(dangling) if dangling.dtype == np.bool_ else np.asarray(dangling, dtype=np.int64)
-    walk = _Walk(damping, dead, solver == "chebyshev")
-    r = reset.astype(np.float64) / total
+    walk = _Walk(damping, rows.inner_index(dead), solver == "chebyshev")
+    r = rows.inner(reset.astype(np.float64) / total)  # the walk runs in the matrix's own node numbering
+    if settled is not None and rows.order is not None and not (
+            isinstance(settled, RankingSettled) and settled.offset >= rows.fixed_from):
+        settled = _in_node_order(settled, rows)
     x, steps = r, 0
     if coarse_tol > tol:
         # the float32 phase may hand over early when ``settled`` looks likely to hold (twice its bound); only the
@@ -106,7 +109,12 @@ def personalized_pagerank(
                                loose)
         x = x.astype(np.float64)
     x, _, _ = walk.run(rows, r, x, tol, max(max_iter - steps, 1), settled)
-    return x
+    return rows.outer(x)
+
+
+def _in_node_order(settled: Settled, rows: SparseRows) -> Settled:
+    """``settled`` handed the scores in node order (one gather per call)."""
+    return lambda scores, bound: settled(rows.outer(scores), bound)
 
 
 @dataclass(frozen=True)
@@ -161,25 +169,29 @@ class _Walk:
         return fx, steps, False
 
 
-def ranking_settled(offset: int, k: int) -> Settled:
+@dataclass(frozen=True)
+class RankingSettled:
     """A ``settled`` test: the top ``k`` of ``scores[offset:]``, in order, are those of the fixed point.
 
     With |F(x) − x*|₁ ≤ bound, two scores can swap only if they differ by at most the bound (the sum of their two
     errors is at most the L1 error). So when each gap between consecutive scores among the best k + 1 (all of
     them, if there are no more) exceeds it, the fixed point has the same top k in the same order (ours: the caller
     reads only that much). The bound must also be under ``SCORE_RTOL`` of the best score, so that the scores the
-    caller reports stay close to the fixed point's."""
+    caller reports stay close to the fixed point's. It reads only ``scores[offset:]``, so a walk whose matrix
+    keeps those nodes in place need not renumber the scores for it."""
 
-    def settled(scores: np.ndarray, bound: float) -> bool:
-        part = scores[offset:]
+    offset: int
+    k: int
+
+    def __call__(self, scores: np.ndarray, bound: float) -> bool:
+        part = scores[self.offset:]
         n = part.shape[0]
-        if k < 1 or n == 0 or bound > SCORE_RTOL * float(part.max()):
+        if self.k < 1 or n == 0 or bound > SCORE_RTOL * float(part.max()):
             return False
-        m = min(k + 1, n)
+        m = min(self.k + 1, n)
         best = np.sort(part[np.argpartition(part, n - m)[n - m:]])
         return m == 1 or bool(np.diff(best).min() > bound)
 
-    return settled
 
 
 @dataclass
@@ -288,7 +300,7 @@ def ppr_scores(env: RetrievalEnv, query: Query, params: PPRParams, settled: Sett
 def ppr_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PPRParams) -> RetrievalResult:
     """HippoRAG 2 retrieval: passages ranked by the PPR score of their passage node."""
     snap = env.snapshot
-    settled = ranking_settled(snap.n_entities, top_k) if params.settle_ranking else None
+    settled = RankingSettled(snap.n_entities, top_k) if params.settle_ranking else None
     scores, info = ppr_scores(env, query, params, settled)
     passage_scores = scores[snap.n_entities :]
     idx = top_indices(passage_scores, top_k)
