@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pathweaver.extract import synonyms
-from pathweaver.retrieval.projection import Projection, exact_top_k
+from pathweaver.retrieval.projection import LOOSE, Projection, exact_top_k
 
 
 def unit_rows(rng: np.random.Generator, n: int, d: int = 64, rank: int = 12) -> np.ndarray:
@@ -76,3 +76,20 @@ def test_float16_bound_rows_still_bound_and_find_the_same_rows(scale: float) -> 
             want = np.lexsort((np.arange(len(exact)), -exact))[:k]
             assert exact_top_k(vecs, half, q, k)[0].tolist() == want.tolist()
             assert exact_top_k(vecs, full, q, k)[0].tolist() == want.tolist()
+
+
+def test_a_loose_bound_falls_back_to_the_full_product() -> None:
+    # full-rank random rows: 16 of 96 dimensions bound almost nothing, so nearly every row passes the bound and
+    # the search takes the plain product instead of gathering them
+    rng = np.random.default_rng(9)
+    vecs = rng.standard_normal((6000, 96)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    projection = Projection.fit(vecs, dim=16, half=True)
+    for q in rng.standard_normal((5, 96)).astype(np.float32):
+        q /= np.linalg.norm(q)
+        exact = vecs @ q
+        assert (projection.bounds(q) >= np.sort(exact)[-3]).mean() * LOOSE > 1  # loose, as intended
+        want = np.lexsort((np.arange(len(exact)), -exact))[:3]
+        rows, scores = exact_top_k(vecs, projection, q, 3)
+        assert rows.tolist() == want.tolist()
+        np.testing.assert_allclose(scores, exact[want], rtol=1e-5)

@@ -27,6 +27,7 @@ MIN_ROWS = 20_000  # below this a plain product is as fast as the projected one
 DIM = 128
 SAMPLE = 20_000  # rows the basis is fitted on
 FIRST = 64  # at least this many rows (and 2k) are rescored before the bound sets the k-th score to reach
+LOOSE = 4  # when more than 1/LOOSE of the rows pass the bound, the plain product is used instead
 SELECT_SAMPLE = 4096  # bounds sampled to pick a threshold for the first rows to rescore
 OVERSAMPLE = 4  # the threshold aims at this many times FIRST rows
 HALF_SLACK = 1.6e-3  # float16 bound rows: the rounding slack per unit of |row|·|q| (3 · 2^-11 = 1.46e-3, plus sums)
@@ -122,7 +123,12 @@ def exact_top_k(vecs: np.ndarray, projection: Projection | None, q: np.ndarray, 
     first = _high_bounds(bound, n_first)
     exact = vecs[first] @ q
     kth = np.partition(exact, exact.shape[0] - k)[exact.shape[0] - k]  # the k-th best exact score among them
-    cand = np.union1d(first, np.flatnonzero(bound >= kth)).astype(np.int64)  # sorted: ties go to the lower row
+    passed = np.flatnonzero(bound >= kth)
+    if LOOSE * passed.shape[0] > n:  # a loose bound (rows without a low-rank structure, such as random vectors):
+        scores = matmul(vecs, q)  # the full product reads less than a gather (a copy) of most rows would
+        rows = top_indices(scores, k)
+        return rows, scores[rows]
+    cand = np.union1d(first, passed).astype(np.int64)  # sorted: ties go to the lower row
     scores = vecs[cand] @ q
     pick = top_indices(scores, k)
     return cand[pick], scores[pick]
