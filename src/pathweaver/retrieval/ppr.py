@@ -54,9 +54,9 @@ def personalized_pagerank(
     """The fixed point of x = F(x) = (1-d)·r + d·(M·x + (dangling·x)·r)  (AGRAG Eq. 10).
 
     ``matrix`` is column-stochastic (n, n): column j holds the transition probabilities out of node j; a column
-    that sums to 0 is a dangling node whose mass returns to the personalisation. It may come pre-split into row
-    blocks (``SparseRows``, multi-threaded steps); then ``dangling`` (a bool mask or node indices) is required,
-    otherwise it is read from the column sums. ``reset`` (n,) is non-negative and normalised here to sum 1. The
+    that sums to 0 is a dangling node whose mass returns to the personalisation. It may come prepared as
+    ``SparseRows`` (multi-threaded steps, nodes possibly renumbered; vectors in and out stay in node order); then
+    ``dangling`` (a bool mask or node indices) is required, otherwise it is read from the column sums. ``reset`` (n,) is non-negative and normalised here to sum 1. The
     result sums to 1.
 
     Stopping rule (AGRAG §III-C: a change below ``tol``): each iterate x's residual |F(x) − x|₁ is the change one
@@ -67,8 +67,8 @@ def personalized_pagerank(
 
     ``solver``: "power" is Eq. 10 as written, x ← F(x). "chebyshev" (ours, the default) combines the same F
     steps by Chebyshev semi-iteration, x_{k+1} = ω_{k+1}·(F(x_k) − x_{k−1}) + x_{k−1}, which converges to the
-    same fixed point faster, since M's eigenvalues lie in [−1, 1] (real for the undirected graphs here, and
-    inside the disc of radius 1 otherwise, where it still converges): 14 steps instead of 17 on 2wiki.
+    same fixed point faster when M's eigenvalues are real (undirected graphs, as here): 14 steps instead of 17 on
+    2wiki. It falls back to plain steps when the residual grows (``_Walk.run``).
 
     While the residual is above ``coarse_tol`` (> ``tol``; 0 = never), steps run in float32, which reads a third
     fewer bytes; they also stop when the residual no longer shrinks (float32's rounding floor), and the float64
@@ -191,7 +191,6 @@ class RankingSettled:
         m = min(self.k + 1, n)
         best = np.sort(part[np.argpartition(part, n - m)[n - m:]])
         return m == 1 or bool(np.diff(best).min() > bound)
-
 
 
 @dataclass
