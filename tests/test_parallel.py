@@ -135,3 +135,36 @@ def test_renumbered_rows_take_and_give_vectors_in_their_own_order() -> None:
         np.testing.assert_allclose(single.outer(single.dot(single.inner(x).astype(np.float32))), m @ x, rtol=1e-5)
     with pytest.raises(ValueError):
         SparseRows(m, order=np.zeros(n, dtype=np.int64))
+
+
+def test_map_ordered_keeps_to_one_worker_until_asked(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``wide_after``: one worker takes items until the event is set, then the others join; results keep their
+    order, a call whose items run out returns without the event, and an error reaches the caller."""
+    import threading
+    import time
+
+    monkeypatch.setattr(parallel, "_threads", 2)
+    event, seen, lock = threading.Event(), [], threading.Lock()
+
+    def job(x: int) -> int:
+        with lock:
+            seen.append(threading.current_thread().name)
+        if x == 5:
+            event.set()
+        time.sleep(0.01)
+        return x * x
+
+    assert parallel.map_ordered(job, list(range(40)), wide_after=event) == [x * x for x in range(40)]
+    assert len(set(seen[:6])) == 1 and len(set(seen)) == 2  # one thread until item 5 set the event, then two
+    never = threading.Event()
+    start = time.perf_counter()
+    assert parallel.map_ordered(lambda x: x + 1, [1, 2, 3], wide_after=never) == [2, 3, 4]
+    assert time.perf_counter() - start < 1.0
+
+    def failing(x: int) -> int:
+        if x == 3:
+            raise ValueError("bad item")
+        return x
+
+    with pytest.raises(ValueError, match="bad item"):
+        parallel.map_ordered(failing, list(range(10)), wide_after=never)

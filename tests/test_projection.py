@@ -62,6 +62,90 @@ def test_projected_synonym_pairs_equal_brute_force(monkeypatch: pytest.MonkeyPat
     assert incremental == [p for p in projected if p[0] in set(new.tolist()) or p[1] in set(new.tolist())]
 
 
+def twins(rng: np.random.Generator, n: int, n_twins: int, noise: float = 0.05) -> np.ndarray:
+    """Unit rows with ``n_twins`` noisy copies of the first rows at the middle of the table."""
+    vecs = unit_rows(rng, n)
+    at = n // 2
+    vecs[at : at + n_twins] = vecs[:n_twins] + noise * rng.standard_normal((n_twins, vecs.shape[1])).astype(np.float32)
+    return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+
+
+def brute_pairs(ids: np.ndarray, vecs: np.ndarray, phi: float) -> set[tuple[int, int]]:
+    """Every pair whose cos, as the search defines it (the two rows' einsum product: a BLAS product can differ in
+    the last bit, 0.75000006 against 0.75), is above phi."""
+    a, b = np.nonzero(np.triu(vecs @ vecs.T > phi - 1e-5, k=1))
+    keep = np.einsum("ij,ij->i", vecs[a], vecs[b]) > phi
+    return {(int(min(ids[i], ids[j])), int(max(ids[i], ids[j]))) for i, j in zip(a[keep], b[keep], strict=True)}
+
+
+@pytest.mark.parametrize("phi", [0.9, 0.75, 0.005])  # 0.005: too low for the bfloat16 test, float32 tiles instead
+def test_bfloat16_tiles_find_exactly_the_float32_pairs(phi: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bfloat16 bound tiles (where the CPU has them) pass a superset to the same float32 tests: the same pairs with
+    the same cos values as float32 tiles and as brute force, for refresh-like and watcher-like new sets."""
+    rng = np.random.default_rng(13)
+    vecs = twins(rng, 2500, 40)
+    ids = np.arange(2500) * 5 + 3
+    want = brute_pairs(ids, vecs, phi)
+    monkeypatch.setattr(synonyms, "MIN_ROWS", 0)  # project (and, natively, bfloat16) this small set
+    runs = {}
+    for half in (True, False):
+        monkeypatch.setattr(synonyms, "BF16", half)
+        runs[half] = synonyms.synonym_pairs(ids, vecs, phi, block=700)
+        for new in (np.arange(2000, 2500), np.arange(0, 300), np.arange(0, 2500, 7)):  # suffix, prefix, scattered
+            got = synonyms.synonym_pairs_for(ids[new], vecs[new], ids, vecs, phi, block=700)
+            ours = set(ids[new].tolist())
+            assert got == [p for p in runs[half] if p[0] in ours or p[1] in ours]
+    assert {(a, b) for a, b, _ in runs[True]} == want and runs[True] == runs[False]
+    if phi == 0.9:
+        assert len(want) >= 40
+
+
+def test_a_refresh_scores_each_pair_of_tiles_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When every entity is new (a refresh), the search scores the upper triangle of tiles and nothing more (it
+    used to score the whole square again and throw that part away: 1.5 n² instead of n²/2)."""
+    rng = np.random.default_rng(2)
+    vecs = twins(rng, 1000, 10)
+    ids = np.arange(1000)
+    scored: list[tuple[int, int]] = []
+    real = synonyms._tile_pairs
+
+    def counting(a, b, i, j, block, phi, bits):  # type: ignore[no-untyped-def]
+        scored.append((i, j))
+        return real(a, b, i, j, block, phi, bits)
+
+    monkeypatch.setattr(synonyms, "_tile_pairs", counting)
+    got = synonyms.synonym_pairs_for(ids, vecs, ids, vecs, 0.9, block=250)
+    assert sorted(scored) == [(i, j) for i in range(0, 1000, 250) for j in range(i, 1000, 250)]  # 10 of 16 tiles
+    assert {(a, b) for a, b, _ in got} == brute_pairs(ids, vecs, 0.9)
+
+
+def test_bfloat16_tiles_are_not_used_when_the_probe_finds_a_larger_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A torch build whose bfloat16 products stray beyond the slack falls back to float32 tiles."""
+    pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    vecs = twins(rng, 1200, 20)
+    ids = np.arange(1200)
+    monkeypatch.setattr(synonyms, "MIN_ROWS", 0)
+    monkeypatch.setattr(synonyms, "native_bf16", lambda: True)
+    (side,) = synonyms._sides((ids, vecs))
+    assert side.half is not None and synonyms._keeps_bounds(side, side)
+    monkeypatch.setattr(synonyms, "BF16_SLACK", 1e-9)  # no build keeps bfloat16 products that close
+    (side,) = synonyms._sides((ids, vecs))
+    assert side.half is None
+    assert {(a, b) for a, b, _ in synonyms.synonym_pairs(ids, vecs, 0.9, block=500)} == brute_pairs(ids, vecs, 0.9)
+
+
+@pytest.mark.parametrize("x", [1e-3, 0.3, 0.5, 0.8882, 0.9, 0.99, 1.7])
+def test_bf16_floor_bits_read_the_largest_bfloat16_not_above(x: float) -> None:
+    torch = pytest.importorskip("torch")
+    bits = synonyms._bf16_floor_bits(x)
+
+    def value(b: int) -> float:
+        return float(torch.tensor([b], dtype=torch.int16).view(torch.bfloat16).float().item())
+
+    assert value(bits) <= x < value(bits + 1)
+
+
 @pytest.mark.parametrize("scale", [1.0, 3.0])
 def test_float16_bound_rows_still_bound_and_find_the_same_rows(scale: float) -> None:
     rng = np.random.default_rng(5)

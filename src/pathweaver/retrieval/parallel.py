@@ -30,6 +30,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 SPARSE_ENGINES = ("torch", "blocks")
+POOL_PREFIX = "pathweaver-rows"  # the names of our pool's threads
 MIN_ROWS_PER_THREAD = 16_384  # below this a block is too small to repay handing it to a thread
 
 _lock = threading.Lock()
@@ -57,7 +58,7 @@ def _executor(n: int) -> ThreadPoolExecutor:
     with _lock:
         if _pool is None or _pool_size < n:
             old = _pool
-            _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="pathweaver-rows")
+            _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix=POOL_PREFIX)
             _pool_size = n
             if old is not None:
                 old.shutdown(wait=False)
@@ -85,13 +86,42 @@ def _run_blocks(job: Callable[[int], None], parts: int) -> None:
             future.result()
 
 
-def map_ordered(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+def map_ordered(fn: Callable[[T], R], items: Sequence[T], wide_after: threading.Event | None = None) -> list[R]:
     """``[fn(x) for x in items]`` with the calls spread over the pool (for work that releases the GIL, such as
-    the tiles of an all-pairs product); results keep the order of ``items``."""
+    the tiles of an all-pairs product); results keep the order of ``items``.
+
+    With ``wide_after``, one worker takes items until the event is set and the others join then: the caller has
+    another thread of its own on a core until then (a refresh writing its rows), and three busy threads on two
+    cores would slow that one thread down more than the second worker gains."""
     parts = min(threads(), len(items))
     if parts <= 1:
         return [fn(x) for x in items]
-    return list(_executor(parts).map(fn, items))
+    if wide_after is None:
+        return list(_executor(parts).map(fn, items))
+    out: list[Any] = [None] * len(items)
+    taken = iter(range(len(items)))
+    lock, stop = threading.Lock(), threading.Event()  # stop: every item taken, or one failed
+
+    def work(first: bool) -> None:
+        if not first:
+            while not (wide_after.wait(0.05) or stop.is_set()):
+                pass
+        while not stop.is_set():
+            with lock:
+                i = next(taken, None)
+            if i is None:
+                stop.set()
+                return
+            try:
+                out[i] = fn(items[i])
+            except BaseException:
+                stop.set()
+                raise
+
+    futures = [_executor(parts).submit(work, k == 0) for k in range(parts)]
+    for future in futures:
+        future.result()
+    return out
 
 
 def matmul(matrix: np.ndarray, x: np.ndarray) -> np.ndarray:
