@@ -297,3 +297,96 @@ def test_composed_phrase_vectors_are_order_stable_and_track_encoded_names() -> N
         compose_phrases(["unknown word"], word_vecs)
     with pytest.raises(Exception, match="entity_vectors"):
         ExtractParams(entity_vectors="magic").validate()
+
+
+def _reference_grams(text: str, ngram_max: int) -> Counter:
+    """The candidate-gram rules written out plainly (module docstring of extract/entities.py)."""
+    from pathweaver.extract.entities import word_spans
+    from pathweaver.extract.stopwords import STOPWORDS
+
+    runs: list[list[str]] = []
+    for ws in word_spans(text):
+        if ws.joined and runs:
+            runs[-1].append(ws.word)
+        else:
+            runs.append([ws.word])
+    out: Counter = Counter()
+    for run in runs:
+        for n in range(1, ngram_max + 1):
+            for i in range(len(run) - n + 1):
+                gram = run[i : i + n]
+                if gram[0] in STOPWORDS or gram[-1] in STOPWORDS or all(w.isdigit() for w in gram):
+                    continue
+                if n == 1 and len(gram[0]) < 2:
+                    continue
+                out[" ".join(gram)] += 1
+    return out
+
+
+@pytest.mark.parametrize("text", [
+    "The Bank of America opened in 1904, in San Francisco. It was the first bank of its kind!",
+    "Marie Curie's 2 Nobel prizes: 1903 and 1911; x y z. Born 7 November 1867 in Warsaw.",
+    "of the and a", "", "1999 2000 2001", "a b c d e f", "state-of-the-art don't O'Neill’s ideas\nnew line here",
+])
+def test_candidate_grams_follow_the_rules_from_one_pass_over_the_words(text: str) -> None:
+    from pathweaver.extract.entities import candidate_grams, words
+    from pathweaver.extract.graph import chunk_stats
+
+    for n in (1, 2, 3, 4):
+        assert candidate_grams(text, n) == _reference_grams(text, n)
+    grams, n_words = chunk_stats(text, 3)
+    assert grams == dict(_reference_grams(text, 3)) and n_words == len(words(text))
+
+
+def test_entity_name_keys_take_the_short_path_only_for_canonical_names() -> None:
+    from pathweaver.extract.entities import normalize, word_spans
+    from pathweaver.extract.relations import _name_key
+
+    names = ["marie curie", "bank of america", "don't stop", "state-of-the-art design", "1867", "l'été",
+             "Marie Curie", "o'neill's bar", "c++ primer", "a/b testing", "  spaced   out ", "l’été", "x-ray's",
+             "trailing-", "émile zola", "naïve bayes", "straße"]
+    for name in names:
+        norm = normalize(name)
+        assert _name_key(name) == (norm, tuple(w.word for w in word_spans(norm))), name
+
+
+def test_entity_selection_scores_are_er_bit_for_bit() -> None:
+    """``select_entities`` inlines AGRAG Eq. 2; its scores are ``er_score``'s, to the last bit."""
+    from pathweaver.extract.entities import er_score, select_entities
+
+    rng = np.random.default_rng(4)
+    grams = {f"g{i}": int(c) for i, c in enumerate(rng.integers(1, 9, 300))}
+    df = {g: int(d) for g, d in zip(grams, rng.integers(0, 900, 300), strict=True)}
+    df.pop("g7")  # a gram the statistics have not seen yet counts as df = 1
+    chosen = select_entities(grams, 120, 800, df, tau=0.0, limit=1000)
+    for gram, score in chosen.items():
+        d = min(max(1, df.get(gram, 1)), 800)
+        assert score == er_score(grams[gram], 120, 800, d)
+    assert list(chosen) == sorted(chosen, key=lambda g: (-chosen[g], g))
+
+
+def test_vector_tables_compose_in_blocks_with_the_same_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pathweaver.extract import vectors
+    from pathweaver.extract.vectors import LayeredVectors, VectorTable, compose_phrases, compose_triples
+
+    rng = np.random.default_rng(9)
+    words = [f"w{i}" for i in range(50)]
+    wv = dict(zip(words, vectors.normalise_rows(rng.standard_normal((50, 8))), strict=True))
+    phrases = [" ".join(rng.choice(words, int(k))) for k in rng.integers(1, 4, 400)]
+    triples = [(phrases[i], phrases[i + 1], phrases[i + 2]) for i in range(0, 390, 3)]
+    whole = compose_phrases(phrases, wv)
+    whole_t = compose_triples(triples, whole)
+    monkeypatch.setattr(vectors, "BLOCK_ROWS", 7)  # many blocks, a short last one
+    blocked = compose_phrases(phrases, wv)
+    assert blocked.matrix.tobytes() == whole.matrix.tobytes() and blocked.index == whole.index
+    assert compose_triples(triples, blocked).tobytes() == whole_t.tobytes()
+    table = VectorTable.of(wv)
+    assert VectorTable.of(table) is table and len(table) == 50 and "w3" in table and "nope" not in table
+    assert np.array_equal(table.rows(["w2", "w0"]), np.stack([wv["w2"], wv["w0"]]))
+    other = VectorTable({"w0": 0, "extra": 1}, np.ones((2, 8), np.float32))
+    layered = LayeredVectors(table, other)
+    assert np.array_equal(layered["w0"], wv["w0"]) and np.array_equal(layered["extra"], np.ones(8))  # first wins
+    assert len(layered) == 51 and list(layered)[-1] == "extra"
+    assert np.array_equal(layered.rows(["extra", "w1"]), np.stack([np.ones(8), wv["w1"]]))
+    with pytest.raises(KeyError):
+        layered["missing"]

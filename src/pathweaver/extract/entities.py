@@ -73,10 +73,10 @@ def words(text: str) -> list[str]:
     return [w.word for w in word_spans(text)]
 
 
-def _runs(text: str) -> list[list[str]]:
+def _runs(spans: list[WordSpan]) -> list[list[str]]:
     """Maximal runs of words separated only by spaces (sentence, clause and line boundaries split runs)."""
     runs: list[list[str]] = []
-    for ws in word_spans(text):
+    for ws in spans:
         if ws.joined and runs:
             runs[-1].append(ws.word)
         else:
@@ -84,25 +84,27 @@ def _runs(text: str) -> list[list[str]]:
     return runs
 
 
-def _keep_gram(gram: tuple[str, ...]) -> bool:
-    if gram[0] in STOPWORDS or gram[-1] in STOPWORDS:
-        return False
-    if all(w.isdigit() for w in gram):
-        return False
-    return not (len(gram) == 1 and len(gram[0]) < 2)
-
-
 def candidate_grams(text: str, ngram_max: int = 3) -> Counter[str]:
     """Counts of candidate n-grams (n = 1..``ngram_max``, b in AGRAG §III-B) in ``text``, normalised."""
+    return grams_of(word_spans(text), ngram_max)
+
+
+def grams_of(spans: list[WordSpan], ngram_max: int = 3) -> Counter[str]:
+    """``candidate_grams`` of a text whose ``word_spans`` are ``spans``. A gram is dropped when its first or last
+    word is a stopword, when all its words are digits, or when it is one single-character word; the rules read each
+    word's stopword and digit flags, computed once per run."""
     if ngram_max < 1:
         raise ValueError(f"ngram_max must be >= 1, got {ngram_max}")
     counts: Counter[str] = Counter()
-    for run in _runs(text):
+    for run in _runs(spans):
+        stop = [w in STOPWORDS for w in run]
+        digit = [w.isdigit() for w in run]
         for n in range(1, ngram_max + 1):
             for i in range(len(run) - n + 1):
-                gram = tuple(run[i : i + n])
-                if _keep_gram(gram):
-                    counts[" ".join(gram)] += 1
+                last = i + n - 1
+                if stop[i] or stop[last] or all(digit[i : last + 1]) or (n == 1 and len(run[i]) < 2):
+                    continue
+                counts[" ".join(run[i : last + 1])] += 1
     return counts
 
 
@@ -139,9 +141,12 @@ def select_entities(
     if n_words < 1 or n_chunks < 1:
         return {}
     scored: list[tuple[float, str]] = []
+    # er_score's arithmetic, in its order (the same bits), without its checks per gram: the counts are >= 0 and
+    # d is clipped to [1, n_chunks]
+    denom, top = n_words * math.log(n_chunks + 1), n_chunks + 1
     for gram, count in grams.items():
         d = min(max(1, int(df.get(gram, 1))), n_chunks)
-        score = er_score(int(count), n_words, n_chunks, d)
+        score = int(count) / denom * math.log(top / (d + 1))
         if score > tau:
             scored.append((score, gram))
     scored.sort(key=lambda sg: (-sg[0], sg[1]))

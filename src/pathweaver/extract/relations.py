@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import lru_cache
 
 from pathweaver.extract.entities import WordSpan, normalize, word_spans
 from pathweaver.extract.stopwords import STOPWORDS
@@ -85,12 +86,26 @@ class _Mention:
     last: int  # index one past the last word
 
 
+# A name already in the form ``normalize`` and ``word_spans`` give (casefolded words of ``entities._WORD_RE`` with
+# plain apostrophes, joined by single spaces): every n-gram entity. For these the two are the identity and a split.
+_CANONICAL_RE = re.compile(r"[^\W_]+(?:['\-][^\W_]+)*(?: [^\W_]+(?:['\-][^\W_]+)*)*")
+_POSSESSIVE_RE = re.compile(r"'s\b")
+
+
+@lru_cache(maxsize=1 << 18)
+def _name_key(entity: str) -> tuple[str, tuple[str, ...]]:
+    """An entity's normalised name and its words (a name is matched in every chunk that mentions it)."""
+    if _CANONICAL_RE.fullmatch(entity) and entity.casefold() == entity and not _POSSESSIVE_RE.search(entity):
+        return entity, tuple(entity.split(" "))
+    name = normalize(entity)
+    return name, tuple(ws.word for ws in word_spans(name))
+
+
 def _entity_index(entities: Collection[str]) -> dict[str, list[tuple[tuple[str, ...], str]]]:
     """First word -> [(word tuple, normalised name)], longest first, so matching prefers longer names."""
     index: dict[str, list[tuple[tuple[str, ...], str]]] = {}
     seen: set[tuple[str, ...]] = set()
-    for name in sorted({normalize(e) for e in entities}):
-        key = tuple(ws.word for ws in word_spans(name))
+    for name, key in sorted({_name_key(e) for e in entities}):
         if not key or key in seen:
             continue
         seen.add(key)
