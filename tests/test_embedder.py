@@ -92,7 +92,8 @@ def test_rows_hold_every_text_once_within_the_row_length() -> None:
     assert members == list(range(len(lengths)))
     assert all(lengths[row].sum() <= 64 for row in rows)
     assert len(rows) < len(lengths)  # short texts share rows
-    assert packing.row_length(3, 256) == 64 and packing.row_length(100, 256) == 128
+    assert packing.row_length(3, 256) == packing.MIN_ROW == 32 and packing.row_length(33, 256) == 64
+    assert packing.row_length(100, 256) == 128
     assert packing.row_length(300, 256) == 256
 
 
@@ -114,3 +115,30 @@ def test_a_probe_that_fails_falls_back_to_the_models_encode(monkeypatch) -> None
     emb._model = get_embedder().model  # share the loaded model
     assert not emb.packed
     assert emb.encode(["marie curie", "polonium"]).shape == (2, 384)
+
+
+def test_bfloat16_vectors_are_close_and_do_not_depend_on_their_batch(monkeypatch) -> None:
+    """``precision="bfloat16"`` (graph-element vectors): within 1e-3 of float32 in cos, and the same bits for a
+    text whatever else is in its call, packed alone or among others, at any row width: incremental indexing
+    and a refresh must make the same entity vectors. A lone question (float32) never takes that path."""
+    import pytest
+
+    from pathweaver.models.precision import PRECISIONS, resolve_precision
+
+    emb = get_embedder()
+    words = ["warsaw", "polonium", "radioactivity", "1867", "curie", "vistula", "sorbonne", "nobel"]
+    low = emb.encode(words, precision="bfloat16")
+    full = emb.encode(words)
+    assert low.dtype == np.float32 and np.allclose(np.linalg.norm(low, axis=1), 1.0, atol=1e-5)
+    assert (low * full).sum(1).min() > 0.999
+    alone = emb.encode(["polonium"], precision="bfloat16")
+    long = " ".join(["a longer text that needs a wider packed row than any single word"] * 4)  # > 32 tokens
+    mixed = emb.encode([long, *reversed(words)], precision="bfloat16")
+    assert alone.tobytes() == low[1:2].tobytes() == mixed[-2:-1].tobytes()
+    monkeypatch.setattr(packing, "MIN_ROW", 128)
+    assert emb.encode(words, precision="bfloat16").tobytes() == low.tobytes()
+    with pytest.raises(ValueError, match="precision"):
+        emb.encode(words, precision="float16")
+    assert resolve_precision("float32") == "float32" and resolve_precision("auto") in PRECISIONS
+    with pytest.raises(Exception, match="graph_vector_precision"):
+        resolve_precision("half")

@@ -12,6 +12,7 @@ from pathweaver.config import Settings
 from pathweaver.ingest import pipeline
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
+from pathweaver.models.precision import resolve_precision
 from pathweaver.store.db import Database
 from pathweaver.store.reads import StoreReader
 
@@ -194,12 +195,14 @@ def test_changing_vector_settings_remakes_every_vector(tmp_path: Path, embedder)
 
     encoded = settings(store)
     encoded.extract.entity_vectors = "encoded"
+    precision = "" if resolve_precision("auto") == "float32" else ",precision:bfloat16"  # recorded unless float32
     with Database(store) as db:
         Indexer(db, encoded, embedder).index_paths([folder])
-        assert db.get_meta("vector_settings") == "entities:encoded,triples:composed,phi:0.9"
+        assert db.get_meta("vector_settings") == "entities:encoded,triples:composed,phi:0.9" + precision
         before = entity_vectors(db)
         report = Indexer(db, settings(store), embedder).index_paths([folder])  # nothing changed on disk
-        assert report.refreshed and db.get_meta("vector_settings") == "entities:composed,triples:composed,phi:0.9"
+        assert report.refreshed
+        assert db.get_meta("vector_settings") == "entities:composed,triples:composed,phi:0.9" + precision
         after = entity_vectors(db)
         got = StoreReader(db).canonical_graph()
     multi = [n for n in before if " " in n]
@@ -251,7 +254,7 @@ def test_a_snapshot_is_carried_forward_over_a_batch_synonym_pass(  # type: ignor
         assert (carried.edge_relation != cold.edge_relation).nnz == 0
         assert len(carried.syn_a) > len(between) and carried.entity_vecs is not None
 
-        monkeypatch.setattr(pipeline, "synonym_pairs_for", lambda *args: [])  # new entities, no pair passes
+        monkeypatch.setattr(pipeline, "synonym_pairs_for", lambda *args, **kwargs: [])  # new entities, no pair passes
         before, n_synonyms = db.version(), len(carried.syn_a)
         (folder / "other.txt").write_text("Zanzibar exports cloves. Zanzibar lies off Tanzania.", encoding="utf-8")
         indexer.apply_changes({folder / "other.txt"}, set())

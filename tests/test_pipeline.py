@@ -11,6 +11,7 @@ import pytest
 from pathweaver.config import ConfigError, Settings
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
+from pathweaver.store import writes as w
 from pathweaver.store.db import Database
 from pathweaver.store.reads import StoreReader
 
@@ -39,9 +40,9 @@ class CountingEmbedder:
     def dim(self) -> int:
         return self.inner.dim
 
-    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+    def encode(self, texts: list[str], batch_size: int | None = None, precision: str = "float32") -> np.ndarray:
         self.encoded += len(texts)
-        return self.inner.encode(texts, batch_size)
+        return self.inner.encode(texts, batch_size, precision)
 
     def tokenize(self, text: str) -> list[tuple[int, int]]:
         return self.inner.tokenize(text)
@@ -237,3 +238,100 @@ def test_bm25_search_sees_a_commit_without_a_snapshot_rebuild(tmp_path: Path) ->
         assert all(h["doc"] != str(extra) for h in pw.search(phrase, "bm25", 5))
         with pytest.raises(ConfigError):
             pw.search(phrase, "bm25", 0)
+
+
+def test_graph_vector_precision_keeps_chunks_float32_and_its_own_cache(tmp_path: Path) -> None:
+    """``extract.graph_vector_precision``: the words of entity names go through the model at that precision, in
+    their own cache key space, so a chunk whose text equals a word keeps its float32 vector; the store records a
+    precision other than float32 (a change re-makes the graph's vectors), and a bad value is a clear error."""
+    from pathweaver.config import ConfigError
+    from pathweaver.models.embedder import get_embedder
+
+    emb = get_embedder()
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "word.txt").write_text("polonium", encoding="utf-8")
+    (notes / "curie.md").write_text("Marie Curie discovered polonium in Paris.", encoding="utf-8")
+    for precision in ("bfloat16", "float32"):
+        store = tmp_path / precision
+        s = Settings(store_dir=store)
+        s.extract.graph_vector_precision = precision
+        with Database(store) as db:
+            Indexer(db, s, emb).index_paths([notes])
+            (vec,) = db.conn.execute("SELECT v.embedding FROM chunk_vec v JOIN chunks c ON c.id = v.rowid "
+                                     "WHERE c.text = 'polonium'").fetchone()
+            assert np.frombuffer(vec, np.float32).tobytes() == emb.encode(["polonium", "x"])[0].tobytes()
+            low = w.cache_get(db.conn, ["polonium", "marie", "curie"], "bfloat16")
+            settings_text = db.get_meta("vector_settings")
+            (entity,) = db.conn.execute("SELECT v.embedding FROM entity_vec v JOIN entities e ON e.id = v.rowid "
+                                        "WHERE e.name = 'marie curie'").fetchone()
+        words = emb.encode(["marie", "curie"], precision=precision)
+        want = (words[0] + words[1]) / np.linalg.norm(words[0] + words[1])
+        assert np.allclose(np.frombuffer(entity, np.float32), want, atol=1e-6)
+        if precision == "bfloat16":
+            assert set(low) == {"polonium", "marie", "curie"} and settings_text.endswith(",precision:bfloat16")
+            assert low["polonium"].tobytes() == emb.encode(["polonium"], precision="bfloat16")[0].tobytes()
+        else:
+            assert not low and "precision" not in settings_text
+    bad = Settings(store_dir=tmp_path / "bad")
+    bad.extract.graph_vector_precision = "half"
+    with Database(tmp_path / "bad") as db, pytest.raises(ConfigError, match="graph_vector_precision"):
+        Indexer(db, bad, emb)
+
+
+def test_a_bulk_batch_is_one_transaction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first index writes a batch of whole files per transaction: a failure inside a batch leaves none of its
+    files and every file of the batches before it, and the next index completes the job exactly."""
+    import pathweaver.ingest.pipeline as pipeline
+
+    notes = tmp_path / "notes"
+    shutil.copytree(CORPUS, notes)
+    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)  # the six notes have one or two chunks each
+    real, calls = w.insert_chunks, []
+
+    def failing(conn, doc_id, title, rows, vecs):  # type: ignore[no-untyped-def]
+        calls.append(doc_id)
+        if len(calls) == 4:
+            raise RuntimeError("disk full")
+        return real(conn, doc_id, title, rows, vecs)
+
+    monkeypatch.setattr(w, "insert_chunks", failing)
+    store = tmp_path / "store"
+    emb = get_embedder()
+    with Database(store) as db:
+        with pytest.raises(RuntimeError, match="disk full"):
+            Indexer(db, Settings(store_dir=store), emb).index_paths([notes])
+        docs = db.conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+        chunk_docs = db.conn.execute("SELECT count(DISTINCT doc_id) FROM chunks").fetchone()[0]
+        assert 0 < docs < 4 and docs == chunk_docs  # whole earlier batches only: every stored file has its chunks
+        assert db.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        monkeypatch.setattr(w, "insert_chunks", real)
+        Indexer(db, Settings(store_dir=store), emb).index_paths([notes])
+        got = StoreReader(db).canonical_graph()
+    with Database(tmp_path / "fresh") as db:
+        Indexer(db, Settings(store_dir=tmp_path / "fresh"), emb).index_paths([notes])
+        assert StoreReader(db).canonical_graph() == got
+
+
+def test_pairing_synonyms_while_writing_rows_gives_the_same_graph(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large refresh writes its rows on a second thread while it pairs synonyms; the store ends exactly as when
+    the two run one after the other."""
+    import pathweaver.ingest.pipeline as pipeline
+
+    notes = tmp_path / "notes"
+    shutil.copytree(CORPUS, notes)
+    emb = get_embedder()
+    graphs = []
+    for overlap in (False, True):
+        monkeypatch.setattr(pipeline, "on_our_pool", lambda overlap=overlap: overlap)
+        monkeypatch.setattr(pipeline, "PAIR_WHILE_WRITING_OVER", 0)
+        store = tmp_path / f"store-{overlap}"
+        s = Settings(store_dir=store)
+        s.extract.synonym_phi = 0.6  # pairs on this small corpus
+        with Database(store) as db:
+            report = Indexer(db, s, emb).index_paths([notes])
+            assert report.refreshed
+            graphs.append(StoreReader(db).canonical_graph())
+            assert db.conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert graphs[0]["synonyms"] and graphs[0] == graphs[1]

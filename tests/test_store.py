@@ -43,9 +43,10 @@ def fill(db: Database) -> dict[str, int]:
         w.insert_mentions(conn, [(ids["marie curie"], cids[0], 1, 0.5), (ids["paris"], cids[0], 1, 0.2),
                                  (ids["paris"], cids[1], 1, 0.2), (ids["france"], cids[1], 1, 0.3)])
         key = (ids["marie curie"], ids["paris"], "lived in")
-        rows = [(key, "cooccur", "s", "marie curie lived in paris", unit(1, 0, 1, 0))] * 2  # twice: one relation
-        rid = w.ensure_relations(conn, rows)[key]
-        assert w.ensure_relations(conn, rows[:1]) == {key: rid}  # already there: the same id, nothing inserted
+        rows = [(key, "cooccur", "s", "marie curie lived in paris")] * 2  # twice: one relation
+        triple = {"marie curie lived in paris": unit(1, 0, 1, 0)}
+        rid = w.ensure_relations(conn, rows, triple)[key]
+        assert w.ensure_relations(conn, rows[:1], triple) == {key: rid}  # already there: the same id, nothing new
         w.insert_relation_sources(conn, [(rid, cids[0], 0, 27, "Marie Curie lived in Paris.")])
         w.insert_synonyms(conn, [(ids["france"], ids["paris"], 0.99)])
     return {"doc": doc, **ids}
@@ -72,12 +73,13 @@ def test_relation_lookup_by_table_scan_finds_the_same_ids(db: Database, monkeypa
     key = (ids["marie curie"], ids["paris"], "lived in")
     new = (ids["paris"], ids["france"], "capital of")
     vec = np.eye(4, dtype=np.float32)[0]
-    rows = [(key, "cooccur", "", "t", vec), (new, "cooccur", "", "paris capital of france", vec)]
+    rows = [(key, "cooccur", "", "t"), (new, "cooccur", "", "paris capital of france")]
+    vectors = {"t": vec, "paris capital of france": vec}
     with db.write() as conn:
-        one_by_one = w.ensure_relations(conn, rows)
+        one_by_one = w.ensure_relations(conn, rows, vectors)
     monkeypatch.setattr(w, "SCAN_RELATIONS_OVER", 0)
     with db.write() as conn:
-        assert w.ensure_relations(conn, rows) == one_by_one
+        assert w.ensure_relations(conn, rows, vectors) == one_by_one
         assert conn.execute("SELECT count(*) FROM relations").fetchone()[0] == 2
 
 
@@ -277,3 +279,49 @@ def test_bulk_column_reads_fall_back_when_sqlite_refuses_the_aggregate() -> None
 
     cols = reads._read_columns(Refusing(), "t", ["a"], ("name",), order=1)  # type: ignore[arg-type]
     assert cols.ints.tolist() == [[1], [2]] and cols.texts == [["a", "b"]]
+
+
+def test_new_stores_get_large_pages_and_old_ones_keep_theirs(tmp_path: Path) -> None:
+    import sqlean
+
+    from pathweaver.store.db import DB_FILE, PAGE_SIZE
+
+    with Database(tmp_path / "new") as db:
+        assert db.conn.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE
+    old = tmp_path / "old"
+    old.mkdir()
+    conn = sqlean.connect(str(old / DB_FILE))
+    conn.execute("PRAGMA page_size=4096")
+    conn.execute("CREATE TABLE t (x)")  # the page size is fixed from here on
+    conn.close()
+    with Database(old) as db:
+        db.ensure_embedding("test-model", DIM)
+        assert db.conn.execute("PRAGMA page_size").fetchone()[0] == 4096
+        fill(db)
+        assert db.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_bulk_inserts_take_the_ids_sqlite_would_give(db: Database) -> None:
+    """Entities and relations are inserted with explicit ids (one executemany): the same ids as one insert per
+    row, and an AUTOINCREMENT entity id is never given again after its row was deleted."""
+    ids = fill(db)
+    top = max(ids["marie curie"], ids["paris"], ids["france"])
+    with db.write() as conn:
+        w.delete_entities(conn, [top])
+        got = w.ensure_entities(conn, {"curie": "ngram", "radium": "title"}, {"curie": unit(1, 0, 0, 1),
+                                                                            "radium": unit(0, 1, 1, 0)}, {})
+        assert list(got.values()) == [top + 1, top + 2]  # above the deleted one, in order
+        seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entities'").fetchone()[0]
+        assert seq == top + 2
+        rid = conn.execute("SELECT max(id) FROM relations").fetchone()[0]
+        key = (got["curie"], got["radium"], "discovered")
+        rows = [(key, "cooccur", "first", "curie discovered radium"),
+                ((got["radium"], got["curie"], "related to"), "cooccur", "second", "radium related to curie"),
+                (key, "link", "again", "curie discovered radium")]
+        rel = w.ensure_relations(conn, rows, {"curie discovered radium": unit(1, 1, 1, 1),
+                                              "radium related to curie": unit(1, 0, 1, 0)})
+        assert list(rel.values()) == [rid + 1, rid + 2]
+        assert conn.execute("SELECT kind, description FROM relations WHERE id = ?", (rel[key],)).fetchone() == (
+            "cooccur", "first")  # a key given twice keeps its first row
+        assert conn.execute("SELECT count(*) FROM relation_vec WHERE rowid IN (?, ?)", (rid + 1, rid + 2)
+                            ).fetchone()[0] == 2

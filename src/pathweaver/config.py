@@ -51,6 +51,10 @@ class ExtractSettings:
     # How entity-name and relation-label vectors are made: "composed" = normalised sum of their words' model vectors
     # (one model pass per distinct word), "encoded" = each name through the model (see docs/design-notes.md).
     entity_vectors: str = "composed"
+    # Precision of the model passes that only feed graph-element vectors (words of composed names; whole names and
+    # triples when encoded): "auto" = bfloat16 where the CPU has it natively, else float32 (models/precision.py).
+    # Chunk and question vectors are always float32.
+    graph_vector_precision: str = "auto"
     auto_refresh_ratio: float = 0.1  # refresh on its own when this share of chunks changed since the last one
 
 

