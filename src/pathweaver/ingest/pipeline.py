@@ -80,6 +80,18 @@ BATCH_CHUNKS = 1024
 PAIR_WHILE_WRITING_OVER = 20_000  # entities from which a refresh pairs synonyms while another thread writes rows
 
 
+def read_capped(path: Path, limit: int) -> bytes:
+    """The file's bytes, at most ``limit + 1`` (one more than allowed shows that it is too large). Reads its stat
+    size plus one byte, then on only if it grew meanwhile: ``read(limit + 1)`` would allocate the whole limit
+    (20 MB) for every small file first (25 us against 8 per 2wiki passage)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        data = f.read(min(size, limit) + 1)
+        if size < len(data) <= limit:  # it grew after the stat
+            data += f.read(limit + 1 - len(data))
+    return data
+
+
 class EmbedderLike(Protocol):
     model_name: str
 
@@ -336,8 +348,7 @@ class Indexer:
     def _prepare(self, entry: FileEntry) -> _Prepared | tuple[FileEntry, str]:
         path = Path(entry.path)
         try:
-            with open(path, "rb") as f:
-                data = f.read(self.settings.ingest.max_file_bytes + 1)
+            data = read_capped(path, self.settings.ingest.max_file_bytes)
         except FileNotFoundError:
             return entry, "vanished before it could be read"
         except PermissionError:
