@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from pathweaver.models import embedder as embedder_mod
-from pathweaver.models import packing
+from pathweaver.models import packing, tokens
 from pathweaver.models.embedder import get_embedder
 
 
@@ -142,3 +142,37 @@ def test_bfloat16_vectors_are_close_and_do_not_depend_on_their_batch(monkeypatch
     assert resolve_precision("float32") == "float32" and resolve_precision("auto") in PRECISIONS
     with pytest.raises(Exception, match="graph_vector_precision"):
         resolve_precision("half")
+
+
+def test_backend_tokens_equal_the_wrappers() -> None:
+    """Ids (with truncation at the model's limit), offsets and counts from the Rust backend copies are the
+    wrapper's, on texts with accents, CJK, control characters, emoji, punctuation, an empty text and one far
+    past the limit; and the wrapper's own settings do not leak into the copies."""
+    emb = get_embedder()
+    tok, limit = emb.model.tokenizer, emb.max_tokens
+    texts = ["", "Paris", "Café déjà-vu, naïve O'Brien's", "北京大学 is in 海淀区", "tab\there\x00ctrl\u200b",
+             "emoji 🙂 and x-ray (1999)!", "word " * 700, "supercalifragilisticexpialidocious"]
+    want = tok(texts, add_special_tokens=True, truncation=True, max_length=limit, verbose=False)["input_ids"]
+    assert tokens.token_ids(tok, texts, limit) == want
+    assert len(want[6]) == limit  # the long text really is truncated
+    tok(texts, padding="max_length", truncation=True, max_length=16, verbose=False)  # the wrapper's own settings
+    assert tokens.token_ids(tok, texts, limit) == want
+    for text in texts:
+        enc = tok(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+        assert emb.tokenize(text) == [tuple(span) for span in enc["offset_mapping"]]
+        assert emb.count_tokens(text) == len(enc["input_ids"])
+    assert emb.count_tokens(texts[6]) > limit  # counts are not truncated
+
+
+def test_a_tokenizer_without_a_backend_goes_through_the_wrapper() -> None:
+    emb = get_embedder()
+
+    class Wrapper:  # no ``backend_tokenizer``: the slow tokenizers' interface only
+        def __call__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            return emb.model.tokenizer(*args, **kwargs)
+
+    slow, real = Wrapper(), emb.model.tokenizer
+    texts = ["Marie Curie", "word " * 600]
+    assert tokens.token_ids(slow, texts, 512) == tokens.token_ids(real, texts, 512)
+    assert tokens.offsets(slow, texts[0], 512) == tokens.offsets(real, texts[0], 512)
+    assert tokens.count(slow, texts[1], 512) == tokens.count(real, texts[1], 512) == 600

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -289,11 +291,11 @@ def test_a_bulk_batch_is_one_transaction(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)  # the six notes have one or two chunks each
     real, calls = w.insert_chunks, []
 
-    def failing(conn, doc_id, title, rows, vecs):  # type: ignore[no-untyped-def]
+    def failing(conn, doc_id, title, rows, vecs, count_grams=True):  # type: ignore[no-untyped-def]
         calls.append(doc_id)
         if len(calls) == 4:
             raise RuntimeError("disk full")
-        return real(conn, doc_id, title, rows, vecs)
+        return real(conn, doc_id, title, rows, vecs, count_grams)
 
     monkeypatch.setattr(w, "insert_chunks", failing)
     store = tmp_path / "store"
@@ -305,6 +307,10 @@ def test_a_bulk_batch_is_one_transaction(tmp_path: Path, monkeypatch: pytest.Mon
         chunk_docs = db.conn.execute("SELECT count(DISTINCT doc_id) FROM chunks").fetchone()[0]
         assert 0 < docs < 4 and docs == chunk_docs  # whole earlier batches only: every stored file has its chunks
         assert db.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        df: Counter[str] = Counter()  # each batch adds its files' gram_df at its end: exactly the stored chunks'
+        for (grams,) in db.conn.execute("SELECT grams FROM chunks"):
+            df.update(json.loads(grams).keys())
+        assert dict(db.conn.execute("SELECT gram, df FROM gram_df").fetchall()) == dict(df) and df
         monkeypatch.setattr(w, "insert_chunks", real)
         Indexer(db, Settings(store_dir=store), emb).index_paths([notes])
         got = StoreReader(db).canonical_graph()

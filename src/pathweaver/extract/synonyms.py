@@ -12,8 +12,9 @@ bfloat16, 2.4x faster than float32 here, and compared against phi lowered by the
 (``BF16_SLACK``); the pairs that pass go through the float32 bound and then the exact product, the same two tests
 as the float32 tiles, so the edges are the same. Tiles run on our thread pool, each worker's torch ops on one
 OpenMP thread (``models/openmp.py``), one worker's product beside another's threshold scan; where that setting
-is not available, bfloat16 tiles run one after the other on torch's threads in the caller's thread. Every pair's cos is the dot product of its two rows, so the edges
-do not depend on the tiling, the projection, the precision of the bound or the order entities arrived in.
+is not available, bfloat16 tiles run one after the other on torch's threads in the caller's thread. Every pair's
+cos is the dot product of its two rows, so the edges do not depend on the tiling, the projection, the precision
+of the bound or the order entities arrived in.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def _sides(*parts: tuple[np.ndarray, np.ndarray]) -> list[_Side]:
 
     halves = [_Side(s.ids, s.vecs, s.scored, torch.from_numpy(s.scored).bfloat16(), _max_norm(s.scored))
               for s in sides]
-    return halves if _keeps_bounds(halves[0], halves[-1]) else sides
+    return halves if all(_keeps_bounds(halves[0], s) for s in halves) else sides  # the other side may be empty
 
 
 def _keeps_bounds(a: _Side, b: _Side) -> bool:

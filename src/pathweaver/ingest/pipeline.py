@@ -1,7 +1,8 @@
-"""Incremental indexing: files -> chunks -> vectors -> graph, one transaction per file.
+"""Incremental indexing: files -> chunks -> vectors -> graph, one transaction per file (or per batch of whole files
+in a bulk index).
 
 Incremental rule for corpus statistics (ER, AGRAG §III-B Eq. 2-3, depends on |T_c| and df):
-- ``gram_df`` and the chunk count are maintained exactly in every file's transaction.
+- ``gram_df`` and the chunk count are maintained exactly in every file's (or batch's) transaction.
 - A small change (at most ``extract.auto_refresh_ratio`` of the documents) is extracted at once: each new chunk's
   entities are selected with the statistics *including* the new chunks; other chunks keep the selection they had.
 - A large change (a first index, a big batch) is written as chunks only, with ``refresh_pending`` set in meta;
@@ -303,6 +304,8 @@ class Indexer:
                     done += 1
                     if progress:
                         progress(done, len(work), prep.entry.path if isinstance(prep, _Prepared) else prep[0].path)
+                if conn is not None:  # the batch's gram_df increments, in one pass (``_write_file``)
+                    w.add_gram_df(conn, w.gram_counts(r for p in batch if isinstance(p, _Prepared) for r in p.rows))
         if self._needs_refresh():
             self.refresh()
             report.refreshed = True
@@ -418,7 +421,8 @@ class Indexer:
         missing = [t for t in unique if t not in cached]
         if not missing:
             return cached
-        vecs = self.embedder.encode(missing, batch_size=self.settings.ingest.batch_size, precision=self.params.precision)
+        vecs = self.embedder.encode(missing, batch_size=self.settings.ingest.batch_size,
+                                    precision=self.params.precision)
         fresh = VectorTable({t: i for i, t in enumerate(missing)}, vecs)
         with self.db.write(bump_version=False) as conn:  # the cache is not graph state
             w.cache_put(conn, fresh, space)
@@ -477,7 +481,8 @@ class Indexer:
                 links=doc.links,
             )
             removed = w.delete_document_chunks(conn, doc_id)
-            ids = w.insert_chunks(conn, doc_id, doc.title, prep.rows, prep.vecs)
+            # in a batch transaction (no graph derived in it) the batch adds every file's gram_df at its end
+            ids = w.insert_chunks(conn, doc_id, doc.title, prep.rows, prep.vecs, count_grams=batch is None)
             if graph is None:
                 w.set_meta(conn, "refresh_pending", "1")
             else:

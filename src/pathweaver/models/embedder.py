@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from pathweaver.config import DEFAULT_EMBEDDING_MODEL
+from pathweaver.models import tokens
 from pathweaver.models.packing import encode_packed, packable
 
 ONE_CACHE = 256  # single texts (questions) whose vectors ``encode_one`` keeps
@@ -160,11 +161,10 @@ class Embedder:
 
     def tokenize(self, text: str) -> list[tuple[int, int]]:
         """Character offsets ``(start, end)`` of each model token in ``text`` (no special tokens)."""
-        enc = self.model.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
-        return [tuple(span) for span in enc["offset_mapping"]]
+        return tokens.offsets(self.model.tokenizer, text, self.max_tokens)
 
     def count_tokens(self, text: str) -> int:
-        return len(self.model.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
+        return tokens.count(self.model.tokenizer, text, self.max_tokens)
 
 
 @contextlib.contextmanager

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from pathweaver.models.tokens import token_ids
+
 PACK_TOKENS = 4096  # tokens per forward pass (rows x row length)
 MIN_ROW = 32  # shortest row (32: single words 8% faster than 64, the same bits); rows are the next power of two above
 # the longest text, up to the model's limit
@@ -72,8 +74,7 @@ def encode_packed(model: Any, texts: list[str], pad_when_cheaper: bool = True) -
 
     bert = model[0].auto_model
     limit = int(model.max_seq_length)
-    ids = model.tokenizer(texts, add_special_tokens=True, truncation=True, max_length=limit,
-                          verbose=False)["input_ids"]
+    ids = token_ids(model.tokenizer, texts, limit)
     lengths = np.fromiter((len(t) for t in ids), dtype=np.int64, count=len(ids))
     width = row_length(int(lengths.max()), limit)
     rows = rows_for(lengths, width)
