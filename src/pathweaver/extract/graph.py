@@ -23,7 +23,7 @@ from pathweaver.extract.entities import grams_of, select_entities, word_spans
 from pathweaver.extract.relations import cooccurrence_relations
 from pathweaver.extract.structure import link_relations, structural_entities
 from pathweaver.extract.vectors import VECTOR_MODES
-from pathweaver.models.precision import PRECISIONS, resolve_precision
+from pathweaver.models.precision import check_precision, resolve_precision
 
 # Which kind an entity keeps when several sources name it (authored structure beats statistics).
 KIND_RANK = {"title": 0, "heading": 1, "link": 2, "ngram": 3}
@@ -53,9 +53,7 @@ class ExtractParams:
         for name, mode in (("triple_vectors", self.triple_vectors), ("entity_vectors", self.entity_vectors)):
             if mode not in VECTOR_MODES:
                 raise ConfigError(f"extract.{name} must be one of {', '.join(VECTOR_MODES)}, got {mode!r}")
-        if self.precision not in PRECISIONS:
-            raise ConfigError(f"extract.graph_vector_precision must be one of {', '.join(PRECISIONS)}, "
-                              f"got {self.precision!r}")
+        check_precision(self.precision)
 
     @property
     def vector_settings(self) -> str:

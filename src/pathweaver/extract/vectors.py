@@ -40,6 +40,11 @@ class VectorTable(Mapping[str, np.ndarray]):
             np.zeros((0, dim), dtype=np.float32)
         return cls({t: i for i, t in enumerate(texts)}, matrix)
 
+    @property
+    def dim(self) -> int:
+        """The vectors' width (0 for an empty table made without one)."""
+        return int(self.matrix.shape[1]) if self.matrix.ndim == 2 else 0
+
     def rows(self, texts: Iterable[str]) -> np.ndarray:
         """The vectors of ``texts`` as one ``(n, dim)`` array, in order."""
         return self.matrix[self.at(texts)]
@@ -80,7 +85,7 @@ class LayeredVectors(Mapping[str, np.ndarray]):
                     break
             else:
                 raise KeyError(text)
-        dim = max((t.matrix.shape[1] for t in self.tables if t.matrix.ndim == 2), default=0)
+        dim = max((t.dim for t in self.tables), default=0)
         out = np.empty((len(texts), dim), dtype=np.float32)
         for t, table in enumerate(self.tables):
             mine = which == t
@@ -123,9 +128,9 @@ def compose_triples(triples: Sequence[tuple[str, str, str]], base: Mapping[str, 
     """``compose_triple_vector`` for many (subject, label, object) texts at once: one row per triple, in order."""
     table = VectorTable.of(base)
     if not triples:
-        return np.zeros((0, table.matrix.shape[1] if table.matrix.ndim == 2 else 0), dtype=np.float32)
+        return np.zeros((0, table.dim), dtype=np.float32)
     at = [table.at(t[i] for t in triples) for i in range(3)]
-    out = np.empty((len(triples), table.matrix.shape[1]), dtype=np.float32)
+    out = np.empty((len(triples), table.dim), dtype=np.float32)
     for lo in range(0, len(triples), BLOCK_ROWS):
         part = slice(lo, lo + BLOCK_ROWS)
         out[part] = normalise_rows(table.matrix[at[0][part]] + table.matrix[at[1][part]] + table.matrix[at[2][part]])
@@ -147,13 +152,13 @@ def compose_phrases(phrases: Sequence[str], word_vecs: Mapping[str, np.ndarray])
     unique = list(dict.fromkeys(phrases))
     words = VectorTable.of(word_vecs)
     if not unique:
-        return VectorTable({}, np.zeros((0, words.matrix.shape[1] if words.matrix.ndim == 2 else 0), np.float32))
+        return VectorTable({}, np.zeros((0, words.dim), np.float32))
     split = [phrase_words(p) for p in unique]
     vocab = list(dict.fromkeys(w for ws in split for w in ws))
     missing = [w for w in vocab if w not in words]
     if missing:
         raise KeyError(f"no vector for the words {missing[:5]}")
-    dim = words.matrix.shape[1] if words.matrix.ndim == 2 else 0
+    dim = words.dim
     table = np.zeros((len(vocab) + 1, dim), dtype=np.float32)  # row 0: the zero vector pads short phrases
     table[1:] = words.rows(vocab)
     index = {w: i + 1 for i, w in enumerate(vocab)}

@@ -405,11 +405,11 @@ class Indexer:
             base = compose_phrases(phrases, self._vectors([w for p in phrases for w in phrase_words(p)]))
         else:
             base = self._vectors(phrases)
+        texts = [triple_text(*t) for t in triples]
         if composed_triples:  # a text given twice keeps its last triple's vector
-            texts = [triple_text(*t) for t in triples]
             out = VectorTable({t: i for i, t in enumerate(texts)}, compose_triples(triples, base))
         else:
-            out = self._vectors([triple_text(*t) for t in triples])
+            out = self._vectors(texts)
         return LayeredVectors(base, out)  # a triple text equal to a name or label takes that text's own vector
 
     def _vectors(self, texts: list[str]) -> VectorTable:

@@ -25,10 +25,16 @@ def native_bf16() -> bool:
     return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in checks)
 
 
-def resolve_precision(name: str) -> str:
-    """``name`` as "bfloat16" or "float32": "auto" is bfloat16 where the CPU has it natively, else float32."""
+def check_precision(name: str) -> None:
+    """Raise ``ConfigError`` unless ``name`` is one of ``PRECISIONS`` (no torch import: settings are checked
+    before any model loads)."""
     if name not in PRECISIONS:
         raise ConfigError(f"extract.graph_vector_precision must be one of {', '.join(PRECISIONS)}, got {name!r}")
+
+
+def resolve_precision(name: str) -> str:
+    """``name`` as "bfloat16" or "float32": "auto" is bfloat16 where the CPU has it natively, else float32."""
+    check_precision(name)
     if name == "auto":
         return "bfloat16" if native_bf16() else "float32"
     return name
