@@ -72,12 +72,16 @@ class TimedEmbedder:
     def dim(self) -> int:
         return int(self.inner.dim)
 
-    def encode(self, texts: list[str], batch_size: int | None = None, precision: str = "float32") -> Any:
+    def encode(self, texts: list[str], batch_size: int | None = None, precision: str = "float32",
+               invariant: bool = False) -> Any:
         start = time.perf_counter()
         try:
-            return self.inner.encode(texts, batch_size, precision)
+            return self.inner.encode(texts, batch_size, precision, invariant)
         finally:
             self.seconds[precision] = self.seconds.get(precision, 0.0) + time.perf_counter() - start
+
+    def batch_invariant(self, precision: str = "float32") -> bool:
+        return bool(self.inner.batch_invariant(precision))
 
     def tokenize(self, text: str) -> list[tuple[int, int]]:
         return self.inner.tokenize(text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from pathweaver.models import embedder as embedder_mod
 from pathweaver.models import packing, tokens
@@ -117,31 +118,57 @@ def test_a_probe_that_fails_falls_back_to_the_models_encode(monkeypatch) -> None
     assert emb.encode(["marie curie", "polonium"]).shape == (2, 384)
 
 
-def test_bfloat16_vectors_are_close_and_do_not_depend_on_their_batch(monkeypatch) -> None:
-    """``precision="bfloat16"`` (graph-element vectors): within 1e-3 of float32 in cos, and the same bits for a
-    text whatever else is in its call, packed alone or among others, at any row width: incremental indexing
-    and a refresh must make the same entity vectors. A lone question (float32) never takes that path."""
-    import pytest
+INVARIANCE_WORDS = ["warsaw", "polonium", "radioactivity", "1867", "curie", "vistula", "sorbonne", "nobel"]
+LONG_TEXT = " ".join(["a longer text that needs a wider packed row than any single word"] * 4)  # > 32 tokens
 
-    from pathweaver.models.precision import PRECISIONS, resolve_precision
+
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_graph_vectors_do_not_depend_on_their_batch(precision: str) -> None:
+    """``encode(..., invariant=True)`` (the words, names and triples behind graph vectors): a text's vector is the
+    same bits alone, among others, in any order and beside texts of other widths, at either precision, on whatever
+    kernels this CPU picks (``tests/test_isa_matrix.py`` runs this under each ``ONEDNN_MAX_CPU_ISA``). bfloat16
+    stays within 1e-3 of float32 in cos, and the query path (packed or padded to its call) within float rounding."""
+    emb = get_embedder()
+    words = INVARIANCE_WORDS
+    together = emb.encode(words, precision=precision, invariant=True)
+    assert together.dtype == np.float32 and np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+    alone = np.stack([emb.encode([w], precision=precision, invariant=True)[0] for w in words])
+    mixed = emb.encode([LONG_TEXT, *reversed(words), "nobel prize in physics"], precision=precision,
+                       invariant=True)[1:-1][::-1]
+    assert together.tobytes() == alone.tobytes() == mixed.tobytes()
+    assert emb.batch_invariant(precision)
+    full = emb.encode(words, invariant=True)
+    assert (together * full).sum(1).min() > (0.999 if precision == "bfloat16" else 1 - 1e-6)
+    query = np.stack([emb.encode([w])[0] for w in words])  # padded batches of one: rounding apart at most
+    assert np.abs(query - full).max() < 1e-5
+
+
+def test_fixed_padded_passes_are_the_models_vectors() -> None:
+    """``packing.fixed_padded`` goes through the model's own modules (any sentence-transformers model): the same
+    bits alone and in company, and the model's own ``encode`` to rounding."""
+    model = get_embedder().model
+    words = INVARIANCE_WORDS
+    together = packing.fixed_padded(model, [*words, LONG_TEXT])
+    alone = np.stack([packing.fixed_padded(model, [w])[0] for w in words])
+    assert together[:-1].tobytes() == alone.tobytes()
+    plain = model.encode([*words, LONG_TEXT], normalize_embeddings=True, convert_to_numpy=True)
+    assert np.abs(together - plain).max() < 1e-5
+
+
+def test_precision_names_and_auto() -> None:
+    """Precision names are checked; "auto" is bfloat16 only where the CPU has it natively and the embedder's
+    bfloat16 vectors are batch-invariant, else float32."""
+    from pathweaver.models.precision import native_bf16, resolve_precision
 
     emb = get_embedder()
-    words = ["warsaw", "polonium", "radioactivity", "1867", "curie", "vistula", "sorbonne", "nobel"]
-    low = emb.encode(words, precision="bfloat16")
-    full = emb.encode(words)
-    assert low.dtype == np.float32 and np.allclose(np.linalg.norm(low, axis=1), 1.0, atol=1e-5)
-    assert (low * full).sum(1).min() > 0.999
-    alone = emb.encode(["polonium"], precision="bfloat16")
-    long = " ".join(["a longer text that needs a wider packed row than any single word"] * 4)  # > 32 tokens
-    mixed = emb.encode([long, *reversed(words)], precision="bfloat16")
-    assert alone.tobytes() == low[1:2].tobytes() == mixed[-2:-1].tobytes()
-    monkeypatch.setattr(packing, "MIN_ROW", 128)
-    assert emb.encode(words, precision="bfloat16").tobytes() == low.tobytes()
     with pytest.raises(ValueError, match="precision"):
-        emb.encode(words, precision="float16")
-    assert resolve_precision("float32") == "float32" and resolve_precision("auto") in PRECISIONS
+        emb.encode(INVARIANCE_WORDS, precision="float16")
+    assert resolve_precision("float32", emb.batch_invariant) == "float32"
+    want = "bfloat16" if native_bf16() and emb.batch_invariant("bfloat16") else "float32"
+    assert resolve_precision("auto", emb.batch_invariant) == want
+    assert resolve_precision("auto", lambda precision: False) == "float32"
     with pytest.raises(Exception, match="graph_vector_precision"):
-        resolve_precision("half")
+        resolve_precision("half", emb.batch_invariant)
 
 
 def test_backend_tokens_equal_the_wrappers() -> None:

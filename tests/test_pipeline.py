@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from pathweaver.config import ConfigError, Settings
+from pathweaver.ingest import pipeline
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
 from pathweaver.store import writes as w
@@ -42,9 +43,13 @@ class CountingEmbedder:
     def dim(self) -> int:
         return self.inner.dim
 
-    def encode(self, texts: list[str], batch_size: int | None = None, precision: str = "float32") -> np.ndarray:
+    def encode(self, texts: list[str], batch_size: int | None = None, precision: str = "float32",
+               invariant: bool = False) -> np.ndarray:
         self.encoded += len(texts)
-        return self.inner.encode(texts, batch_size, precision)
+        return self.inner.encode(texts, batch_size, precision, invariant)
+
+    def batch_invariant(self, precision: str = "float32") -> bool:
+        return self.inner.batch_invariant(precision)
 
     def tokenize(self, text: str) -> list[tuple[int, int]]:
         return self.inner.tokenize(text)
@@ -243,9 +248,10 @@ def test_bm25_search_sees_a_commit_without_a_snapshot_rebuild(tmp_path: Path) ->
 
 
 def test_graph_vector_precision_keeps_chunks_float32_and_its_own_cache(tmp_path: Path) -> None:
-    """``extract.graph_vector_precision``: the words of entity names go through the model at that precision, in
-    their own cache key space, so a chunk whose text equals a word keeps its float32 vector; the store records a
-    precision other than float32 (a change re-makes the graph's vectors), and a bad value is a clear error."""
+    """``extract.graph_vector_precision``: the words of entity names go through the model at that precision, as
+    batch-invariant vectors (the same bits as the word encoded alone), in their own cache key space, so a chunk
+    whose text equals a word keeps its own float32 vector; the store records a precision other than float32 (a
+    change re-makes the graph's vectors), and a bad value is a clear error."""
     from pathweaver.config import ConfigError
     from pathweaver.models.embedder import get_embedder
 
@@ -262,17 +268,19 @@ def test_graph_vector_precision_keeps_chunks_float32_and_its_own_cache(tmp_path:
             Indexer(db, s, emb).index_paths([notes])
             (vec,) = db.conn.execute("SELECT v.embedding FROM chunk_vec v JOIN chunks c ON c.id = v.rowid "
                                      "WHERE c.text = 'polonium'").fetchone()
-            assert np.frombuffer(vec, np.float32).tobytes() == emb.encode(["polonium", "x"])[0].tobytes()
-            low = w.cache_get(db.conn, ["polonium", "marie", "curie"], "bfloat16")
+            chunk = np.frombuffer(vec, np.float32)  # float32 on the fast path: equal to its batch's rounding
+            assert np.abs(chunk - emb.encode(["polonium"])[0]).max() < 1e-6
+            low = w.cache_get(db.conn, ["polonium", "marie", "curie"], pipeline.cache_space("bfloat16"))
             settings_text = db.get_meta("vector_settings")
             (entity,) = db.conn.execute("SELECT v.embedding FROM entity_vec v JOIN entities e ON e.id = v.rowid "
                                         "WHERE e.name = 'marie curie'").fetchone()
-        words = emb.encode(["marie", "curie"], precision=precision)
+        words = emb.encode(["marie", "curie"], precision=precision, invariant=True)
         want = (words[0] + words[1]) / np.linalg.norm(words[0] + words[1])
         assert np.allclose(np.frombuffer(entity, np.float32), want, atol=1e-6)
         if precision == "bfloat16":
             assert set(low) == {"polonium", "marie", "curie"} and settings_text.endswith(",precision:bfloat16")
-            assert low["polonium"].tobytes() == emb.encode(["polonium"], precision="bfloat16")[0].tobytes()
+            want_low = emb.encode(["polonium"], precision="bfloat16", invariant=True)[0]
+            assert low["polonium"].tobytes() == want_low.tobytes() != chunk.tobytes()
         else:
             assert not low and "precision" not in settings_text
     bad = Settings(store_dir=tmp_path / "bad")

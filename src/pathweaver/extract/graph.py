@@ -15,7 +15,7 @@ both call it, so a refresh over the final corpus gives exactly what a fresh inde
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from pathweaver.config import ConfigError, ExtractSettings
@@ -23,6 +23,7 @@ from pathweaver.extract.entities import grams_of, select_entities, word_spans
 from pathweaver.extract.relations import cooccurrence_relations
 from pathweaver.extract.structure import link_relations, structural_entities
 from pathweaver.extract.vectors import VECTOR_MODES
+from pathweaver.models.packing import RECIPE
 from pathweaver.models.precision import check_precision, resolve_precision
 
 # Which kind an entity keeps when several sources name it (authored structure beats statistics).
@@ -61,7 +62,8 @@ class ExtractParams:
         a change re-makes them all). Synonyms of existing entities are otherwise never revisited (Eq. 5 pairs each
         entity once), so phi belongs here, and so does a precision other than float32 (stores made before it was
         recorded were float32, and keep their string)."""
-        modes = f"entities:{self.entity_vectors},triples:{self.triple_vectors},phi:{self.synonym_phi:g}"
+        modes = (f"entities:{self.entity_vectors},triples:{self.triple_vectors},phi:{self.synonym_phi:g},"
+                 f"passes:{RECIPE}")
         return modes if self.precision == "float32" else f"{modes},precision:{self.precision}"
 
     @classmethod
@@ -69,9 +71,10 @@ class ExtractParams:
         return cls(s.ngram_max, s.tau, s.max_entities_per_chunk, s.relation_label_max_words, s.synonym_phi,
                    s.triple_vectors, s.entity_vectors, s.graph_vector_precision)
 
-    def resolved(self) -> ExtractParams:
-        """These parameters with "auto" precision decided for this CPU (what the store records)."""
-        return replace(self, precision=resolve_precision(self.precision))
+    def resolved(self, invariant: Callable[[str], bool]) -> ExtractParams:
+        """These parameters with "auto" precision decided for this CPU and embedder (what the store records;
+        ``invariant`` is ``Embedder.batch_invariant``)."""
+        return replace(self, precision=resolve_precision(self.precision, invariant))
 
 
 @dataclass(frozen=True)

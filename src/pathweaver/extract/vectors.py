@@ -143,7 +143,9 @@ def phrase_words(phrase: str) -> list[str]:
 
 
 def compose_phrases(phrases: Sequence[str], word_vecs: Mapping[str, np.ndarray]) -> VectorTable:
-    """Each phrase's vector: the normalised sum of its words' vectors (a repeated word counts each time).
+    """Each phrase's vector: the normalised sum of its words' vectors (a repeated word counts each time); a
+    one-word phrase keeps its word's model vector as it is (already unit length: normalising it again in numpy
+    could move its last bit).
 
     Words are added in phrase order, so a phrase gets the same bits whatever else is composed in the same call
     (incremental indexing and refresh must agree on synonym edges). ``word_vecs`` must hold every word; a phrase
@@ -174,4 +176,6 @@ def compose_phrases(phrases: Sequence[str], word_vecs: Mapping[str, np.ndarray])
         for j in range(width):
             acc += table[pos[lo : lo + BLOCK_ROWS, j]]
         out[lo : lo + BLOCK_ROWS] = normalise_rows(acc)
+    single = np.flatnonzero(counts == 1)
+    out[single] = table[pos[single, 0]]
     return VectorTable({p: i for i, p in enumerate(unique)}, out)

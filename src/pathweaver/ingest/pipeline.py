@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import threading
 import time
@@ -68,6 +69,7 @@ from pathweaver.ingest.scanner import (
     under,
     walk,
 )
+from pathweaver.models.packing import RECIPE
 from pathweaver.store import writes as w
 from pathweaver.store.cache import cache_for
 from pathweaver.store.db import Connection, Database
@@ -79,6 +81,13 @@ ProgressFn = Callable[[int, int, str], None]
 # alternating; docs/benchmarks.md).
 BATCH_CHUNKS = 1024
 PAIR_WHILE_WRITING_OVER = 20_000  # entities from which a refresh pairs synonyms while another thread writes rows
+log = logging.getLogger(__name__)
+
+
+def cache_space(precision: str) -> str:
+    """The ``embed_cache`` key space of graph-text vectors made at ``precision`` by the current recipe
+    (``packing.RECIPE``), apart from chunk vectors (key space ""), so that a vector made another way never serves."""
+    return RECIPE if precision == "float32" else f"{RECIPE}-{precision}"
 
 
 def read_capped(path: Path, limit: int) -> bytes:
@@ -99,7 +108,10 @@ class EmbedderLike(Protocol):
     @property
     def dim(self) -> int: ...
 
-    def encode(self, texts: list[str], batch_size: int | None = None, precision: str = "float32") -> np.ndarray: ...
+    def encode(self, texts: list[str], batch_size: int | None = None, precision: str = "float32",
+               invariant: bool = False) -> np.ndarray: ...
+
+    def batch_invariant(self, precision: str = "float32") -> bool: ...
 
     def tokenize(self, text: str) -> list[tuple[int, int]]: ...
 
@@ -142,7 +154,11 @@ class Indexer:
         self.embedder = embedder
         params = ExtractParams.from_settings(settings.extract)
         params.validate()
-        self.params = params.resolved()  # "auto" precision decided for this CPU, as the store records it
+        self.params = params.resolved(embedder.batch_invariant)  # "auto" decided here, as the store records it
+        if not embedder.batch_invariant(self.params.precision):
+            log.warning("vectors at %s depend on their batch on this machine: an incremental index equals a fresh "
+                        "one only to rounding (docs/design-notes.md, \"Batch-invariant vectors\")",
+                        self.params.precision)
         self.last_refresh: dict[str, Any] | None = None  # the result of the latest refresh()
         self._entities: EntityRows | None = None  # every entity and its vector, as of the last synonym pass
         if not 0.0 <= settings.extract.auto_refresh_ratio <= 1.0:
@@ -416,13 +432,13 @@ class Indexer:
         """Model vectors of short texts (words, names, triples) at ``extract.graph_vector_precision``: from
         ``embed_cache``, else embedded and cached."""
         unique = list(dict.fromkeys(texts))
-        space = "" if self.params.precision == "float32" else self.params.precision
+        space = cache_space(self.params.precision)
         cached = VectorTable.of(w.cache_get(self.db.conn, unique, space))
         missing = [t for t in unique if t not in cached]
         if not missing:
             return cached
         vecs = self.embedder.encode(missing, batch_size=self.settings.ingest.batch_size,
-                                    precision=self.params.precision)
+                                    precision=self.params.precision, invariant=True)
         fresh = VectorTable({t: i for i, t in enumerate(missing)}, vecs)
         with self.db.write(bump_version=False) as conn:  # the cache is not graph state
             w.cache_put(conn, fresh, space)

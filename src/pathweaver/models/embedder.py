@@ -5,8 +5,13 @@ tokens for the chunker (tiktoken downloads its encodings at run time and fails o
 ``packing.encode_packed`` when the model allows it and a probe shows the same vectors as the model's own
 ``encode`` (1.7x faster on single words, 1.3x on passages: ``bench/packing.py``; a lone question as a padded
 batch of one, 10.5 ms instead of 11.8); otherwise through ``encode``. ``encode(..., precision="bfloat16")`` runs
-the model under bfloat16 autocast (``models/precision.py``), always packed: a packed text's vector is then the
-same bits whatever else shares its batch, where padded batches of a few texts would differ by up to 2e-3.
+the model under bfloat16 autocast (``models/precision.py``).
+
+The words, names and triples behind graph vectors go through ``encode(..., invariant=True)``
+(``packing.fixed_padded``): each text alone in a row of its own width, every pass of that width of one shape, so a
+text's vector is the same bits whatever else shares its call, on any CPU's kernels. Incremental indexing and a
+fresh index then make the same graph vectors, hence the same synonym edges (threshold decisions, AGRAG Eq. 5).
+``batch_invariant(precision)`` checks that on probe texts.
 """
 
 from __future__ import annotations
@@ -24,11 +29,14 @@ import numpy as np
 
 from pathweaver.config import DEFAULT_EMBEDDING_MODEL
 from pathweaver.models import tokens
-from pathweaver.models.packing import encode_packed, packable
+from pathweaver.models.packing import encode_packed, fixed_padded, packable
 
 ONE_CACHE = 256  # single texts (questions) whose vectors ``encode_one`` keeps
 PROBE = ["pathweaver", "a knowledge graph", "Paris is the capital and largest city of France, on the Seine."]
 PROBE_TOLERANCE = 1e-4  # packed and plain vectors of the probe texts must agree this closely
+# texts of several length classes, encoded together, alone and in other company by ``batch_invariant``
+INVARIANCE_PROBE = [*PROBE, "warsaw", "polonium", "1867", "nobel prize in physics",
+                    " ".join(["a longer text that needs a wider row than any single word"] * 4)]
 
 
 def resolve_model_path(name: str) -> str:
@@ -52,6 +60,7 @@ class Embedder:
         self._model: Any = None
         self._lock = threading.RLock()
         self._one_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._invariant: dict[str, bool] = {}
 
     @property
     def model(self) -> Any:
@@ -75,17 +84,34 @@ class Embedder:
     def max_tokens(self) -> int:
         return int(self.model.max_seq_length)
 
-    def encode(self, texts: list[str], batch_size: int | None = None, precision: str = "float32") -> np.ndarray:
+    def encode(self, texts: list[str], batch_size: int | None = None, precision: str = "float32",
+               invariant: bool = False) -> np.ndarray:
         """Embed ``texts`` in batches; returns an ``(n, dim)`` float32 array of unit vectors. ``batch_size``
         applies to the model's own ``encode``; packed passes hold ``packing.PACK_TOKENS`` tokens each.
-        ``precision`` "bfloat16" computes under bfloat16 autocast (see the module docstring)."""
-        if precision == "bfloat16":
-            return self._encode(texts, batch_size, low=True)
-        if precision != "float32":
+        ``precision`` "bfloat16" computes under bfloat16 autocast (see the module docstring). With ``invariant``
+        each text's vector does not depend on the others in the call (for graph vectors)."""
+        if precision not in ("float32", "bfloat16"):
             raise ValueError(f"precision must be float32 or bfloat16, got {precision!r}")
+        low = precision == "bfloat16"
+        if invariant:
+            return self._fixed(texts, low)
+        if low:
+            return self._encode(texts, batch_size, low=True)
         if len(texts) == 1:
             return self.encode_one(texts[0])[None, :].copy()
         return self._encode(texts, batch_size)
+
+    def batch_invariant(self, precision: str = "float32") -> bool:
+        """Whether ``encode(..., invariant=True)`` gives the probe texts the same bits together, alone and in
+        other company at ``precision`` on this machine (checked once per precision)."""
+        if precision not in self._invariant:
+            texts = INVARIANCE_PROBE
+            together = self.encode(texts, precision=precision, invariant=True)
+            apart = [self.encode([t], precision=precision, invariant=True)[0] for t in texts]
+            shuffled = self.encode(texts[::-1] + texts[:2], precision=precision, invariant=True)[: len(texts)][::-1]
+            self._invariant[precision] = bool(
+                (together == np.stack(apart)).all() and (together == shuffled).all())
+        return self._invariant[precision]
 
     @property
     def packed(self) -> bool:
@@ -107,10 +133,17 @@ class Embedder:
     def _encode(self, texts: list[str], batch_size: int | None = None, low: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        if self.packed:  # a single text, or a few, go as one padded batch (``encode_packed``): 10.5 ms, not 11.8
+        if self.packed:  # a single text, or a few, go as one padded batch (``encode_packed``)
             with self._lock, _autocast(low):
                 return encode_packed(self.model, texts, pad_when_cheaper=not low)
         return self._plain(texts, batch_size, low)
+
+    def _fixed(self, texts: list[str], low: bool) -> np.ndarray:
+        """Vectors from forward passes whose shapes depend only on each text's own length (``fixed_padded``)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock, _autocast(low):
+            return fixed_padded(self.model, texts)
 
     def _plain(self, texts: list[str], batch_size: int | None, low: bool = False) -> np.ndarray:
         with self._lock, _autocast(low):

@@ -18,6 +18,9 @@ import numpy as np
 from pathweaver.models.tokens import token_ids
 
 PACK_TOKENS = 4096  # tokens per forward pass (rows x row length)
+RECIPE = "fixed"  # how graph-text vectors are made (``fixed_padded``); stores record it, and a change re-makes them
+FIXED_TOKENS = 1024  # tokens per fixed-shape pass: its partly empty last pass per width is what a small write pays
+FIXED_MIN = 4  # narrowest fixed-shape row ([CLS], a one-token word, [SEP] and one pad)
 MIN_ROW = 32  # shortest row (32: single words 8% faster than 64, the same bits); rows are the next power of two above
 # the longest text, up to the model's limit
 
@@ -86,6 +89,41 @@ def encode_packed(model: Any, texts: list[str], pad_when_cheaper: bool = True) -
             _packed(bert, ids, lengths, rows, width, sums)
     means = sums / torch.from_numpy(lengths).to(torch.float32)[:, None]
     return torch.nn.functional.normalize(means, dim=1).numpy().astype(np.float32, copy=False)
+
+
+def fixed_width(n_tokens: int, limit: int) -> int:
+    """The row width of a text of ``n_tokens`` in fixed-shape passes: the power of two above it, at least
+    ``FIXED_MIN``, at most the model's limit."""
+    return min(limit, max(FIXED_MIN, 1 << max(0, n_tokens - 1).bit_length()))
+
+
+def fixed_padded(model: Any, texts: list[str]) -> np.ndarray:
+    """Unit vectors of ``texts`` through a sentence-transformers ``model``, each text the same bits whatever else
+    is in the call: every text sits alone at the start of a row of its own width (``fixed_width``), and every pass
+    of that width holds exactly ``FIXED_TOKENS // width`` rows (the last filled up with copies of a row of it, whose
+    outputs are dropped). Math kernels are chosen by the shape of a product, and rows of a batch are computed
+    alike, so nothing but the text decides its vector (docs/design-notes.md, "Batch-invariant vectors")."""
+    import torch
+
+    limit = int(model.max_seq_length)
+    lengths = [len(t) for t in token_ids(model.tokenizer, texts, limit)]
+    widths = np.fromiter((fixed_width(n, limit) for n in lengths), dtype=np.int64, count=len(texts))
+    parts: list[tuple[list[int], Any]] = []
+    with torch.inference_mode():
+        for width in np.unique(widths).tolist():
+            members = np.flatnonzero(widths == width).tolist()
+            per_pass = max(1, FIXED_TOKENS // width)
+            for start in range(0, len(members), per_pass):
+                part = members[start : start + per_pass]
+                batch = [texts[i] for i in part] + [texts[part[0]]] * (per_pass - len(part))
+                features = model.tokenizer(batch, padding="max_length", truncation=True, max_length=width,
+                                           return_tensors="pt")
+                parts.append((part, model(dict(features))["sentence_embedding"][: len(part)].float()))
+    dim = parts[0][1].shape[1] if parts else 0
+    out = torch.zeros(len(texts), dim, dtype=torch.float32)
+    for part, vecs in parts:
+        out[part] = torch.nn.functional.normalize(vecs, dim=1)
+    return out.numpy()
 
 
 def _padded(bert: Any, ids: list[list[int]], lengths: np.ndarray, sums: Any) -> None:

@@ -9,6 +9,7 @@ of composed names, or whole names and triples when encoded).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 
 from pathweaver.config import ConfigError
@@ -32,9 +33,11 @@ def check_precision(name: str) -> None:
         raise ConfigError(f"extract.graph_vector_precision must be one of {', '.join(PRECISIONS)}, got {name!r}")
 
 
-def resolve_precision(name: str) -> str:
-    """``name`` as "bfloat16" or "float32": "auto" is bfloat16 where the CPU has it natively, else float32."""
+def resolve_precision(name: str, invariant: Callable[[str], bool]) -> str:
+    """``name`` as "bfloat16" or "float32": "auto" is bfloat16 where the CPU multiplies it natively and
+    ``invariant("bfloat16")`` holds (the embedder's vectors at that precision do not depend on their batch,
+    ``Embedder.batch_invariant``), else float32."""
     check_precision(name)
     if name == "auto":
-        return "bfloat16" if native_bf16() else "float32"
+        return "bfloat16" if native_bf16() and invariant("bfloat16") else "float32"
     return name

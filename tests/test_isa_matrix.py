@@ -1,0 +1,32 @@
+"""The vector-invariance tests again under each instruction-set cap oneDNN honours (``ONEDNN_MAX_CPU_ISA``), so
+that "incremental == fresh index" is shown for the kernels of older CPUs too, not only for this one's (the suite
+itself runs uncapped: AMX where the CPU has it). A cap above what the CPU has changes nothing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+INVARIANCE_TESTS = [
+    "tests/test_embedder.py::test_graph_vectors_do_not_depend_on_their_batch",
+    "tests/test_embedder.py::test_fixed_padded_passes_are_the_models_vectors",
+    "tests/test_embedder.py::test_precision_names_and_auto",
+    "tests/test_extract.py::test_composed_phrase_vectors_are_order_stable_and_track_encoded_names",
+    "tests/test_pipeline.py::test_graph_vector_precision_keeps_chunks_float32_and_its_own_cache",
+    "tests/test_incremental.py::test_changing_vector_settings_remakes_every_vector",
+    "tests/test_incremental.py::test_incremental_then_refresh_equals_fresh_index[0]",
+]
+
+
+@pytest.mark.parametrize("isa", ["AVX2", "AVX512_CORE", "AVX512_CORE_BF16"])
+def test_invariance_under_every_isa(isa: str) -> None:
+    env = {**os.environ, "ONEDNN_MAX_CPU_ISA": isa}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *INVARIANCE_TESTS],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, f"under ONEDNN_MAX_CPU_ISA={isa}:\n{run.stdout[-4000:]}{run.stderr[-2000:]}"
+    assert f"{len(INVARIANCE_TESTS) + 1} passed" in run.stdout  # the float32 and bfloat16 cases of the first
