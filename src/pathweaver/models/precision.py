@@ -9,17 +9,25 @@ of composed names, or whole names and triples when encoded).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from functools import lru_cache
 
 from pathweaver.config import ConfigError
 
 PRECISIONS = ("auto", "bfloat16", "float32")
+# oneDNN instruction-set caps below the first with bfloat16 dot products (AVX512_CORE_BF16): under one of these
+# oneDNN emulates bfloat16, whatever the CPU has
+NO_BF16_CAPS = frozenset({"SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE", "AVX512_CORE_VNNI"})
 
 
 @lru_cache(maxsize=1)
 def native_bf16() -> bool:
-    """Whether torch multiplies bfloat16 with the CPU's own instructions (AVX512-BF16 or AMX tiles)."""
+    """Whether torch multiplies bfloat16 with the CPU's own instructions (AVX512-BF16 or AMX tiles), and
+    ``ONEDNN_MAX_CPU_ISA`` (or its old name ``DNNL_MAX_CPU_ISA``) does not forbid them."""
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or ""
+    if cap.strip().upper() in NO_BF16_CAPS:
+        return False
     import torch
 
     checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
