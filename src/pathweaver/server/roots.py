@@ -56,6 +56,8 @@ class Roots:
         text = os.fspath(path).strip()
         if not text:
             raise RootsError("the path is empty")
+        if "\x00" in text:
+            raise RootsError(f"{text!r} contains a NUL byte, which no file name can hold")
         if not self.roots:
             raise RootsError("no folders are allowed: start the server with --watch DIR or set server.folders")
         raw = Path(text).expanduser()
