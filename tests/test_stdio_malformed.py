@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tests.test_server_stdio import serve_args, server_env, write_notes
+from test_server_stdio import serve_args, server_env, write_notes
 
 REPLY_S = 60.0
 
