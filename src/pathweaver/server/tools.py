@@ -153,6 +153,7 @@ class StatusOut(BaseModel):
     ready: bool
     folders: list[str]
     watched: list[str]
+    excluded: list[str] = []  # folders remove_folder took out of an indexed folder
     roots: list[str]
     last_report: dict[str, Any] | None = None
     last_error: str | None = None
