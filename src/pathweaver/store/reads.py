@@ -622,8 +622,9 @@ class StoreReader:
                 "JOIN entities s ON s.id = r.src_id JOIN entities t ON t.id = r.dst_id "
                 "WHERE r.src_id = ? OR r.dst_id = ? ORDER BY r.id", (eid, eid)
             ).fetchall():
-                sources = [{"doc": p, "chunk_id": c, "span": [a, b]} for p, c, a, b in conn.execute(
-                    "SELECT d.path, s.chunk_id, s.start, s.end FROM relation_sources s JOIN chunks c ON "
+                # cited by the supporting chunk's span in the file, which holds the sentence (``description``)
+                sources = [{"doc": p, "chunk_id": c, **file_span_json(a, b, loc)} for p, c, a, b, loc in conn.execute(
+                    f"SELECT d.path, s.chunk_id, {FILE_SPAN} FROM relation_sources s JOIN chunks c ON "
                     "c.id = s.chunk_id JOIN documents d ON d.id = c.doc_id WHERE s.relation_id = ? ORDER BY s.chunk_id",
                     (rid,))]
                 relations.append({
