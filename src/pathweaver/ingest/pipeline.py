@@ -132,10 +132,6 @@ def prune_missing(db: Database) -> list[str]:
     return [path for _, path in gone]
 
 
-def _folder_key(path: Path) -> str:
-    return store_path(os.path.abspath(path))
-
-
 class EmbedderLike(Protocol):
     model_name: str
 
@@ -311,7 +307,7 @@ class Indexer:
     def set_folder(self, path: Path, state: str | None) -> None:
         """Record a folder in the store as 'watched', 'indexed' or 'removed' (None forgets it), for every process on
         the store; adding one again ('watched' or 'indexed') re-admits the removed folders at or under it."""
-        key = _folder_key(path)
+        key = store_path(os.path.abspath(path))
         with self.db.write(bump_version=False) as conn:
             if state in ("watched", "indexed"):
                 w.readmit_folder(conn, key)
