@@ -128,6 +128,8 @@ def test_file_spans_and_locator_directly(folder: Path) -> None:
     (span,) = file_spans(doc.text, doc.source or "", [(0, len(doc.text))])
     assert doc.source is not None and in_order(words(doc.text)[:20], doc.source[span[0]:span[1]])
     assert file_spans("x y", "nothing here", [(0, 3)]) == [(0, 0)]  # no word spelled out: an empty span
+    raw = "(See *Curie*, 1898.)\r\nNext."
+    assert file_spans("(See Curie, 1898.)\nNext.", raw, [(0, 18), (19, 24)]) == [(0, 20), (22, 27)]  # punctuation
     marks = [(0, "page 1"), (10, "page 2"), (30, "page 4")]
     assert locator(marks, 0, 5) == "page 1" and locator(marks, 12, 40) == "page 2 to page 4"
     assert locator([], 0, 5) == ""

@@ -5,7 +5,9 @@ parsed text do not index the file. Its words do appear in the file, in order: ea
 earliest occurrence after the previous match (never later than where it truly is), and, going backwards, to its
 latest occurrence before the next match (never earlier). A chunk's file span runs from the forward match of its
 first word to the end of the backward match of its last one, so ``source[start:end]`` holds every word of the chunk
-in order. A word the file does not spell out (an HTML entity such as ``&eacute;``) is passed over.
+in order; the punctuation the chunk has before its first word or after its last ("(", the final ".") is taken in
+where the file has it right there. A word the file does not spell out (an HTML entity such as ``&eacute;``) is passed
+over.
 
 PDF and DOCX have no character offsets a reader can use: their chunks get a page or paragraph locator instead.
 """
@@ -67,8 +69,14 @@ def file_spans(text: str, source: str, spans: Sequence[tuple[int, int]]) -> list
         if first < 0 or last < first:
             before = next((fwd[i] for i in range(lo - 1, -1, -1) if fwd[i] >= 0), 0)
             out.append((before, before))
-        else:
-            out.append((first, last))
+            continue
+        lead = text[start:words[lo].start()]
+        tail = text[words[hi - 1].end():end]
+        if lead and source[max(0, first - len(lead)):first] == lead:
+            first -= len(lead)
+        if tail and source.startswith(tail, last):
+            last += len(tail)
+        out.append((first, last))
     return out
 
 
