@@ -207,3 +207,21 @@ def test_tools_on_a_hostile_folder_and_across_restarts(tmp_path: Path, linked: d
         assert pw.folders() == {str(notes): "watched", str(notes / "sub"): "removed"}
         pw.index([notes], exact=False)
         assert not pw.search("axolotl", mode="bm25", k=3)
+
+
+def test_a_server_takes_the_recorded_folders_within_its_own_roots(tmp_path: Path) -> None:
+    """Folders recorded by another process: those inside this server's folders apply (a removed subfolder stays out,
+    an added unwatched one is indexed), those elsewhere stay out of its hands (its tools could not remove them)."""
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    for folder in (mine / "sub", mine / "extra", other):
+        folder.mkdir(parents=True)
+    with Pathweaver.open(tmp_path / "store") as pw:
+        pw.set_folder(other, "watched")
+        pw.set_folder(mine / "sub", "removed")
+        pw.set_folder(mine / "extra", "indexed")
+        manager = IndexManager(pw, [mine])
+        status = manager.snapshot()
+        assert status["folders"] == [str(mine), str(mine / "extra")] and status["watched"] == [str(mine)]
+        assert status["excluded"] == [str(mine / "sub")]
+        pw.set_folder(mine, "watched")  # adding a folder again re-admits what was removed below it
+        assert pw.folders() == {str(other): "watched", str(mine): "watched", str(mine / "extra"): "indexed"}

@@ -2,8 +2,8 @@
 
 ``IndexManager`` owns the set of indexed folders, the folder watcher and a status record that ``index_status``
 reports. Readers never wait on it: the service gives the indexer its own write connection (SQLite WAL). The folders
-are recorded in the store (``folders`` table), so what ``add_folder`` and ``remove_folder`` did holds for every
-process on the store and after a restart; a folder removed there stays out even when the command line names it.
+are recorded in the store (``folders`` table), so what ``add_folder`` and ``remove_folder`` did inside the allowed
+folders holds for every process on the store and after a restart.
 """
 
 from __future__ import annotations
@@ -57,7 +57,10 @@ class IndexManager:
 
     def __init__(self, service: Any, folders: list[Path], debounce_seconds: float | None = None) -> None:
         self.service = service
-        stored = {Path(p): state for p, state in service.folders().items()}
+        # what the store records at or under these folders (the allowed roots: a folder recorded by a server with
+        # other roots stays out of this one's hands, as the tools could not remove it)
+        stored = {Path(p): state for p, state in service.folders().items()
+                  if any(Path(p) == f or Path(p).is_relative_to(f) for f in folders)}
         self.excluded: set[Path] = {p for p, state in stored.items() if state == "removed"}
         self.folders: list[Path] = []
         for folder in [*folders, *(p for p, state in stored.items() if state != "removed")]:
