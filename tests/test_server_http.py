@@ -163,3 +163,8 @@ def test_check_bind_and_middleware_in_process() -> None:
     assert anyio.run(get, {}) == 401
     assert anyio.run(get, {"Authorization": "Bearer nope"}) == 401
     assert anyio.run(get, {"Authorization": "Bearer secret"}) == 200
+    for scheme in ("bearer", "BEARER", "BeArEr"):  # the scheme is case-insensitive, the token is not
+        assert anyio.run(get, {"Authorization": f"{scheme} secret"}) == 200
+        assert anyio.run(get, {"Authorization": f"{scheme} SECRET"}) == 401
+    assert anyio.run(get, {"Authorization": "Bearersecret"}) == 401
+    assert anyio.run(get, {"Authorization": "Basic secret"}) == 401

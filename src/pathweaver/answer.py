@@ -129,7 +129,7 @@ def ask(
     return {
         "answer": answer,
         "citations": [
-            {k: c[k] for k in ("n", "doc", "title", "chunk_id", "span")} for c in context.citations
+            {k: c[k] for k in ("n", "doc", "title", "chunk_id", "span", "locator") if k in c} for c in context.citations
         ],
         "context": context.to_dict(),
         "plan": plan_dict,

@@ -87,7 +87,9 @@ def _progress(args: argparse.Namespace) -> Iterator[Callable[[int, int, str], No
 
 def _fmt_report(data: dict[str, Any]) -> str:
     keys = ("added", "updated", "deleted", "unchanged", "skipped")
-    return ", ".join(f"{k} {data[k]}" for k in keys) + f" in {data['seconds']:.1f}s"
+    lines = [", ".join(f"{k} {data[k]}" for k in keys) + f" in {data['seconds']:.1f}s"]
+    lines += [f"  skipped {s['path']!r}: {s['reason']}" for s in data.get("skipped_files", [])]
+    return "\n".join(lines)
 
 
 def _fmt_chunks(data: dict[str, Any]) -> str:

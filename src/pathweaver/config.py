@@ -32,6 +32,8 @@ class IngestSettings:
     ignore: list[str] = field(default_factory=list)  # extra .gitignore-style patterns
     debounce_seconds: float = 0.5
     batch_size: int = 64  # embedding batch size
+    # Follow symlinks whose target lies outside every watched folder (off: they are skipped with a reason).
+    follow_symlinks_outside: bool = False
 
 
 @dataclass

@@ -18,6 +18,7 @@ _COMMENTS = {
     "ignore": ".gitignore-style patterns, on top of .gitignore and .pathweaverignore",
     "debounce_seconds": "quiet time before the watcher applies a batch of changes",
     "batch_size": "embedding batch size",
+    "follow_symlinks_outside": "index symlinks whose target lies outside every watched folder (a security risk)",
     "ngram_max": "b: longest n-gram entity (AGRAG §III-B)",
     "tau": "ER threshold (AGRAG Eq. 3); see docs/design-notes.md for why not the paper's 0.5",
     "synonym_phi": "phi: synonym edge when cos > phi (AGRAG Eq. 5)",

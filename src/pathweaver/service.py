@@ -144,6 +144,26 @@ class Pathweaver:
         with self._write_lock:
             return self._indexer_instance().apply_changes(changed, removed)
 
+    def set_folder(self, path: Path, state: str | None) -> None:
+        """Record a folder as 'watched', 'indexed' or 'removed' in the store (None forgets it)."""
+        with self._write_lock:
+            self._indexer_instance().set_folder(path, state)
+
+    def folders(self) -> dict[str, str]:
+        """The folders recorded in the store and their states."""
+        from pathweaver.store.reads import folder_states
+
+        return folder_states(self.reader.db.conn)
+
+    def prune_missing(self) -> list[str]:
+        """Delete the documents whose files are gone (``ingest.pipeline.prune_missing``); their paths."""
+        from pathweaver.ingest.pipeline import prune_missing
+
+        if self.readonly:
+            return []
+        with self._write_lock:
+            return prune_missing(self._main_db)
+
     def refresh(self) -> dict[str, Any]:
         """Recompute what corpus statistics decide (ER entities, relations, synonyms)."""
         with self._write_lock:
@@ -384,8 +404,8 @@ class Pathweaver:
         if mode == "bm25":
             latest = self.reader.cache.latest()  # its postings serve while the store is still at its version
             rows = self.reader.bm25_rows(self.query(query).text, k, self.bm25_index(latest) if latest else None)
-            return [{**citation_json(doc, title, chunk_id, start, end), "score": score, "text": text}
-                    for chunk_id, score, doc, title, start, end, text in rows]
+            return [{**citation_json(doc, title, chunk_id, start, end, locator), "score": score, "text": text}
+                    for chunk_id, score, doc, title, start, end, locator, text in rows]
         question = self.query(query)
         self.embedder.model  # noqa: B018 - load the model before reading the chunks
         snap = self.reader.passages()

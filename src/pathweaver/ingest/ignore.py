@@ -2,7 +2,8 @@
 
 ``IgnoreRules.reason`` explains why one path is skipped; ``iter_files`` walks a root and yields every supported
 file with its skip reason (None = index it). Hidden and ignored directories are not entered, unsupported file types
-are passed over silently, and symlinked directories are followed once (loops are detected by real path).
+are passed over silently, and symlinked directories are followed once (loops are detected by real path); with a
+``Confinement``, a symlink whose target lies outside the watched roots is not followed but yielded with its reason.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import pathspec
 
 from pathweaver.config import ConfigError
+from pathweaver.ingest.confine import Confinement
 from pathweaver.ingest.parsers import SUPPORTED_SUFFIXES
 
 IGNORE_FILES = (".gitignore", ".pathweaverignore")
@@ -99,7 +101,8 @@ def _file_reason(path: Path, rules: IgnoreRules, size: int) -> str | None:
     return reason
 
 
-def iter_files(root: Path, rules: IgnoreRules) -> Iterator[tuple[Path, str | None]]:
+def iter_files(root: Path, rules: IgnoreRules, confine: Confinement | None = None
+               ) -> Iterator[tuple[Path, str | None]]:
     """Every supported file under ``root`` with its skip reason (None = index it), in a stable order.
 
     Real folders are walked first (sorted by name); symlinked folders are followed afterwards, once each, unless
@@ -109,7 +112,7 @@ def iter_files(root: Path, rules: IgnoreRules) -> Iterator[tuple[Path, str | Non
     root = Path(os.path.abspath(root))
     visited: set[str] = set()
     deferred: list[Path] = []
-    yield from _walk(root, rules, visited, deferred)
+    yield from _walk(root, rules, visited, deferred, confine)
     while deferred:
         link = deferred.pop(0)
         real = os.path.realpath(link)
@@ -118,11 +121,11 @@ def iter_files(root: Path, rules: IgnoreRules) -> Iterator[tuple[Path, str | Non
             inside = parent == real or parent.startswith(real.rstrip(os.sep) + os.sep)
             yield link, "symlink loop" if inside else "symlink to a folder already scanned"
         else:
-            yield from _walk(link, rules, visited, deferred)
+            yield from _walk(link, rules, visited, deferred, confine)
 
 
 def _walk(
-    directory: Path, rules: IgnoreRules, visited: set[str], deferred: list[Path]
+    directory: Path, rules: IgnoreRules, visited: set[str], deferred: list[Path], confine: Confinement | None
 ) -> Iterator[tuple[Path, str | None]]:
     """Walk real subfolders depth-first; symlinked subfolders go to ``deferred``."""
     visited.add(os.path.realpath(directory))
@@ -139,15 +142,21 @@ def _walk(
             is_file = not is_dir and entry.is_file(follow_symlinks=True)
         except OSError:
             is_dir = is_file = False
+        outside = confine.reason(path) if confine is not None and entry.is_symlink() else None
         if is_dir:
             if rules.dir_reason(path) is not None:
                 continue
-            if entry.is_symlink():
+            if outside:
+                yield path, outside
+            elif entry.is_symlink():
                 deferred.append(path)
             else:
-                yield from _walk(path, rules, visited, deferred)
+                yield from _walk(path, rules, visited, deferred, confine)
             continue
         if path.suffix.lower() not in SUPPORTED_SUFFIXES:
+            continue
+        if outside:
+            yield path, outside
             continue
         if not is_file:
             yield path, _dangling_reason(path)

@@ -1,7 +1,7 @@
 """Format parsers: bytes of one file -> plain text, title, headings (with character offsets) and link targets.
 
-The text is what the chunker splits and what chunk spans point into, so every heading offset is an index into
-``ParsedDocument.text``. Markup noise (link URLs, emphasis markers, front matter, scripts) is removed; link text
+The text is what the chunker splits, so every heading offset is an index into ``ParsedDocument.text``; citations
+point into ``ParsedDocument.source``, the decoded file (``ingest.spans``). Markup noise (link URLs, emphasis markers, front matter, scripts) is removed; link text
 and heading text are kept.
 """
 
@@ -34,6 +34,10 @@ class ParsedDocument:
     title: str
     headings: list[tuple[int, str]] = field(default_factory=list)  # (char offset in text, heading text)
     links: list[str] = field(default_factory=list)  # link target names (not URLs)
+    # The file decoded (line endings and a BOM kept): what citation spans index (``ingest.spans``); None for PDF
+    # and DOCX, which give ``units`` instead: (offset in text, "page 3" or "paragraph 7") where each unit begins.
+    source: str | None = None
+    units: list[tuple[int, str]] = field(default_factory=list)
 
 
 def stem_title(path: Path) -> str:
@@ -378,7 +382,8 @@ def _parse_html(path: Path, data: bytes) -> ParsedDocument:
                 b.line_break(blank=name in ("p", "pre", "blockquote", "table", "section", "article"))
 
     walk(soup, False)
-    return ParsedDocument(b.text(), title or h1 or stem_title(path), headings, _dedupe(links))
+    source = data.decode(soup.original_encoding or "utf-8", errors="replace")
+    return ParsedDocument(b.text(), title or h1 or stem_title(path), headings, _dedupe(links), source)
 
 
 # ---------------------------------------------------------------- PDF
@@ -400,16 +405,18 @@ def _parse_pdf(path: Path, data: bytes) -> ParsedDocument:
         raise ParseError(f"invalid PDF: {exc}") from None
     page_offsets: list[int] = []
     parts: list[str] = []
+    units: list[tuple[int, str]] = []
     offset = 0
-    for t in page_texts:
+    for number, t in enumerate(page_texts, 1):
         page_offsets.append(offset)
         if t:
+            units.append((offset, f"page {number}"))
             parts.append(t)
             offset += len(t) + 2
     text = "\n\n".join(parts)
     if not text.strip():
         raise ParseError("PDF has no extractable text")
-    return ParsedDocument(text, title or stem_title(path), _pdf_outline(reader, page_offsets), [])
+    return ParsedDocument(text, title or stem_title(path), _pdf_outline(reader, page_offsets), [], units=units)
 
 
 def _pdf_outline(reader: object, page_offsets: list[int]) -> list[tuple[int, str]]:
@@ -448,9 +455,11 @@ def _parse_docx(path: Path, data: bytes) -> ParsedDocument:
         raise ParseError(f"invalid DOCX: {exc}") from None
     lines: list[str] = []
     headings: list[tuple[int, str]] = []
+    units: list[tuple[int, str]] = []
     offset = 0
     styled_title = ""
-    for block in document.iter_inner_content():
+    for number, block in enumerate(document.iter_inner_content(), 1):  # paragraphs and tables, empty ones too
+        units.append((offset, f"paragraph {number}"))
         if isinstance(block, Table):
             rows = [" | ".join(c.text.strip() for c in row.cells) for row in block.rows]
             texts = [r for r in rows if r.strip(" |")]
@@ -466,7 +475,8 @@ def _parse_docx(path: Path, data: bytes) -> ParsedDocument:
                 lines.append(t)
                 offset += len(t) + 2
     core_title = (document.core_properties.title or "").strip()
-    return ParsedDocument("\n\n".join(lines), core_title or styled_title or stem_title(path), headings, [])
+    return ParsedDocument("\n\n".join(lines), core_title or styled_title or stem_title(path), headings, [],
+                          units=units)
 
 
 _PARSERS: dict[str, Callable[[Path, bytes], ParsedDocument]] = {
@@ -490,4 +500,6 @@ def parse_file(path: Path, data: bytes) -> ParsedDocument:
     doc = parser(path, data)
     if not doc.text.strip():
         raise ParseError("empty document")
+    if doc.source is None and not doc.units:  # Markdown, reStructuredText, plain text: UTF-8, checked by the parser
+        doc.source = data.decode("utf-8")
     return doc

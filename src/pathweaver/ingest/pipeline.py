@@ -57,6 +57,7 @@ from pathweaver.extract.vectors import (
     phrase_words,
 )
 from pathweaver.ingest.chunker import chunk_text
+from pathweaver.ingest.confine import Confinement
 from pathweaver.ingest.ignore import TEXT_SUFFIXES, IgnoreRules, iter_files, looks_binary
 from pathweaver.ingest.parsers import ParsedDocument, ParseError, parse_file
 from pathweaver.ingest.scanner import (
@@ -66,22 +67,25 @@ from pathweaver.ingest.scanner import (
     diff,
     entry_for,
     file_reason,
+    put_entry,
+    store_path,
     under,
     walk,
 )
+from pathweaver.ingest.spans import file_spans, locator
 from pathweaver.models.packing import RECIPE
 from pathweaver.store import writes as w
 from pathweaver.store.cache import cache_for
 from pathweaver.store.db import Connection, Database
-from pathweaver.store.reads import EntityRows, entity_rows, gram_df
+from pathweaver.store.reads import EntityRows, entity_rows, folder_states, gram_df, indexed_paths
 
+log = logging.getLogger(__name__)
 ProgressFn = Callable[[int, int, str], None]
 # Chunks parsed ahead and embedded in one call (and, in a bulk index, written in one transaction): a call packs its
 # texts into rows of its own, and 1,024 per call embedded 1-2% faster than 256 (the same 1,536 2wiki chunks,
 # alternating; docs/benchmarks.md).
 BATCH_CHUNKS = 1024
 PAIR_WHILE_WRITING_OVER = 20_000  # entities from which a refresh pairs synonyms while another thread writes rows
-log = logging.getLogger(__name__)
 
 
 def cache_space(precision: str) -> str:
@@ -100,6 +104,39 @@ def read_capped(path: Path, limit: int) -> bytes:
         if size < len(data) <= limit:  # it grew after the stat
             data += f.read(limit + 1 - len(data))
     return data
+
+
+def delete_documents(conn: Connection, doc_ids: Sequence[int]) -> None:
+    """Delete documents with their chunks and the graph only they supported (inside the caller's transaction)."""
+    ents: set[int] = set()
+    rels: set[int] = set()
+    for doc_id in doc_ids:
+        e, r = w.chunk_dependents(conn, doc_id)
+        ents |= e
+        rels |= r
+        w.add_meta_int(conn, "changed_chunks", w.delete_document(conn, doc_id))
+    w.collect_garbage(conn, ents, rels)
+
+
+def prune_missing(db: Database) -> list[str]:
+    """Delete the indexed documents whose file is gone (one stat each), so a file deleted while no process watched
+    is never served; returns their paths. Documents under an indexed root that is itself missing (an unmounted
+    drive) stay, as the folder scan keeps them."""
+    roots = json.loads(db.get_meta("roots", "[]") or "[]")
+    absent = [r for r in roots if not os.path.isdir(r)]
+    gone: list[tuple[int, str]] = []
+    for doc_id, path in indexed_paths(db.conn):
+        try:
+            os.stat(path)
+        except FileNotFoundError:
+            if not under(path, absent):
+                gone.append((doc_id, path))
+        except OSError:
+            continue  # there but unreadable now: the next scan gives it its reason
+    if gone:
+        with db.write() as conn:
+            delete_documents(conn, [doc_id for doc_id, _ in gone])
+    return [path for _, path in gone]
 
 
 class EmbedderLike(Protocol):
@@ -131,9 +168,19 @@ class IndexReport:
     seconds: float = 0.0
     refreshed: bool = False
     errors: list[dict[str, str]] = field(default_factory=list)
+    skipped_files: list[dict[str, str]] = field(default_factory=list)  # {path, reason} of each file skipped now
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def note_skipped(self, path: str, reason: str | None) -> None:
+        self.skipped += 1
+        self.skipped_files.append({"path": path, "reason": reason or "unknown"})
+
+    def note_error(self, path: str, error: str) -> None:
+        """A file that failed: it counts as skipped, with the error as its reason."""
+        self.errors.append({"path": path, "error": error})
+        self.note_skipped(path, error)
 
 
 @dataclass
@@ -178,12 +225,13 @@ class Indexer:
         if missing:
             raise ConfigError(f"no such file or folder: {', '.join(missing)}")
         ing = self.settings.ingest
-        found = walk(roots, list(ing.ignore), ing.max_file_bytes)
         root_strs = [str(r) for r in roots]
+        confine = self._confinement(root_strs if exact else [*self._stored_roots(), *root_strs])
+        found = self._admitted(walk(roots, list(ing.ignore), ing.max_file_bytes, confine))
         scan = diff(found, self._known(), (lambda p: True) if exact else (lambda p: under(p, root_strs)))
         report = self._apply(scan, progress)
         with self.db.write() as conn:
-            old = json.loads(self.db.get_meta("roots", "[]") or "[]")
+            old = self._stored_roots()
             keep = [] if exact else [r for r in old if r not in root_strs]
             w.set_meta(conn, "roots", json.dumps(sorted(keep + [str(r) for r in roots if r.is_dir()])))
         report.seconds = time.perf_counter() - start
@@ -196,6 +244,7 @@ class Indexer:
         removed_s = {os.path.abspath(p) for p in removed} - changed_s
         found: dict[str, FileEntry] = {}
         ing = self.settings.ingest
+        confine = self._confinement(self._stored_roots())
         for p in sorted(changed_s):
             path = Path(p)
             if not path.exists():
@@ -204,16 +253,17 @@ class Indexer:
             root = self._root_of(p)
             if path.is_dir():
                 rules = IgnoreRules(Path(root) if root else path, list(ing.ignore), ing.max_file_bytes)
-                for f, reason in iter_files(path, rules):
-                    found[str(f)] = entry_for(f, reason)
+                for f, reason in iter_files(path, rules, confine):
+                    put_entry(found, entry_for(f, reason))
             elif root:
                 rules = IgnoreRules(Path(root), list(ing.ignore), ing.max_file_bytes)
-                reason = rules.reason(path) or file_reason(path, list(ing.ignore), ing.max_file_bytes)
-                found[p] = entry_for(path, reason)
+                reason = (confine.reason(path) if path.is_symlink() else None) or rules.reason(path) or file_reason(
+                    path, list(ing.ignore), ing.max_file_bytes)
+                put_entry(found, entry_for(path, reason))
             else:
-                found.update(walk([path], list(ing.ignore), ing.max_file_bytes))
-        scope = removed_s | changed_s
-        scan = diff(found, self._known(), lambda p: under(p, scope))
+                found.update(walk([path], list(ing.ignore), ing.max_file_bytes, confine))
+        scope = {store_path(p) for p in removed_s | changed_s}
+        scan = diff(self._admitted(found), self._known(), lambda p: under(p, scope))
         report = self._apply(scan, None)
         report.seconds = time.perf_counter() - start
         return report
@@ -268,8 +318,28 @@ class Indexer:
         ).fetchall()
         return {r[1]: KnownDoc(*r) for r in rows}
 
+    def set_folder(self, path: Path, state: str | None) -> None:
+        """Record a folder in the store as 'watched', 'indexed' or 'removed' (None forgets it), for every process on
+        the store; adding one again ('watched' or 'indexed') re-admits the removed folders at or under it."""
+        key = store_path(os.path.abspath(path))
+        with self.db.write(bump_version=False) as conn:
+            if state in ("watched", "indexed"):
+                w.readmit_folder(conn, key)
+            w.set_folder(conn, key, state, time.time())
+
+    def _admitted(self, found: dict[str, FileEntry]) -> dict[str, FileEntry]:
+        """``found`` without the files under folders that ``remove_folder`` took out (their documents then go)."""
+        removed = [p for p, state in folder_states(self.db.conn).items() if state == "removed"]
+        return {p: e for p, e in found.items() if not under(p, removed)} if removed else found
+
+    def _confinement(self, roots: Sequence[str]) -> Confinement:
+        return Confinement(roots, self.settings.ingest.follow_symlinks_outside)
+
+    def _stored_roots(self) -> list[str]:
+        return list(json.loads(self.db.get_meta("roots", "[]") or "[]"))
+
     def _root_of(self, path: str) -> str | None:
-        roots = json.loads(self.db.get_meta("roots", "[]") or "[]")
+        roots = self._stored_roots()
         inside = [r for r in roots if under(path, [r])]
         return max(inside, key=len) if inside else None
 
@@ -282,11 +352,11 @@ class Indexer:
             self._count("chunks") == 0 or n_work > self.settings.extract.auto_refresh_ratio * max(1, n_indexed)
         )
         for doc in scan.deleted:
-            self._delete(doc)
-            report.deleted += 1
+            if self._alone(report, doc.path, self._delete, doc):
+                report.deleted += 1
         for entry in scan.skipped:
-            self._write_skipped(entry, known.get(entry.path))
-            report.skipped += 1
+            if self._alone(report, entry.path, self._write_skipped, entry, known.get(entry.path)):
+                report.note_skipped(entry.path, entry.reason)
         if scan.touched:
             with self.db.write() as conn:
                 for doc, entry in scan.touched:
@@ -304,30 +374,47 @@ class Indexer:
         for batch in self._batches(work, report):
             self._embed_chunks(batch, report)
             with self._batch_transaction(deferred) as conn:
+                written: list[_Prepared] = []
                 for prep in batch:
                     if isinstance(prep, _Prepared):
-                        self._write_file(prep, known.get(prep.entry.path), deferred, conn)
-                        report.chunks += len(prep.rows)
-                        if prep.entry.path in new_paths:
-                            report.added += 1
-                        else:
-                            report.updated += 1
+                        if self._alone(report, prep.entry.path, self._write_file, prep, known.get(prep.entry.path),
+                                       deferred, conn, batch=conn):
+                            written.append(prep)
+                            report.chunks += len(prep.rows)
+                            if prep.entry.path in new_paths:
+                                report.added += 1
+                            else:
+                                report.updated += 1
                     else:
                         entry, reason = prep
-                        self._write_skipped(FileEntry(entry.path, reason, entry.mtime, entry.size),
-                                            known.get(entry.path), conn)
-                        report.skipped += 1
+                        if self._alone(report, entry.path, self._write_skipped,
+                                       FileEntry(entry.path, reason, entry.mtime, entry.size), known.get(entry.path),
+                                       conn, batch=conn):
+                            report.note_skipped(entry.path, reason)
                     done += 1
                     if progress:
                         progress(done, len(work), prep.entry.path if isinstance(prep, _Prepared) else prep[0].path)
                 if conn is not None:  # the batch's gram_df increments, in one pass (``_write_file``)
-                    w.add_gram_df(conn, w.gram_counts(r for p in batch if isinstance(p, _Prepared) for r in p.rows))
+                    w.add_gram_df(conn, w.gram_counts(r for p in written for r in p.rows))
         if self._needs_refresh():
             self.refresh()
             report.refreshed = True
         else:
             self._synonym_pass()
         return report
+
+    def _alone(self, report: IndexReport, path: str, step: Callable[..., Any], *args: Any,
+               batch: Connection | None = None) -> bool:
+        """Run one file's ``step`` so that its failure is its own: inside a batch transaction it runs in a savepoint,
+        and an error is logged and reported for ``path`` instead of stopping the other files. False if it failed."""
+        try:
+            with w.savepoint(batch) if batch is not None else contextlib.nullcontext():
+                step(*args)
+            return True
+        except Exception as exc:
+            log.exception("indexing %s failed", path)
+            report.note_error(path, f"error: {type(exc).__name__}: {exc}")
+            return False
 
     def _needs_refresh(self) -> bool:
         if self.db.get_meta("refresh_pending", "0") == "1" or self._vector_settings_changed():
@@ -388,9 +475,12 @@ class Indexer:
         if not chunks:
             return entry, "empty document"
         rows = []
-        for c in chunks:
+        in_file = file_spans(doc.text, doc.source, [(c.start, c.end) for c in chunks]) if doc.source is not None else []
+        for i, c in enumerate(chunks):
             grams, n_words = chunk_stats(c.text, self.params.ngram_max)
-            rows.append(w.ChunkRow(c.ord, c.start, c.end, c.n_tokens, c.text, c.heading, grams, n_words))
+            file_start, file_end = in_file[i] if in_file else (None, None)
+            rows.append(w.ChunkRow(c.ord, c.start, c.end, c.n_tokens, c.text, c.heading, grams, n_words,
+                                   file_start, file_end, locator(doc.units, c.start, c.end)))
         return _Prepared(entry, hashlib.sha1(data).hexdigest(), doc, rows)
 
     def _embed_chunks(self, batch: Sequence[_Prepared | tuple[FileEntry, str]], report: IndexReport) -> None:
@@ -480,10 +570,7 @@ class Indexer:
 
     def _delete(self, doc: KnownDoc) -> None:
         with self.db.write() as conn:
-            ents, rels = w.chunk_dependents(conn, doc.id)
-            removed = w.delete_document(conn, doc.id)
-            w.add_meta_int(conn, "changed_chunks", removed)
-            w.collect_garbage(conn, ents, rels)
+            delete_documents(conn, [doc.id])
 
     def _write_file(self, prep: _Prepared, known: KnownDoc | None, deferred: bool,
                     batch: Connection | None = None) -> None:

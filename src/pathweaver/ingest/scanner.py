@@ -13,11 +13,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pathweaver.ingest.confine import Confinement
 from pathweaver.ingest.ignore import IgnoreRules, iter_files
 
 # Skip reasons that come from the walk (not from reading the file): they are re-checked on every scan.
 WALK_REASONS = ("too large", "hidden", "ignored by", "unsupported", "symlink", "broken symlink", "not a regular",
-                "outside root", "unreadable")
+                "outside root", "unreadable", "file name")
+NON_UTF8_REASON = "file name is not valid UTF-8 (rename the file to index it)"
 
 
 @dataclass(frozen=True)
@@ -63,26 +65,48 @@ def file_hash(path: str | Path) -> str:
     return h.hexdigest()
 
 
+def store_path(path: str) -> str:
+    """``path`` as the store keys it: itself when it is valid UTF-8, else its bytes with each undecodable one written
+    ``\\xNN`` (POSIX names are bytes; SQLite text and JSON are UTF-8). Only skipped files get such a key."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def entry_for(path: Path, reason: str | None) -> FileEntry:
-    """``FileEntry`` with the current mtime and size (zeros when the file cannot be stat'ed)."""
+    """``FileEntry`` with the current mtime and size (zeros when the file cannot be stat'ed); a name that is not
+    valid UTF-8 is skipped under its ``store_path``."""
+    key = store_path(str(path))
+    if key != str(path):
+        reason = NON_UTF8_REASON
     try:
         st = os.stat(path)
-        return FileEntry(str(path), reason, st.st_mtime, st.st_size)
+        return FileEntry(key, reason, st.st_mtime, st.st_size)
     except OSError:
-        return FileEntry(str(path), reason)
+        return FileEntry(key, reason)
 
 
-def walk(paths: Iterable[Path], patterns: list[str], max_bytes: int) -> dict[str, FileEntry]:
-    """Every supported file under ``paths`` (folders or files) with its walk-time skip reason."""
+def put_entry(found: dict[str, FileEntry], entry: FileEntry) -> None:
+    """Add ``entry`` under its path; a file whose real name is its key wins over an undecodable name escaped to it."""
+    if entry.reason != NON_UTF8_REASON or entry.path not in found:
+        found[entry.path] = entry
+
+
+def walk(paths: Iterable[Path], patterns: list[str], max_bytes: int, confine: Confinement | None = None
+         ) -> dict[str, FileEntry]:
+    """Every supported file under ``paths`` (folders or files) with its walk-time skip reason; symlinks out of
+    ``confine``'s roots are skipped."""
     found: dict[str, FileEntry] = {}
     for p in paths:
         p = Path(os.path.abspath(p))
         if p.is_dir():
             rules = IgnoreRules(p, patterns, max_bytes)
-            for path, reason in iter_files(p, rules):
-                found[str(path)] = entry_for(path, reason)
+            for path, reason in iter_files(p, rules, confine):
+                put_entry(found, entry_for(path, reason))
         else:
-            found[str(p)] = entry_for(p, file_reason(p, patterns, max_bytes))
+            put_entry(found, entry_for(p, file_reason(p, patterns, max_bytes)))
     return found
 
 

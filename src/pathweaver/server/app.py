@@ -98,10 +98,12 @@ def run_server(
 
 async def serve_stdio(server: MCPServer) -> None:
     """Serve over stdin/stdout on asyncio's pipe transports when they are pipes (``pipes.py``: no thread hop per
-    line), else through the SDK's own stdio transport. The SDK has no public way to run a server on given
-    streams, so this reads its ``_lowlevel_server`` and falls back to ``run_stdio_async`` where that is missing."""
+    line), with malformed lines answered (``malformed.py``), else through the SDK's own stdio transport. The SDK
+    has no public way to run a server on given streams, so this reads its ``_lowlevel_server`` and falls back to
+    ``run_stdio_async`` where that is missing."""
     from mcp.server.stdio import stdio_server
 
+    from pathweaver.server.malformed import GuardedLines
     from pathweaver.server.pipes import pipe_stdio
 
     lowlevel = getattr(server, "_lowlevel_server", None)
@@ -112,7 +114,13 @@ async def serve_stdio(server: MCPServer) -> None:
         if pipes is None:
             await server.run_stdio_async()
             return
-        async with stdio_server(stdin=pipes[0], stdout=pipes[1]) as (read_stream, write_stream):  # type: ignore[arg-type]
+        lines, sink = pipes
+
+        async def reply(text: str) -> None:
+            await sink.write(text)
+            await sink.flush()
+
+        async with stdio_server(stdin=GuardedLines(lines, reply), stdout=sink) as (read_stream, write_stream):  # type: ignore[arg-type]
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 

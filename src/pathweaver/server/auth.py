@@ -37,18 +37,21 @@ def check_bind(host: str, token: str | None) -> None:
 
 
 class BearerTokenMiddleware:
-    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``, else 401."""
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>`` (scheme in any case), else
+    401."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         if not token:
             raise ConfigError("BearerTokenMiddleware needs a non-empty token")
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode()
 
     def _authorized(self, scope: Scope) -> bool:
         for name, value in scope.get("headers") or []:
             if name.lower() == b"authorization":
-                return hmac.compare_digest(bytes(value), self._expected)
+                scheme, _, credentials = bytes(value).strip().partition(b" ")
+                # RFC 9110 §11.1: the auth scheme is case-insensitive
+                return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._expected)
         return False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

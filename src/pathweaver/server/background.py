@@ -1,7 +1,9 @@
 """Background indexing and watching for the server: the first index runs on a thread, so tools answer at once.
 
 ``IndexManager`` owns the set of indexed folders, the folder watcher and a status record that ``index_status``
-reports. Readers never wait on it: the service gives the indexer its own write connection (SQLite WAL).
+reports. Readers never wait on it: the service gives the indexer its own write connection (SQLite WAL). The folders
+are recorded in the store (``folders`` table), so what ``add_folder`` and ``remove_folder`` did inside the allowed
+folders holds for every process on the store and after a restart.
 """
 
 from __future__ import annotations
@@ -55,12 +57,17 @@ class IndexManager:
 
     def __init__(self, service: Any, folders: list[Path], debounce_seconds: float | None = None) -> None:
         self.service = service
+        # what the store records at or under these folders (the allowed roots: a folder recorded by a server with
+        # other roots stays out of this one's hands, as the tools could not remove it)
+        stored = {Path(p): state for p, state in service.folders().items()
+                  if any(Path(p) == f or Path(p).is_relative_to(f) for f in folders)}
+        self.excluded: set[Path] = {p for p, state in stored.items() if state == "removed"}
         self.folders: list[Path] = []
-        for folder in folders:
-            if folder not in self.folders:
+        for folder in [*folders, *(p for p, state in stored.items() if state != "removed")]:
+            if folder not in self.folders and not self.is_excluded(folder):
                 self.folders.append(folder)
-        self.watched: set[Path] = set(self.folders)
-        self.excluded: set[Path] = set()
+        self.watched: set[Path] = {f for f in self.folders if stored.get(f, "watched") == "watched"}
+        self._recorded = {f for f in self.folders if f in stored}  # in the store's folders table already
         self.debounce_seconds = (
             service.settings.ingest.debounce_seconds if debounce_seconds is None else debounce_seconds
         )
@@ -77,7 +84,15 @@ class IndexManager:
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     def start(self) -> None:
-        """On a daemon thread: watch the folders, index them, then build the query snapshot."""
+        """Delete the documents of files gone while no process watched (before any query is served), then on a
+        daemon thread: watch the folders, index them, then build the query snapshot."""
+        try:
+            gone = self.service.prune_missing()
+            if gone:
+                log.info("%d indexed files were deleted while the server was stopped", len(gone))
+        except Exception as exc:  # recorded for index_status; the background scan removes them too
+            log.exception("checking for deleted files failed")
+            self.status.last_error = f"checking for deleted files failed: {exc}"
         self._thread = threading.Thread(target=self._initial, name="pathweaver-index", daemon=True)
         self._thread.start()
 
@@ -87,6 +102,8 @@ class IndexManager:
         if not self._stopped:
             self._restart_watcher()
         try:
+            for folder in [f for f in self.folders if f not in self._recorded]:
+                self.service.set_folder(folder, "watched" if folder in self.watched else "indexed")
             existing = [f for f in self.folders if f.is_dir()]
             if existing:
                 self.index(existing, exact=False)
@@ -153,6 +170,7 @@ class IndexManager:
             self._jobs -= 1
             if report is not None:
                 self.status.last_report = _report_dict(report)
+                self.status.last_error = None  # a success replaces the failure it reported
             if error is not None:
                 self.status.last_error = str(error)
             if self._jobs == 0:
@@ -171,8 +189,6 @@ class IndexManager:
         self._begin(f"indexing {', '.join(map(str, paths))}")
         try:
             report = self.service.index(paths, exact=exact, progress=on_progress)
-            if self.excluded:
-                self.service.apply_changes(set(), set(self.excluded))
         except BaseException as exc:
             self._end(error=exc)
             raise
@@ -207,6 +223,7 @@ class IndexManager:
                 self.folders.append(folder)
             if watch:
                 self.watched.add(folder)
+        self.service.set_folder(folder, "watched" if watch or folder in self.watched else "indexed")
         report = self.index([folder], exact=False, progress=progress)
         if watch:
             self._restart_watcher()
@@ -219,12 +236,14 @@ class IndexManager:
             if listed:
                 self.folders.remove(folder)
                 self.watched.discard(folder)
-            if any(folder.is_relative_to(f) for f in self.folders):
+            inside = any(folder.is_relative_to(f) for f in self.folders)
+            if inside:
                 self.excluded.add(folder)  # still under another indexed folder: keep it out from now on
             elif not listed:
                 raise FileNotFoundError(
                     f"{folder} is not an indexed folder; indexed: {', '.join(map(str, self.folders)) or 'none'}"
                 )
+        self.service.set_folder(folder, "removed" if inside else None)
         self._begin(f"removing {folder}")
         try:
             report = self.service.apply_changes(set(), {folder})

@@ -2,7 +2,8 @@
 
 The allowed roots are ``settings.server.folders`` plus the ``--watch`` folders. A path is resolved with
 ``os.path.realpath`` (symlinks followed), so a link inside a root that points outside it is refused, and so are
-``..`` components and absolute paths outside every root.
+``..`` components and absolute paths outside every root: the same check (``ingest.confine.resolves_inside``) that
+keeps the scanner and the watcher from following such links.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pathweaver.config import ConfigError, Settings
+from pathweaver.ingest.confine import resolves_inside
 
 
 class RootsError(ConfigError):
@@ -41,12 +43,12 @@ class Roots:
             real = _real(Path(root).expanduser())
             if real not in self.roots:
                 self.roots.append(real)
+        self._real_roots = [str(r) for r in self.roots]
 
     def __contains__(self, path: object) -> bool:
         if not isinstance(path, str | os.PathLike):
             return False
-        real = _real(Path(path))
-        return any(real == r or real.is_relative_to(r) for r in self.roots)
+        return resolves_inside(path, self._real_roots)
 
     def resolve(self, path: str | os.PathLike[str]) -> Path:
         """The real path of ``path`` if it lies inside a root; otherwise a ``RootsError`` saying why.
@@ -56,6 +58,8 @@ class Roots:
         text = os.fspath(path).strip()
         if not text:
             raise RootsError("the path is empty")
+        if "\x00" in text:
+            raise RootsError(f"{text!r} contains a NUL byte, which no file name can hold")
         if not self.roots:
             raise RootsError("no folders are allowed: start the server with --watch DIR or set server.folders")
         raw = Path(text).expanduser()
@@ -68,9 +72,8 @@ class Roots:
             existing = [c for c in candidates if c.exists()]
             candidates = existing[:1] or candidates[:1]
         lexical = Path(os.path.abspath(candidates[0]))
-        real = _real(lexical)
-        if any(real == r or real.is_relative_to(r) for r in self.roots):
-            return real
+        if resolves_inside(lexical, self._real_roots):
+            return _real(lexical)
         if any(lexical == r or lexical.is_relative_to(r) for r in self.roots):
             raise RootsError(f"{text!r} is a symlink (or lies under one) that points outside the allowed folders")
         raise RootsError(f"{text!r} is outside the allowed folders: {', '.join(map(str, self.roots))}")

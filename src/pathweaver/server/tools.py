@@ -7,6 +7,7 @@ while one call works. Errors the user can fix come back as tool errors with a on
 # No ``from __future__ import annotations``: the tool signatures use names local to ``register_tools`` (the method
 # Literal, defaults from the settings), which must be evaluated when the functions are defined.
 import contextlib
+import logging
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -24,6 +25,7 @@ from pathweaver.errors import user_errors
 from pathweaver.server import ServerState
 from pathweaver.server.sampling import SamplingError, sampling_backend
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
 WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
@@ -32,12 +34,14 @@ DELETES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHin
 
 # -- output models -------------------------------------------------------------------------------------------
 class Citation(BaseModel):
-    """Where a piece of context comes from: file, chunk id and character span in the file's text."""
+    """Where a piece of context comes from: file, chunk id and character span [start, end) in the file as stored on
+    disk (its characters, decoded); for PDF and DOCX no span but a locator ("page 3", "paragraph 7")."""
 
     doc: str
     title: str = ""
     chunk_id: int
-    span: list[int]
+    span: list[int] | None
+    locator: str | None = None
     n: int | None = None
 
 
@@ -149,6 +153,7 @@ class StatusOut(BaseModel):
     ready: bool
     folders: list[str]
     watched: list[str]
+    excluded: list[str] = []  # folders remove_folder took out of an indexed folder
     roots: list[str]
     last_report: dict[str, Any] | None = None
     last_error: str | None = None
@@ -177,6 +182,9 @@ async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
     except readable_errors() as exc:
         raise ToolError(str(exc)) from exc
+    except Exception as exc:  # a bug still tells the agent what failed, and the log keeps the traceback
+        log.exception("tool call %s failed", getattr(fn, "__name__", fn))
+        raise ToolError(f"{type(exc).__name__}: {exc}") from exc
 
 
 def structured(data: dict[str, Any]) -> CallToolResult:

@@ -22,7 +22,7 @@ from pathweaver.extract.entities import normalize
 from pathweaver.store.bm25 import Bm25Index, query_terms, read_index
 from pathweaver.store.cache import cache_for
 from pathweaver.store.db import Connection, Database, StoreError
-from pathweaver.store.snapshot import GraphSnapshot
+from pathweaver.store.snapshot import GraphSnapshot, file_span_json
 from pathweaver.store.vecdump import vec0_rows
 
 EXPORT_TABLES = ("documents", "chunks", "entities", "relations", "mentions", "relation_sources", "synonyms")
@@ -126,6 +126,13 @@ def _ascending(keys: np.ndarray) -> bool:
     return bool((np.lexsort(keys.T[::-1]) == np.arange(keys.shape[0])).all())
 
 
+# A chunk's citation: its character span in the decoded file and its locator; the span is -1, -1 where the file has
+# none (PDF, DOCX: the locator names the page or paragraph), and the parsed-text span for chunks indexed before
+# file spans were recorded.
+FILE_SPAN = ("CASE WHEN c.file_start IS NOT NULL THEN c.file_start WHEN c.locator != '' THEN -1 ELSE c.start END, "
+             "CASE WHEN c.file_end IS NOT NULL THEN c.file_end WHEN c.locator != '' THEN -1 ELSE c.end END, c.locator")
+
+
 @dataclass
 class _Chunks:
     """Every chunk row with its document's path and title, by id."""
@@ -134,16 +141,18 @@ class _Chunks:
     texts: list[str]
     docs: list[str]
     titles: list[str]
-    spans: np.ndarray  # (n, 2) character span in the document
+    spans: np.ndarray  # (n, 2) character span in the file (``FILE_SPAN``)
+    locators: list[str]
 
 
 def _chunk_rows(conn: Connection) -> _Chunks:
     rows = conn.execute(
-        "SELECT c.id, c.text, d.path, d.title, c.start, c.end FROM chunks c JOIN documents d ON d.id = c.doc_id "
+        f"SELECT c.id, c.text, d.path, d.title, {FILE_SPAN} FROM chunks c JOIN documents d ON d.id = c.doc_id "
         "ORDER BY c.id"
     ).fetchall()
     return _Chunks(np.array([r[0] for r in rows], dtype=np.int64), [r[1] for r in rows], [r[2] for r in rows],
-                   [r[3] for r in rows], np.array([[r[4], r[5]] for r in rows], dtype=np.int64).reshape(len(rows), 2))
+                   [r[3] for r in rows], np.array([[r[4], r[5]] for r in rows], dtype=np.int64).reshape(len(rows), 2),
+                   [r[6] for r in rows])
 
 
 MAX_POINT_LOOKUPS = 256  # missing vector rows fetched one by one (vec0 answers ``rowid = ?`` in ~1 ms)
@@ -343,6 +352,16 @@ def gram_df(conn: Connection, grams: list[str]) -> dict[str, int]:
     return out
 
 
+def folder_states(conn: Connection) -> dict[str, str]:
+    """Every recorded folder and its state ('watched', 'indexed' or 'removed')."""
+    return dict(conn.execute("SELECT path, state FROM folders ORDER BY path").fetchall())
+
+
+def indexed_paths(conn: Connection) -> list[tuple[int, str]]:
+    """(id, path) of every indexed document."""
+    return conn.execute("SELECT id, path FROM documents WHERE status = 'indexed'").fetchall()
+
+
 class StoreReader:
     """Queries over one ``Database`` connection (use one reader per thread)."""
 
@@ -417,7 +436,7 @@ class StoreReader:
             chunk_texts=texts,
             chunk_docs=chunks.docs,
             chunk_titles=chunks.titles,
-            chunk_spans=chunks.spans,
+            chunk_spans=chunks.spans, chunk_locators=chunks.locators,
             rel_ids=rel_ids,
             rel_src=rel_src.astype(np.int32),
             rel_dst=rel_dst.astype(np.int32),
@@ -464,7 +483,8 @@ class StoreReader:
         empty = np.zeros(0, dtype=np.int64)
         return GraphSnapshot(
             version=version, entity_names=[], entity_ids=empty, chunk_ids=chunks.ids, chunk_texts=chunks.texts,
-            chunk_docs=chunks.docs, chunk_titles=chunks.titles, chunk_spans=chunks.spans, rel_ids=empty,
+            chunk_docs=chunks.docs, chunk_titles=chunks.titles, chunk_spans=chunks.spans,
+            chunk_locators=chunks.locators, rel_ids=empty,
             rel_src=empty.astype(np.int32), rel_dst=empty.astype(np.int32), rel_labels=[], rel_descriptions=[],
             rel_chunks=sp.csr_matrix((0, n_p), dtype=np.float32), syn_a=empty.astype(np.int32),
             syn_b=empty.astype(np.int32), syn_cos=np.zeros(0, dtype=np.float32),
@@ -503,7 +523,7 @@ class StoreReader:
 
     def bm25_rows(self, text: str, k: int, index: Bm25Index | None = None) -> list[Bm25Row]:
         """``bm25_chunks`` with each chunk's document path, title, span and text, as ``(chunk id, score, path,
-        title, start, end, text)``, read straight from the tables in one transaction: what a file committed a
+        title, start, end, locator, text)`` (``FILE_SPAN``), read straight from the tables in one transaction: what a file committed a
         moment ago holds is found without waiting for a snapshot rebuild. ``index`` is used only while the store
         is still at its version."""
         with self._read() as conn:
@@ -513,7 +533,7 @@ class StoreReader:
                 return []
             marks = ",".join("?" * len(hits))
             rows = {r[0]: r[1:] for r in conn.execute(
-                f"SELECT c.id, d.path, d.title, c.start, c.end, c.text FROM chunks c JOIN documents d "
+                f"SELECT c.id, d.path, d.title, {FILE_SPAN}, c.text FROM chunks c JOIN documents d "
                 f"ON d.id = c.doc_id WHERE c.id IN ({marks})", [cid for cid, _ in hits]).fetchall()}
         return [(cid, score, *rows[cid]) for cid, score in hits if cid in rows]
 
@@ -568,20 +588,21 @@ class StoreReader:
 
     def document_chunks(self, path: str) -> list[dict[str, Any]]:
         rows = self.db.conn.execute(
-            "SELECT c.id, c.ord, c.start, c.end, c.heading, c.text FROM chunks c JOIN documents d ON d.id = c.doc_id "
+            f"SELECT c.id, c.ord, {FILE_SPAN}, c.heading, c.text FROM chunks c JOIN documents d ON d.id = c.doc_id "
             "WHERE d.path = ? ORDER BY c.ord", (path,)
         ).fetchall()
-        return [{"chunk_id": r[0], "ord": r[1], "span": [r[2], r[3]], "heading": r[4], "text": r[5]} for r in rows]
+        return [{"chunk_id": r[0], "ord": r[1], **file_span_json(r[2], r[3], r[4]), "heading": r[5], "text": r[6]}
+                for r in rows]
 
     def chunk(self, chunk_id: int) -> dict[str, Any] | None:
         r = self.db.conn.execute(
-            "SELECT c.id, d.path, d.title, c.ord, c.start, c.end, c.heading, c.text FROM chunks c "
+            f"SELECT c.id, d.path, d.title, c.ord, {FILE_SPAN}, c.heading, c.text FROM chunks c "
             "JOIN documents d ON d.id = c.doc_id WHERE c.id = ?", (int(chunk_id),)
         ).fetchone()
         if r is None:
             return None
-        return {"chunk_id": r[0], "doc": r[1], "title": r[2], "ord": r[3], "span": [r[4], r[5]], "heading": r[6],
-                "text": r[7]}
+        return {"chunk_id": r[0], "doc": r[1], "title": r[2], "ord": r[3], **file_span_json(r[4], r[5], r[6]),
+                "heading": r[7], "text": r[8]}
 
     # -- entities --------------------------------------------------------------------------------------------
     def entity(self, name: str) -> dict[str, Any] | None:
@@ -601,8 +622,9 @@ class StoreReader:
                 "JOIN entities s ON s.id = r.src_id JOIN entities t ON t.id = r.dst_id "
                 "WHERE r.src_id = ? OR r.dst_id = ? ORDER BY r.id", (eid, eid)
             ).fetchall():
-                sources = [{"doc": p, "chunk_id": c, "span": [a, b]} for p, c, a, b in conn.execute(
-                    "SELECT d.path, s.chunk_id, s.start, s.end FROM relation_sources s JOIN chunks c ON "
+                # cited by the supporting chunk's span in the file, which holds the sentence (``description``)
+                sources = [{"doc": p, "chunk_id": c, **file_span_json(a, b, loc)} for p, c, a, b, loc in conn.execute(
+                    f"SELECT d.path, s.chunk_id, {FILE_SPAN} FROM relation_sources s JOIN chunks c ON "
                     "c.id = s.chunk_id JOIN documents d ON d.id = c.doc_id WHERE s.relation_id = ? ORDER BY s.chunk_id",
                     (rid,))]
                 relations.append({

@@ -107,7 +107,24 @@ SCHEMA_V1: list[str] = [
     ) WITHOUT ROWID""",
 ]
 
-MIGRATIONS: list[list[str]] = [SCHEMA_V1]
+# Folders and citations in the file (issue 26).
+SCHEMA_FOLDERS_AND_FILE_SPANS: list[str] = [
+    # The folders servers and the CLI index: 'watched', 'indexed' (not watched) or 'removed' (a folder inside an
+    # indexed one that remove_folder took out: its files stay out, across restarts and for every process).
+    """CREATE TABLE folders (
+        path TEXT PRIMARY KEY,
+        state TEXT NOT NULL CHECK (state IN ('watched', 'indexed', 'removed')),
+        changed_at REAL NOT NULL DEFAULT 0
+    ) WITHOUT ROWID""",
+    # Where a chunk is in the file as stored on disk: file_start/file_end are character offsets into the file's
+    # bytes decoded (line endings and a BOM kept), NULL where no such span exists (PDF, DOCX, chunks indexed before
+    # this migration); locator names the page or paragraph ("page 3", "paragraphs 4-7") for PDF and DOCX.
+    "ALTER TABLE chunks ADD COLUMN file_start INTEGER",
+    "ALTER TABLE chunks ADD COLUMN file_end INTEGER",
+    "ALTER TABLE chunks ADD COLUMN locator TEXT NOT NULL DEFAULT ''",
+]
+
+MIGRATIONS: list[list[str]] = [SCHEMA_V1, SCHEMA_FOLDERS_AND_FILE_SPANS]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 VECTOR_TABLES = ("chunk_vec", "entity_vec", "relation_vec")

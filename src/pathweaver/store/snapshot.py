@@ -24,9 +24,18 @@ import scipy.sparse as sp
 CARRIED_ATTR = "_pathweaver_synonym_free_cache"
 
 
-def citation_json(doc: str, title: str, chunk_id: int, start: int, end: int) -> dict[str, Any]:
-    """Where a chunk comes from, as every JSON result cites it: ``{doc, title, chunk_id, span}``."""
-    return {"doc": doc, "title": title, "chunk_id": int(chunk_id), "span": [int(start), int(end)]}
+def file_span_json(start: int, end: int, locator: str = "") -> dict[str, Any]:
+    """``{span}``: character offsets in the decoded file, or None where the file has none (PDF, DOCX), which get
+    ``{locator}`` ("page 3", "paragraph 7") instead."""
+    out: dict[str, Any] = {"span": [int(start), int(end)] if start >= 0 else None}
+    if locator:
+        out["locator"] = locator
+    return out
+
+
+def citation_json(doc: str, title: str, chunk_id: int, start: int, end: int, locator: str = "") -> dict[str, Any]:
+    """Where a chunk comes from, as every JSON result cites it: ``{doc, title, chunk_id, span[, locator]}``."""
+    return {"doc": doc, "title": title, "chunk_id": int(chunk_id), **file_span_json(start, end, locator)}
 
 
 @dataclass
@@ -42,7 +51,7 @@ class GraphSnapshot:
     chunk_texts: list[str]
     chunk_docs: list[str]  # document path per chunk
     chunk_titles: list[str]  # document title per chunk
-    chunk_spans: np.ndarray  # (P, 2) int64 character span in the document
+    chunk_spans: np.ndarray  # (P, 2) int64 character span in the decoded file (-1, -1: see chunk_locators)
     # relations (entity index -> entity index)
     rel_ids: np.ndarray  # (R,) int64 store ids
     rel_src: np.ndarray  # (R,) int32
@@ -61,6 +70,7 @@ class GraphSnapshot:
     rel_vecs: np.ndarray
     chunk_vecs: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     entity_kinds: list[str] = field(default_factory=list)  # 'ngram' | 'title' | 'heading' | 'link'
+    chunk_locators: list[str] = field(default_factory=list)  # page or paragraph per chunk (PDF, DOCX), else ''
     # derived
     entity_index: dict[str, int] = field(default_factory=dict)
     chunk_index: dict[int, int] = field(default_factory=dict)  # store chunk id -> passage index
@@ -94,7 +104,9 @@ class GraphSnapshot:
     def citation(self, passage: int) -> dict[str, Any]:
         """Where passage ``passage`` comes from (``citation_json``)."""
         start, end = self.chunk_spans[passage]
-        return citation_json(self.chunk_docs[passage], self.chunk_titles[passage], self.chunk_ids[passage], start, end)
+        locator = self.chunk_locators[passage] if self.chunk_locators else ""
+        return citation_json(self.chunk_docs[passage], self.chunk_titles[passage], self.chunk_ids[passage], start, end,
+                             locator)
 
     def triple_text(self, r: int) -> str:
         """"subject label object", the text embedded for a relation."""

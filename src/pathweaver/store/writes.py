@@ -8,10 +8,11 @@ orphan row survives a commit.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +26,8 @@ _VECTOR_ROWS = 32_768  # vectors per statement (a 50 MB blob of 384 float32 each
 
 @dataclass(frozen=True)
 class ChunkRow:
-    """One chunk to insert; ``grams`` are candidate n-gram counts, ``n_words`` is |t| (AGRAG Eq. 2)."""
+    """One chunk to insert; ``grams`` are candidate n-gram counts, ``n_words`` is |t| (AGRAG Eq. 2); ``start``/``end``
+    index the parsed text, ``file_start``/``file_end`` the decoded file (None: see ``locator``)."""
 
     ord: int
     start: int
@@ -35,6 +37,9 @@ class ChunkRow:
     heading: str
     grams: Mapping[str, int]
     n_words: int
+    file_start: int | None = None
+    file_end: int | None = None
+    locator: str = ""
 
 
 def text_hash(text: str, space: str = "") -> str:
@@ -120,6 +125,35 @@ def cache_put(conn: Connection, vectors: Mapping[str, np.ndarray], space: str = 
     )
 
 
+@contextlib.contextmanager
+def savepoint(conn: Connection) -> Iterator[None]:
+    """A transaction nested in the open one: when the block raises, what it wrote is undone and the rest stays."""
+    conn.execute("SAVEPOINT pathweaver_one")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK TO pathweaver_one")
+        conn.execute("RELEASE pathweaver_one")
+        raise
+    conn.execute("RELEASE pathweaver_one")
+
+
+# -- folders -------------------------------------------------------------------------------------------------
+def set_folder(conn: Connection, path: str, state: str | None, now: float) -> None:
+    """Record ``path`` as 'watched', 'indexed' or 'removed'; None forgets it."""
+    if state is None:
+        conn.execute("DELETE FROM folders WHERE path = ?", (path,))
+        return
+    conn.execute("INSERT INTO folders(path, state, changed_at) VALUES (?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
+                 "state = excluded.state, changed_at = excluded.changed_at", (path, state, now))
+
+
+def readmit_folder(conn: Connection, path: str) -> None:
+    """Forget every 'removed' folder at or under ``path`` (it is being added again)."""
+    conn.execute("DELETE FROM folders WHERE state = 'removed' AND (path = ? OR substr(path, 1, length(?) + 1) = ?)",
+                 (path, path, path.rstrip("/") + "/"))
+
+
 # -- documents -----------------------------------------------------------------------------------------------
 def upsert_document(
     conn: Connection,
@@ -181,10 +215,11 @@ def insert_chunks(conn: Connection, doc_id: int, title: str, rows: Sequence[Chun
     ids: list[int] = []
     for row, vec in zip(rows, vecs, strict=True):
         cur = conn.execute(
-            "INSERT INTO chunks(doc_id, ord, start, end, n_tokens, text, heading, grams, n_words) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO chunks(doc_id, ord, start, end, n_tokens, text, heading, grams, n_words, file_start, file_end, "
+            "locator) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (doc_id, row.ord, row.start, row.end, row.n_tokens, row.text, row.heading,
-             json.dumps(dict(row.grams), ensure_ascii=False, sort_keys=True), row.n_words),
+             json.dumps(dict(row.grams), ensure_ascii=False, sort_keys=True), row.n_words, row.file_start,
+             row.file_end, row.locator),
         )
         cid = int(cur.lastrowid)
         ids.append(cid)
