@@ -19,7 +19,6 @@ from pathweaver.models.tokens import token_ids
 
 PACK_TOKENS = 4096  # tokens per forward pass (rows x row length)
 RECIPE = "fixed"  # how graph-text vectors are made (``fixed_padded``); stores record it, and a change re-makes them
-FIXED_TOKENS = 1024  # tokens per fixed-shape pass: its partly empty last pass per width is what a small write pays
 FIXED_MIN = 4  # narrowest fixed-shape row ([CLS], a one-token word, [SEP] and one pad)
 MIN_ROW = 32  # shortest row (32: single words 8% faster than 64, the same bits); rows are the next power of two above
 # the longest text, up to the model's limit
@@ -100,7 +99,7 @@ def fixed_width(n_tokens: int, limit: int) -> int:
 def fixed_padded(model: Any, texts: list[str]) -> np.ndarray:
     """Unit vectors of ``texts`` through a sentence-transformers ``model``, each text the same bits whatever else
     is in the call: every text sits alone at the start of a row of its own width (``fixed_width``), and every pass
-    of that width holds exactly ``FIXED_TOKENS // width`` rows (the last filled up with copies of a row of it, whose
+    of that width holds exactly ``PACK_TOKENS // width`` rows (the last filled up with copies of a row of it, whose
     outputs are dropped). Math kernels are chosen by the shape of a product, and rows of a batch are computed
     alike, so nothing but the text decides its vector (docs/design-notes.md, "Batch-invariant vectors")."""
     import torch
@@ -112,7 +111,7 @@ def fixed_padded(model: Any, texts: list[str]) -> np.ndarray:
     with torch.inference_mode():
         for width in np.unique(widths).tolist():
             members = np.flatnonzero(widths == width).tolist()
-            per_pass = max(1, FIXED_TOKENS // width)
+            per_pass = max(1, PACK_TOKENS // width)
             for start in range(0, len(members), per_pass):
                 part = members[start : start + per_pass]
                 batch = [texts[i] for i in part] + [texts[part[0]]] * (per_pass - len(part))
