@@ -29,7 +29,7 @@ import numpy as np
 
 from pathweaver.config import DEFAULT_EMBEDDING_MODEL
 from pathweaver.models import tokens
-from pathweaver.models.packing import encode_packed, fixed_padded, packable
+from pathweaver.models.packing import encode_packed, fixed_packed, fixed_padded, packable
 
 ONE_CACHE = 256  # single texts (questions) whose vectors ``encode_one`` keeps
 PROBE = ["pathweaver", "a knowledge graph", "Paris is the capital and largest city of France, on the Seine."]
@@ -139,11 +139,12 @@ class Embedder:
         return self._plain(texts, batch_size, low)
 
     def _fixed(self, texts: list[str], low: bool) -> np.ndarray:
-        """Vectors from forward passes whose shapes depend only on each text's own length (``fixed_padded``)."""
+        """Vectors from forward passes whose shapes depend only on each text's own length (``fixed_packed``, or
+        ``fixed_padded`` for a model that cannot be packed)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock, _autocast(low):
-            return fixed_padded(self.model, texts)
+            return fixed_packed(self.model, texts) if self.packed else fixed_padded(self.model, texts)
 
     def _plain(self, texts: list[str], batch_size: int | None, low: bool = False) -> np.ndarray:
         with self._lock, _autocast(low):

@@ -96,6 +96,34 @@ def fixed_width(n_tokens: int, limit: int) -> int:
     return min(limit, max(FIXED_MIN, 1 << max(0, n_tokens - 1).bit_length()))
 
 
+def fixed_packed(model: Any, texts: list[str]) -> np.ndarray:
+    """Unit vectors of ``texts`` through ``model`` (``packable``), each the same bits whatever else is in the call:
+    texts of at most ``MIN_ROW`` tokens share rows of ``MIN_ROW`` (a row's attention then spans one small block
+    of keys, so a text's offset in it does not change its sums), a longer text sits alone at the start of a row of
+    its own width (``fixed_width``), and every pass of a width holds exactly ``PACK_TOKENS // width`` rows, the
+    last filled up with empty rows. Math kernels are chosen by the shape of a product, and rows of a batch are
+    computed alike (docs/design-notes.md, "Batch-invariant vectors")."""
+    import torch
+
+    bert = model[0].auto_model
+    limit = int(model.max_seq_length)
+    ids = token_ids(model.tokenizer, texts, limit)
+    lengths = np.fromiter((len(t) for t in ids), dtype=np.int64, count=len(ids))
+    widths = np.fromiter((max(MIN_ROW, fixed_width(int(n), limit)) for n in lengths), dtype=np.int64,
+                         count=len(ids))
+    sums = torch.zeros(len(texts), bert.config.hidden_size, dtype=torch.float32)
+    with torch.inference_mode():
+        for width in np.unique(widths).tolist():
+            members = np.flatnonzero(widths == width)
+            if width == MIN_ROW:
+                rows = [[int(members[i]) for i in row] for row in rows_for(lengths[members], width)]
+            else:
+                rows = [[int(m)] for m in members]
+            _packed(bert, ids, lengths, rows, width, sums, full=True)
+    means = sums / torch.from_numpy(lengths).to(torch.float32)[:, None]
+    return torch.nn.functional.normalize(means, dim=1).numpy().astype(np.float32, copy=False)
+
+
 def fixed_padded(model: Any, texts: list[str]) -> np.ndarray:
     """Unit vectors of ``texts`` through a sentence-transformers ``model``, each text the same bits whatever else
     is in the call: every text sits alone at the start of a row of its own width (``fixed_width``), and every pass
@@ -145,18 +173,20 @@ def _padded(bert: Any, ids: list[list[int]], lengths: np.ndarray, sums: Any) -> 
 
 
 def _packed(bert: Any, ids: list[list[int]], lengths: np.ndarray, rows: list[list[int]], width: int,
-            sums: Any) -> None:
+            sums: Any, full: bool = False) -> None:
     """Add each text's token outputs into its row of ``sums``: ``rows`` of ``width`` tokens, ``PACK_TOKENS`` per
-    pass, each text with its own position ids and a block-diagonal mask."""
+    pass, each text with its own position ids and a block-diagonal mask; with ``full`` the last pass is filled up
+    with empty rows, so that every pass has the same shape."""
     import torch
 
     per_pass = max(1, PACK_TOKENS // width)
     steps = np.arange(width, dtype=np.int64)
     for start in range(0, len(rows), per_pass):
         group = rows[start : start + per_pass]
-        inp = np.zeros((len(group), width), dtype=np.int64)
-        pos = np.zeros((len(group), width), dtype=np.int64)
-        seg = np.tile(-1 - steps, (len(group), 1))  # a padding slot attends only to itself (no empty row)
+        height = per_pass if full else len(group)
+        inp = np.zeros((height, width), dtype=np.int64)
+        pos = np.zeros((height, width), dtype=np.int64)
+        seg = np.tile(-1 - steps, (height, 1))  # a padding slot attends only to itself (no empty row)
         for r, members in enumerate(group):
             at = 0
             for m in members:
