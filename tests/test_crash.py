@@ -28,9 +28,9 @@ from pathweaver.store.db import Database
 pipeline.BATCH_CHUNKS = 2  # small batches: many commits, so the kill lands between them
 emb = get_embedder()
 real = emb.encode
-def slow(texts, batch_size=None, precision="float32"):
+def slow(texts, *args, **kwargs):
     time.sleep(0.15)
-    return real(texts, batch_size, precision)
+    return real(texts, *args, **kwargs)
 emb.encode = slow
 store, folder = Path(sys.argv[1]), Path(sys.argv[2])
 db = Database(store)
