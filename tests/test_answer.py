@@ -340,10 +340,10 @@ def test_plans_reuse_their_node_threads_and_connections(indexed: Any) -> None:
     question = "Were Marie Curie and Pierre Curie of the same nationality?"
     first = indexed.retrieve(question, method="pank", top_k=4)
     assert first.info["plan_nodes"] == 3  # two parallel nodes, then the comparison
-    opened = len(indexed._dbs)
-    for i in range(4):
+    for i in range(6):
         assert indexed.retrieve(f"{question} ({i})", method="pank", top_k=4).chunks
-    assert len(indexed._dbs) == opened <= 2 + execute.MAX_WORKERS  # main, writer, one per pool thread
+    # main, writer, the BM25 build thread, one per pool thread (the pool starts its threads as work needs them)
+    assert len(indexed._dbs) <= 3 + execute.MAX_WORKERS
 
 
 def test_pank_sub_answer_comes_from_the_config(indexed: Any) -> None:

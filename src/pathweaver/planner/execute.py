@@ -365,14 +365,7 @@ def execute_plan(
                                                                   prefetch, follow_up(node_id), choice, word_df)
         else:
             answer, source, passage, fallback, used = "", "skipped", None, None, (0, 0)
-        citation = None
-        if passage is not None:
-            span = [int(x) for x in snapshot.chunk_spans[passage]]
-            citation = {
-                "doc": snapshot.chunk_docs[passage],
-                "chunk_id": int(snapshot.chunk_ids[passage]),
-                "span": span,
-            }
+        citation = snapshot.citation(passage) if passage is not None else None
         trace = NodeTrace(
             node.id,
             node.question,
