@@ -14,8 +14,11 @@ from pathweaver.ingest.parsers import parse_file
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.ingest.spans import file_spans, locator
 from pathweaver.models.embedder import get_embedder
+from pathweaver.retrieval.context import build_context
+from pathweaver.retrieval.types import ChunkHit, RetrievalResult
 from pathweaver.store.db import Database
 from pathweaver.store.reads import StoreReader
+from pathweaver.store.snapshot import GraphSnapshot
 from test_parsers import minimal_pdf
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -75,15 +78,20 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def citations(folder: Path, tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
-    """Every stored chunk's citation and text, from a store indexed with small chunks (several per file)."""
+def snap(folder: Path, tmp_path_factory: pytest.TempPathFactory) -> GraphSnapshot:
+    """The snapshot of a store of ``folder`` indexed with small chunks (several per file)."""
     store = tmp_path_factory.mktemp("store")
     settings = Settings(store_dir=store)
     settings.ingest.chunk_tokens, settings.ingest.chunk_overlap = 40, 8
     with Database(store) as db:
         report = Indexer(db, settings, get_embedder()).index_paths([folder])
         assert not report.errors and report.skipped == 0, report
-        snap = StoreReader(db).snapshot()
+        return StoreReader(db).snapshot()
+
+
+@pytest.fixture(scope="module")
+def citations(snap: GraphSnapshot) -> list[dict]:
+    """Every stored chunk's citation and text."""
     return [{**snap.citation(p), "text": snap.chunk_texts[p]} for p in range(snap.n_passages)]
 
 
@@ -119,6 +127,18 @@ def test_pdf_and_docx_cite_a_page_or_paragraph(citations: list[dict]) -> None:
         block = "Radium notes" if first == 1 else (f"Paragraph {first - 2} says radium {first - 2} glows and decays "
                                                    f"into radon {first - 2} over time.")
         assert block.endswith(c["text"].split("\n")[0].strip()), c  # the chunk begins inside that block
+
+
+def test_prompt_context_items_carry_the_locator(snap: GraphSnapshot) -> None:
+    """The answer's context items cite a PDF or DOCX chunk by its locator (no span), as its citations do."""
+    passages = [next(p for p in range(snap.n_passages) if snap.chunk_docs[p].endswith(suffix))
+                for suffix in (".pdf", ".docx", ".md")]
+    result = RetrievalResult("dense", [ChunkHit(p, 1.0) for p in passages])
+    context = build_context(snap, result, layout="chunks", question="radium?").to_dict()
+    items = {item["doc"].rsplit(".", 1)[1]: item for item in context["items"] if item["kind"] == "chunk"}
+    assert items["pdf"]["span"] is None and items["pdf"]["locator"].startswith("page")
+    assert items["docx"]["span"] is None and items["docx"]["locator"].startswith("paragraph")
+    assert items["md"]["span"][1] > items["md"]["span"][0] and "locator" not in items["md"]
 
 
 def test_file_spans_and_locator_directly(folder: Path) -> None:

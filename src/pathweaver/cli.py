@@ -108,8 +108,9 @@ def _fmt_chunks(data: dict[str, Any]) -> str:
 def _fmt_answer(data: dict[str, Any]) -> str:
     lines = [data.get("answer", ""), ""]
     for c in data.get("citations", []):
-        span = c.get("span") or ["?", "?"]
-        lines.append(f"[{c['n']}] {c['doc']} chunk {c['chunk_id']} chars {span[0]}-{span[1]}")
+        span = c.get("span")
+        where = f"chars {span[0]}-{span[1]}" if span else c.get("locator", "")
+        lines.append(f"[{c['n']}] {c['doc']} chunk {c['chunk_id']} {where}")
     llm = data.get("llm") or {}
     lines.append(f"\nllm: {llm.get('backend')} {llm.get('model') or ''}; {data.get('seconds', 0.0):.2f}s")
     return "\n".join(lines)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from pathweaver.retrieval.types import EncodeFn, RetrievalResult
-from pathweaver.store.snapshot import GraphSnapshot
+from pathweaver.store.snapshot import GraphSnapshot, file_span_json
 
 LAYOUTS = ("chunks", "pathrag", "agrag", "pooling")
 DEFAULT_MAX_ITEMS = 15  # PathRAG K = 15 paths; also caps chunks and triples
@@ -38,6 +38,7 @@ class ContextItem:
     title: str = ""
     chunk_id: int = 0
     span: tuple[int, int] = (0, 0)
+    locator: str = ""  # page or paragraph of a PDF or DOCX chunk, which has no span
     cites: list[int] = field(default_factory=list)
 
 
@@ -57,7 +58,7 @@ class Context:
                     "text": i.text,
                     "doc": i.doc,
                     "chunk_id": i.chunk_id,
-                    "span": list(i.span),
+                    **file_span_json(*i.span, i.locator),
                     "cites": list(i.cites),
                 }
                 for i in self.items
@@ -97,6 +98,7 @@ def _chunk_item(snapshot: GraphSnapshot, cits: _Citations, passage: int) -> Cont
         title=snapshot.chunk_titles[passage],
         chunk_id=int(snapshot.chunk_ids[passage]),
         span=(start, end),
+        locator=snapshot.chunk_locators[passage] if snapshot.chunk_locators else "",
         cites=[n],
     )
 
