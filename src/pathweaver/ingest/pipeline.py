@@ -201,6 +201,10 @@ class Indexer:
         self.embedder = embedder
         params = ExtractParams.from_settings(settings.extract)
         params.validate()
+        if not 0.0 <= settings.extract.auto_refresh_ratio <= 1.0:
+            raise ConfigError(f"extract.auto_refresh_ratio must be in [0, 1], got {settings.extract.auto_refresh_ratio}")
+        model = getattr(embedder, "model_name", settings.models.embedding_model)
+        db.ensure_embedding(model, int(embedder.dim))  # a store of another model is named before the model is probed
         self.params = params.resolved(embedder.batch_invariant)  # "auto" decided here, as the store records it
         if not embedder.batch_invariant(self.params.precision):
             log.warning("vectors at %s depend on their batch on this machine: an incremental index equals a fresh "
@@ -208,10 +212,6 @@ class Indexer:
                         self.params.precision)
         self.last_refresh: dict[str, Any] | None = None  # the result of the latest refresh()
         self._entities: EntityRows | None = None  # every entity and its vector, as of the last synonym pass
-        if not 0.0 <= settings.extract.auto_refresh_ratio <= 1.0:
-            raise ConfigError(f"extract.auto_refresh_ratio must be in [0, 1], got {settings.extract.auto_refresh_ratio}")
-        model = getattr(embedder, "model_name", settings.models.embedding_model)
-        db.ensure_embedding(model, int(embedder.dim))
         if self._count("entities") == 0 and db.get_meta("vector_settings") != self.params.vector_settings:
             with db.write(bump_version=False) as conn:  # nothing to re-make yet: record the modes entities get
                 w.set_meta(conn, "vector_settings", self.params.vector_settings)
