@@ -124,11 +124,11 @@ def format_report(d: dict[str, Any]) -> str:
     emb_line = f"{emb['model']} -> {emb['path']}" if "path" in emb else f"{emb['model']} (unusable: {emb['error']})"
     llm = d["llm"]
     if "error" in llm:
-        llm_lines = [f"llm backend: {llm['error']}"]
+        llm_lines = [f"llm backend:  {llm['error']}"]
     else:
         client = llm["with_sampling_client"]
         llm_lines = [
-            f"llm backend: {llm['setting']} -> {llm['backend']} ({llm['reason']})",
+            f"llm backend:  {llm['setting']} -> {llm['backend']} ({llm['reason']})",
             f"  under an MCP client that offers sampling: {client['backend']} ({client['reason']})",
         ]
         if llm["backend"] == "extractive":
