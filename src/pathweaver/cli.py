@@ -220,7 +220,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         data = pw.plan(args.text, _read_plan(args.plan_json))
 
     def human(d: dict[str, Any]) -> str:
-        lines = [f"source: {d['source']}"]
+        trace = d.get("trace") or {}
+        fallback = f" (model fallback: {trace['fallback']})" if trace.get("fallback") and trace.get("backend") != "extractive" else ""
+        lines = [f"source: {d['source']}; backend: {trace.get('backend', '?')}{fallback}"]
         for level_no, level in enumerate(d["levels"]):
             for node_id in level:
                 node = next(n for n in d["nodes"] if n["id"] == node_id)
