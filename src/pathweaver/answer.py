@@ -78,6 +78,16 @@ def _resolved_text(resolved: dict[str, str]) -> str:
     return "\n".join(f"- {q} -> {a}" for q, a in resolved.items())
 
 
+def _final_question(trace: PlanTrace) -> tuple[str, dict[str, str]]:
+    """What the extractive answer of a plan answers: its last sub-question with its dependencies' answers filled
+    in (PankRAG's top-down rephrase), and those answers in ``depends_on`` order (a comparison compares them)."""
+    final = trace.nodes.get(trace.plan.final)
+    if final is None:
+        return "", {}
+    deps = [trace.nodes[d] for d in final.depends_on if d in trace.nodes]
+    return final.rephrased or final.question, {d.rephrased: d.answer for d in deps if d.answer}
+
+
 def ask(
     env: RetrievalEnv,
     question: str,
@@ -99,6 +109,7 @@ def ask(
     tokens = [0, 0]
     plan_dict: dict[str, Any] | None = None
     resolved: dict[str, str] = {}
+    extract_q, extract_resolved = question, {}  # what an extractive answer answers: a plan's last sub-question
     if decompose or plan is not None:
         built, info = make_plan(question, llm, plan, timeout=timeout)
         if info.get("fallback"):
@@ -116,6 +127,8 @@ def ask(
         layout = "chunks"
         plan_dict = {**trace.to_dict(), "trace": info}
         resolved = _resolved(trace)
+        extract_q, extract_resolved = _final_question(trace)
+        extract_q = extract_q or question
     else:
         result = retrieve(question, None)
         layout = layout_for(method)
@@ -146,7 +159,7 @@ def ask(
         fallbacks = [f for f in fallbacks if not f.endswith(NO_LLM)]
     is_extractive = not answer
     if is_extractive:
-        answer = extractive_text(context, question, env, resolved)
+        answer = extractive_text(context, extract_q, env, extract_resolved)
     return {
         "answer": answer,
         "citations": [
