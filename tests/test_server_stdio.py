@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import types
@@ -36,6 +37,8 @@ NOTES = {
     "designed by Charles Babbage. It read programs from punched cards, like the Jacquard loom.\n",
 }
 SAMPLED_PREFIX = "SAMPLED ANSWER:"
+SLOW = "slowly"  # a question with this word makes the client's model take SLOW_S to reply
+SLOW_S = 2.5
 WAIT_S = 120.0
 
 
@@ -60,9 +63,12 @@ def serve_args(store: Path, watch: list[Path], *extra: str) -> list[str]:
 async def sampling_callback(
     context: Any, params: types.CreateMessageRequestParams
 ) -> types.CreateMessageResult:
-    """The client's 'LLM': echoes that it was asked, so the test can see the answer came through sampling."""
+    """The client's 'LLM': echoes that it was asked, so the test can see the answer came through sampling. It is
+    slow (``SLOW_S``) when the prompt has the word ``SLOW``, like a large model on a busy machine."""
     asked = params.messages[-1].content
     text = getattr(asked, "text", "")
+    if SLOW in text:
+        await anyio.sleep(SLOW_S)
     return types.CreateMessageResult(
         role="assistant",
         content=types.TextContent(
@@ -193,6 +199,7 @@ def test_index_status_reports_store_and_folders(env: dict[str, Any]) -> None:
     assert status["watched"] == [str(env["notes"])]
     assert status["roots"] == [str(env["notes"])]
     assert status["state"] in ("watching", "indexing")
+    assert status["llm"] == {"setting": "auto", "backend": "sampling", "reason": "the MCP client offers sampling"}
 
 
 def test_search_and_retrieval_tools(env: dict[str, Any]) -> None:
@@ -276,9 +283,32 @@ def test_errors_are_readable(env: dict[str, Any]) -> None:
 
 def test_answer_uses_client_sampling(env: dict[str, Any]) -> None:
     out = env["client"].ok("answer", {"question": "Who wrote the first algorithm for the Analytical Engine?"})
-    assert out["answer"].startswith(SAMPLED_PREFIX)
+    assert out["answer"].startswith(SAMPLED_PREFIX) and out["backend"] == "sampling"
     assert out["llm"]["backend"] == "sampling" and out["llm"]["model"] == "test-sampler"
+    assert out["llm"]["reason"] == "the MCP client offers sampling"
     assert out["citations"] and {"doc", "chunk_id", "span"} <= set(out["citations"][0])
+
+
+def test_a_slow_model_sends_progress_notifications(env: dict[str, Any]) -> None:
+    """While the client's model takes SLOW_S to reply, answer and decompose_query report progress every second;
+    the sampled plan is no JSON, so decompose_query falls back to the heuristic plan after that one call."""
+    c = env["client"]
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    question = f"Who {SLOW} wrote the first algorithm for the Analytical Engine?"
+    out = c.ok("answer", {"question": question}, progress_callback=on_progress)
+    assert out["backend"] == "sampling" and out["answer"].startswith(SAMPLED_PREFIX)
+    assert len(progress) >= 1 and all("waiting for the sampling model" in (m or "") for _, _, m in progress)
+    assert [p[0] for p in progress] == sorted({p[0] for p in progress})  # progress only grows
+
+    progress.clear()
+    plan = c.ok("decompose_query", {"question": f"Who {SLOW} met the designer of the Analytical Engine?"},
+                progress_callback=on_progress)
+    assert plan["source"] in ("heuristic", "single") and "invalid JSON" in plan["trace"]["fallback"]
+    assert plan["trace"]["backend"] == "sampling" and len(progress) >= 1
 
 
 def test_watcher_follows_new_and_deleted_files(env: dict[str, Any]) -> None:

@@ -1,6 +1,7 @@
 """Answer generation: retrieve (or plan and execute), build the paper's context layout, and ask the LLM for a cited
-answer. Without a model, or when it fails, the answer is extractive: the best evidence sentences with their
-citations. ``ask`` never raises because of the model."""
+answer. Without a model (the ``extractive`` backend, the default when no client sampling, endpoint or model file
+is configured), or when the model fails, the answer is extractive: evidence from the cited chunks with its
+citations. The result's ``backend`` says which wrote the answer. ``ask`` never raises because of the model."""
 
 from __future__ import annotations
 
@@ -8,16 +9,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pathweaver.models.llm import LLMBackend, LLMError
+from pathweaver.models.llm import EXTRACTIVE, NO_LLM, LLMBackend, LLMError
 from pathweaver.planner.decompose import decompose as make_plan
 from pathweaver.planner.execute import PlanTrace, execute_plan
 from pathweaver.retrieval.context import Context, best_sentences, build_context, layout_for
 from pathweaver.retrieval.types import RetrievalEnv, RetrievalResult
 
 ANSWER_MAX_TOKENS = 512
-EXTRACTIVE_SENTENCES = 2
-EXTRACTIVE_NO_LLM = "Extractive answer (no LLM configured): "
-EXTRACTIVE_FAILED = "Extractive answer (the LLM failed): "
+EXTRACTIVE_SENTENCES = 2  # sentences of the fallback extractive answer (until pathweaver.extractive lands)
+NO_EVIDENCE = "No indexed passage answers the question."
 
 SYSTEM = (
     "You answer questions using only the numbered sources given. Cite every claim with its source number in "
@@ -44,21 +44,48 @@ def prompt_messages(question: str, context: Context, layout: str, resolved: str 
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": body}]
 
 
-def extractive(context: Context, question: str, env: RetrievalEnv, label: str) -> str:
-    qvec = env.encode([question])[0]
-    picked = best_sentences(context, qvec, env.encode, k=EXTRACTIVE_SENTENCES)
-    if not picked:
-        return label + "no indexed passage matches the question."
-    return label + " ".join(f"{s} [{n}]" for s, n, _ in picked)
+def extractive_text(context: Context, question: str, env: RetrievalEnv, resolved: dict[str, str]) -> str:
+    """The extractive answer with its ``[n]`` citations: the one place ``ask`` answers without a model.
+
+    ``pathweaver.extractive.extractive_answer`` (issue 24, the span answer) writes it; until that module is in
+    the tree, the chunk sentences most similar to the question do."""
+    try:
+        from pathweaver.extractive import extractive_answer  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        qvec = env.encode([question])[0]
+        picked = best_sentences(context, qvec, env.encode, k=EXTRACTIVE_SENTENCES)
+        return " ".join(f"{s} [{n}]" for s, n, _ in picked) or NO_EVIDENCE
+    text, cites = extractive_answer(
+        question, context, env.encode, resolved=resolved or None, word_df=env.word_df,
+        n_docs=env.snapshot.n_passages,
+    )
+    if not text:
+        return NO_EVIDENCE
+    return f"{text} {''.join(f'[{n}]' for n in dict.fromkeys(cites))}".strip()
 
 
-def _resolved_text(trace: PlanTrace) -> str:
-    lines = []
+def _resolved(trace: PlanTrace) -> dict[str, str]:
+    """The answered sub-questions before the final node: rephrased question -> answer."""
+    out: dict[str, str] = {}
     for node_id in trace.plan.order[:-1]:
         node = trace.nodes[node_id]
         if node.answer:
-            lines.append(f"- {node.rephrased} -> {node.answer}")
-    return "\n".join(lines)
+            out[node.rephrased] = node.answer
+    return out
+
+
+def _resolved_text(resolved: dict[str, str]) -> str:
+    return "\n".join(f"- {q} -> {a}" for q, a in resolved.items())
+
+
+def _final_question(trace: PlanTrace) -> tuple[str, dict[str, str]]:
+    """What the extractive answer of a plan answers: its last sub-question with its dependencies' answers filled
+    in (PankRAG's top-down rephrase), and those answers in ``depends_on`` order (a comparison compares them)."""
+    final = trace.nodes.get(trace.plan.final)
+    if final is None:
+        return "", {}
+    deps = [trace.nodes[d] for d in final.depends_on if d in trace.nodes]
+    return final.rephrased or final.question, {d.rephrased: d.answer for d in deps if d.answer}
 
 
 def ask(
@@ -81,7 +108,8 @@ def ask(
     fallbacks: list[str] = []
     tokens = [0, 0]
     plan_dict: dict[str, Any] | None = None
-    resolved = ""
+    resolved: dict[str, str] = {}
+    extract_q, extract_resolved = question, {}  # what an extractive answer answers: a plan's last sub-question
     if decompose or plan is not None:
         built, info = make_plan(question, llm, plan, timeout=timeout)
         if info.get("fallback"):
@@ -98,34 +126,40 @@ def ask(
         result = RetrievalResult(method=method, chunks=trace.merged)
         layout = "chunks"
         plan_dict = {**trace.to_dict(), "trace": info}
-        resolved = _resolved_text(trace)
+        resolved = _resolved(trace)
+        extract_q, extract_resolved = _final_question(trace)
+        extract_q = extract_q or question
     else:
         result = retrieve(question, None)
         layout = layout_for(method)
     context = build_context(env.snapshot, result, layout, max_items=max(top_k, 1), question=question)
-    model, backend = getattr(llm, "model", ""), getattr(llm, "name", "none")
-    is_extractive = False
+    model, backend = getattr(llm, "model", ""), getattr(llm, "name", EXTRACTIVE)
+    answer = ""
     try:
-        if not context.items:
-            raise LLMError("nothing was retrieved")
-        res = llm.complete(
-            prompt_messages(question, context, layout, resolved), max_tokens=max_tokens, timeout=timeout
-        )
-        answer = res.text.strip()
-        model = res.model or model
-        tokens[0] += res.prompt_tokens
-        tokens[1] += res.completion_tokens
-        if not answer:
-            raise LLMError("the model returned an empty answer")
+        if backend == EXTRACTIVE:
+            pass  # the chosen backend: no model call, nothing to fall back from
+        elif not context.items:
+            fallbacks.append("answer: nothing was retrieved")
+        else:
+            res = llm.complete(
+                prompt_messages(question, context, layout, _resolved_text(resolved)), max_tokens=max_tokens,
+                timeout=timeout,
+            )
+            answer = res.text.strip()
+            model = res.model or model
+            tokens[0] += res.prompt_tokens
+            tokens[1] += res.completion_tokens
+            if not answer:
+                fallbacks.append("answer: the model returned an empty answer")
     except LLMError as exc:
         fallbacks.append(f"answer: {exc}")
-        label = EXTRACTIVE_NO_LLM if backend == "none" else EXTRACTIVE_FAILED
-        answer = extractive(context, question, env, label)
-        is_extractive = True
     except Exception as exc:  # a model failure never escapes ask()
         fallbacks.append(f"answer: {type(exc).__name__}: {exc}")
-        answer = extractive(context, question, env, EXTRACTIVE_FAILED)
-        is_extractive = True
+    if backend == EXTRACTIVE:  # no model was asked for, so its absence is no fallback
+        fallbacks = [f for f in fallbacks if not f.endswith(NO_LLM)]
+    is_extractive = not answer
+    if is_extractive:
+        answer = extractive_text(context, extract_q, env, extract_resolved)
     return {
         "answer": answer,
         "citations": [
@@ -141,5 +175,6 @@ def ask(
             "fallbacks": fallbacks,
         },
         "seconds": time.perf_counter() - start,
+        "backend": EXTRACTIVE if is_extractive else backend,  # who wrote the answer text
         "extractive": is_extractive,
     }

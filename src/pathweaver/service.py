@@ -32,6 +32,7 @@ from pathweaver.store.snapshot import GraphSnapshot, citation_json
 
 log = logging.getLogger(__name__)
 ProgressFn = Callable[[int, int, str], None]
+BeatFn = Callable[[float, str], None]  # (seconds since the call began, message): a slow LLM call's heartbeat
 SEARCH_MODES = ("dense", "bm25", "hybrid")
 # ``warm`` replays a method's latest query on a new snapshot only when the method's quickest run took at most this
 # long (LEGO's OSAR and ISAR take seconds; they build their few per-snapshot structures on their next query)
@@ -429,17 +430,32 @@ class Pathweaver:
         return self.reader.neighbors(name, hops, limit)
 
     # -- planner and answers ---------------------------------------------------------------------------------
-    def llm(self, override: Any = None) -> Any:
-        """The LLM backend: ``override`` (e.g. MCP sampling) when given, else the configured one (``auto``)."""
-        from pathweaver.models.llm import resolve_backend
+    def backend_choice(self, sampling_offered: bool = False) -> Any:
+        """Which LLM backend ``models.llm_backend`` resolves to, and why (``models.llm.BackendChoice``)."""
+        from pathweaver.models.llm import choose_backend
 
-        return resolve_backend(self.settings.models, override)
+        return choose_backend(self.settings.models, sampling_offered)
 
-    def plan(self, question: str, plan: Any = None, llm: Any = None) -> dict[str, Any]:
+    def llm(self, override: Any = None, progress: BeatFn | None = None) -> Any:
+        """The LLM backend: ``override`` (MCP sampling) when given and allowed, else the configured one
+        (``auto``: ``models.llm.choose_backend``). With ``progress``, a call slower than a second reports
+        ``progress(seconds, message)`` every second until it returns (``models.llm.Heartbeat``)."""
+        from pathweaver.models.llm import EXTRACTIVE, Heartbeat, resolve_backend
+
+        backend = resolve_backend(self.settings.models, override)
+        if progress is not None and backend.name != EXTRACTIVE:
+            return Heartbeat(backend, progress)
+        return backend
+
+    def plan(
+        self, question: str, plan: Any = None, llm: Any = None, progress: BeatFn | None = None
+    ) -> dict[str, Any]:
         """PankRAG §2.2 DAG: the caller's plan (validated), else the LLM's, else the heuristic one."""
         from pathweaver.planner.decompose import decompose
 
-        result, trace = decompose(question, self.llm(llm), plan, timeout=self.settings.models.llm_timeout)
+        result, trace = decompose(
+            question, self.llm(llm, progress), plan, timeout=self.settings.models.llm_timeout
+        )
         out = result.to_dict()
         out["trace"] = _jsonable(trace)
         return out
@@ -463,8 +479,10 @@ class Pathweaver:
         top_k: int = 5,
         params: dict[str, Any] | None = None,
         llm: Any = None,
+        progress: BeatFn | None = None,
     ) -> dict[str, Any]:
-        """Answer with citations; never fails because of the model (falls back to an extractive answer)."""
+        """Answer with citations; never fails because of the model (falls back to an extractive answer).
+        ``llm`` is the client's sampling backend when it offers one; ``progress`` as in ``llm``."""
         from pathweaver.answer import ask
 
         method = method or "hybrid"
@@ -473,20 +491,20 @@ class Pathweaver:
         def retrieve(text: str, keywords: list[str] | None) -> RetrievalResult:
             return self.retrieve(text, method, top_k, params, keywords)
 
-        return _jsonable(
-            ask(
-                self.env(),
-                question,
-                retrieve=retrieve,
-                method=method,
-                top_k=top_k,
-                llm=self.llm(llm),
-                decompose=decompose or plan is not None,
-                plan=plan,
-                timeout=self.settings.models.llm_timeout,
-                prefetch=self.remember_queries,
-            )
+        out = ask(
+            self.env(),
+            question,
+            retrieve=retrieve,
+            method=method,
+            top_k=top_k,
+            llm=self.llm(llm, progress),
+            decompose=decompose or plan is not None,
+            plan=plan,
+            timeout=self.settings.models.llm_timeout,
+            prefetch=self.remember_queries,
         )
+        out["llm"]["reason"] = self.backend_choice(llm is not None).reason
+        return _jsonable(out)
 
 
 def _jsonable(value: Any) -> Any:

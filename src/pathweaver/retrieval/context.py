@@ -10,6 +10,10 @@ character span in the file. Path and triple items cite the chunks that support t
 - ``pooling``: triples in recency order (best last, nearest the question, Path Pooling §3.3 "Position
   Reranking"), with a triple whose head is the previous triple's tail merged into one line
   ``a -r-> b -r2-> c`` (Path Pooling App. A.4).
+
+Truncation to ``max_items`` keeps the best items, then orders them as the layout says: the most reliable paths
+(PathRAG keeps the top-K, §Path Retrieval), the highest pooled triples (Path Pooling §3.4 reselection keeps the
+pooled top-K) and the highest-scored chunks (AGRAG Eq. 20 keeps the top-k_r hybrid chunks).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from pathweaver.retrieval.types import EncodeFn, RetrievalResult
+from pathweaver.retrieval.types import ChunkHit, EncodeFn, PathHit, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot, file_span_json
 
 LAYOUTS = ("chunks", "pathrag", "agrag", "pooling")
@@ -132,6 +136,28 @@ def _pooling_lines(snapshot: GraphSnapshot, triples: list[int]) -> list[tuple[st
     return lines
 
 
+def top_chunks(chunks: list[ChunkHit], max_items: int) -> list[ChunkHit]:
+    """The chunks as ranked when they fit; else the ``max_items`` highest-scored, best first (ties keep rank)."""
+    if len(chunks) <= max_items:
+        return list(chunks)
+    return sorted(chunks, key=lambda h: -h.score)[:max_items]
+
+
+def top_paths(paths: list[PathHit], max_items: int) -> list[PathHit]:
+    """The ``max_items`` most reliable paths in ascending reliability, best last (PathRAG Eq. 6)."""
+    keep = sorted(range(len(paths)), key=lambda i: -paths[i].reliability)[:max_items]
+    return [paths[i] for i in sorted(keep, key=lambda i: (paths[i].reliability, i))]
+
+
+def top_triples(triples: list[int], scores: dict[int, float], max_items: int) -> list[int]:
+    """The ``max_items`` best triples in ascending score, best last (Path Pooling §3.4 recency order). Without
+    scores the list is taken as already in that order, so its tail is the best."""
+    if scores and all(r in scores for r in triples):
+        keep = sorted(range(len(triples)), key=lambda i: -scores[triples[i]])[:max_items]
+        return [triples[i] for i in sorted(keep, key=lambda i: (scores[triples[i]], i))]
+    return list(triples[-max_items:])
+
+
 def build_context(
     snapshot: GraphSnapshot,
     result: RetrievalResult,
@@ -153,12 +179,10 @@ def build_context(
         sections.append(f"Question: {question}")
 
     def chunk_items() -> list[ContextItem]:  # built where they appear, so [n] follow reading order
-        return [_chunk_item(snapshot, cits, h.passage) for h in result.chunks[:max_items]]
+        return [_chunk_item(snapshot, cits, h.passage) for h in top_chunks(result.chunks, max_items)]
 
     if layout == "pathrag":
-        paths = sorted(
-            result.paths[:max_items], key=lambda p: p.reliability
-        )  # ascending: best path last (Eq. 6)
+        paths = top_paths(result.paths, max_items)
         chunks = chunk_items()
         path_items = [_derived_item("path", p.text, p.passages, cits) for p in paths]
         items += chunks + path_items
@@ -174,7 +198,7 @@ def build_context(
         items += chunks
         sections.append(_section("Hybrid-retrieved chunks", chunks))
     elif layout == "pooling":
-        lines = _pooling_lines(snapshot, list(result.triples[:max_items]))
+        lines = _pooling_lines(snapshot, top_triples(result.triples, result.triple_scores, max_items))
         chunks = chunk_items()
         triple_items = [
             _derived_item("triple", t, _relation_passages(snapshot, rels), cits) for t, rels in lines

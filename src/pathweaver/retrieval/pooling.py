@@ -256,6 +256,7 @@ def pooling_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: Poolin
         _chunks(env, query, served, pooled_by_rel, top_k),
         paths=paths,
         triples=served,
+        triple_scores={r: pooled_by_rel[r] for r in served},
         info={
             "query_entities": [snap.entity_names[e] for e in sources],
             "kernels": len(kernels),

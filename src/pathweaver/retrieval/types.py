@@ -112,4 +112,5 @@ class RetrievalResult:
     paths: list[PathHit] = field(default_factory=list)
     subgraph: Subgraph | None = None
     triples: list[int] = field(default_factory=list)  # relation indices, in prompt order where it matters
+    triple_scores: dict[int, float] = field(default_factory=dict)  # relation index -> score, where a method has one
     info: dict[str, Any] = field(default_factory=dict)  # parameters used, timings, sizes

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pathweaver.errors import user_errors
 from pathweaver.server import ServerState
-from pathweaver.server.sampling import SamplingError, sampling_backend
+from pathweaver.server.sampling import SamplingError, sampling_backend, supports_sampling
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -114,7 +114,12 @@ class RerankOut(BaseModel):
 
 
 class AnswerOut(BaseModel):
+    """The answer with its citations; ``backend`` says who wrote it (``sampling``, ``openai``, ``llamacpp``, or
+    ``extractive``: taken from the cited chunks without a model); ``llm`` has the configured backend, why it was
+    chosen, tokens and fallbacks."""
+
     answer: str
+    backend: str = ""
     citations: list[Citation]
     context: Any = None
     plan: dict[str, Any] | None = None
@@ -157,6 +162,7 @@ class StatusOut(BaseModel):
     roots: list[str]
     last_report: dict[str, Any] | None = None
     last_error: str | None = None
+    llm: dict[str, str] | None = None  # the backend answer and decompose_query use for this client, and why
 
 
 class FolderOut(BaseModel):
@@ -225,6 +231,18 @@ def progress_reporter(ctx: Context[Any, Any]) -> Callable[[int, int, str], None]
     return report
 
 
+def llm_progress(ctx: Context[Any, Any]) -> Callable[[float, str], None]:
+    """A slow LLM call's heartbeat (``models.llm.Heartbeat``, any thread) as MCP progress notifications: the
+    seconds since the tool call began, no total, and what it waits for."""
+    token = anyio.lowlevel.current_token()
+
+    def beat(seconds: float, message: str) -> None:
+        with contextlib.suppress(Exception):  # progress is best effort; the client may have gone
+            anyio.from_thread.run(ctx.report_progress, seconds, None, message, token=token)
+
+    return beat
+
+
 def _defaults(state: ServerState, method: str) -> dict[str, Any]:
     """A method's paper defaults overlaid with ``[retrieval.<method>]`` from the settings."""
     from pathweaver.retrieval.registry import method_defaults
@@ -250,6 +268,7 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
     @server.tool(annotations=READ_ONLY)
     async def decompose_query(
         question: Question,
+        ctx: Context,
         plan: Annotated[
             dict[str, Any] | None,
             Field(description="Optional plan {nodes:[{id, question, depends_on, relation}]} to validate instead."),
@@ -257,8 +276,10 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
     ) -> PlanOut:
         """Split a multi-hop question into a DAG of sub-questions (PankRAG): parallel and progress relations,
         topological levels. Use first for questions that chain facts; answer each level's sub-questions with
-        retrieve_paths or build_mcmi, then rerank with the resolved answers."""
-        return PlanOut.model_validate(await call(svc.plan, question, plan))
+        retrieve_paths or build_mcmi, then rerank with the resolved answers. Plans with your model through MCP
+        sampling when offered, else the configured LLM, else by the question's wording."""
+        llm = sampling_backend(ctx, state.settings.models.llm_backend)
+        return PlanOut.model_validate(await call(svc.plan, question, plan, llm, llm_progress(ctx)))
 
     @server.tool(annotations=READ_ONLY)
     async def retrieve_paths(
@@ -334,9 +355,11 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
         top_k: Annotated[int, Field(ge=1, le=50, description="Chunks of context.")] = 5,
     ) -> AnswerOut:
         """Answer from the indexed documents with numbered citations (file, chunk, span). Uses your client's model
-        through MCP sampling when offered, else the configured LLM. Use for a finished answer in one call."""
+        through MCP sampling when offered, else the configured LLM, else the cited chunks' own words (backend
+        'extractive'). Use for a finished answer in one call."""
         llm = sampling_backend(ctx, state.settings.models.llm_backend)
-        kwargs: dict[str, Any] = {"method": method, "decompose": decompose, "top_k": top_k}
+        kwargs: dict[str, Any] = {"method": method, "decompose": decompose, "top_k": top_k,
+                                  "progress": llm_progress(ctx)}
         if llm is not None:
             kwargs["llm"] = llm
         return AnswerOut.model_validate(await call(svc.ask, question, **kwargs))
@@ -371,14 +394,17 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
         return NeighborsOut.model_validate(await call(svc.neighbors, entity, hops, limit))
 
     @server.tool(annotations=READ_ONLY)
-    async def index_status() -> StatusOut:
-        """Store statistics, skipped files with reasons, whether indexing is running, and the watched folders."""
+    async def index_status(ctx: Context) -> StatusOut:
+        """Store statistics, skipped files with reasons, whether indexing is running, the watched folders, and
+        the LLM backend answer and decompose_query use for you, and why."""
         stats = await call(svc.stats)
         status = state.manager.snapshot()
+        choice = await call(svc.backend_choice, supports_sampling(ctx))
         return StatusOut(
             stats={k: v for k, v in stats.items() if k != "skipped"},
             skipped=list(stats.get("skipped", [])),
             roots=[str(r) for r in state.roots.roots],
+            llm=choice.to_dict(),
             **{k: status[k] for k in StatusOut.model_fields if k in status},
         )
 

@@ -67,6 +67,18 @@ def connect(path: Path, readonly: bool = False) -> Connection:
     return conn
 
 
+def sqlite_vec_version() -> str:
+    """The version of sqlite-vec as loaded into a fresh in-memory connection; raises when it cannot load."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+        return str(conn.execute("SELECT vec_version()").fetchone()[0])
+    finally:
+        conn.close()
+
+
 def retry_locked(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Call ``fn``, retrying with jittered back-off while SQLite reports the database locked or busy."""
     for attempt in range(LOCK_RETRIES):

