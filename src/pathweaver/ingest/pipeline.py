@@ -58,8 +58,8 @@ from pathweaver.extract.vectors import (
 )
 from pathweaver.ingest.chunker import chunk_text
 from pathweaver.ingest.confine import Confinement
-from pathweaver.ingest.linking import LinkerCache, apply_names, names_of, relink
 from pathweaver.ingest.ignore import TEXT_SUFFIXES, IgnoreRules, iter_files, looks_binary
+from pathweaver.ingest.linking import LinkerCache, apply_names, names_of, relink
 from pathweaver.ingest.parsers import ParsedDocument, ParseError, parse_file
 from pathweaver.ingest.scanner import (
     FileEntry,
@@ -570,25 +570,38 @@ class Indexer:
             doc_id = w.upsert_document(conn, entry.path, title=Path(entry.path).name, mtime=entry.mtime,
                                        size=entry.size, status="skipped", reason=entry.reason or "unknown",
                                        indexed_at=time.time())
-            apply_names(conn, {doc_id: {}}, [], self._ensure_names, self._linker)
+            apply_names(conn, {doc_id: {}}, [], self._no_new_names, self._linker)
             removed = w.delete_document_chunks(conn, doc_id)
             w.add_meta_int(conn, "changed_chunks", removed)
             w.collect_garbage(conn, ents, rels)
 
     def _delete(self, doc: KnownDoc) -> None:
         with self.db.write() as conn:
-            delete_documents(conn, [doc.id], self._ensure_names, self._linker)
+            delete_documents(conn, [doc.id], self._no_new_names, self._linker)
 
-    def _ensure_names(self, kinds: Mapping[str, str]) -> None:
-        """Entity rows (with their vectors) for names new to the store, inside the caller's transaction; a stronger
-        kind replaces a weaker one."""
-        if kinds:
-            w.ensure_entities(self.db.conn, dict(kinds), self._graph_vectors(kinds, []), KIND_RANK)
+    def _name_entities(self, names: Iterable[str]) -> Callable[[Mapping[str, str]], None]:
+        """What ``apply_names`` calls to make entity rows for a document's names new to the store, inside the
+        caller's transaction (a stronger kind replaces a weaker one). Their vectors are made now, before that
+        transaction: a word new to the embedding cache is written in a transaction of its own."""
+        vectors = self._graph_vectors(list(names), [])
+
+        def ensure(kinds: Mapping[str, str]) -> None:
+            if kinds:
+                w.ensure_entities(self.db.conn, dict(kinds), vectors, KIND_RANK)
+
+        return ensure
+
+    @staticmethod
+    def _no_new_names(kinds: Mapping[str, str]) -> None:
+        if kinds:  # a removal never adds or strengthens a name
+            raise RuntimeError(f"names added by a removal: {sorted(kinds)}")
 
     def _write_file(self, prep: _Prepared, known: KnownDoc | None, deferred: bool,
                     batch: Connection | None = None) -> None:
         graph, vectors = (None, {}) if deferred else self._file_graph(prep, known)
         doc = prep.doc
+        names = names_of(doc.title, doc.aliases)
+        ensure = self._no_new_names if deferred else self._name_entities(names)
         with self._writing(batch) as conn:
             ents, rels = w.chunk_dependents(conn, known.id) if known else (set(), set())
             doc_id = w.upsert_document(
@@ -599,13 +612,12 @@ class Indexer:
             removed = w.delete_document_chunks(conn, doc_id)
             # in a batch transaction (no graph derived in it) the batch adds every file's gram_df at its end
             ids = w.insert_chunks(conn, doc_id, doc.title, prep.rows, prep.vecs, count_grams=batch is None)
-            names = names_of(doc.title, doc.aliases)
             if graph is None:
                 w.set_doc_names(conn, doc_id, names)  # the refresh that is due links every chunk
                 w.set_meta(conn, "refresh_pending", "1")
             else:
                 self._write_graph(conn, graph, dict(enumerate(ids)), vectors)
-                apply_names(conn, {doc_id: names}, ids, self._ensure_names, self._linker)
+                apply_names(conn, {doc_id: names}, ids, ensure, self._linker)
             w.add_meta_int(conn, "changed_chunks", removed + len(ids))
             w.collect_garbage(conn, ents, rels)
 
@@ -666,14 +678,15 @@ class Indexer:
                                     self.params)
             keys = {c.key: c.key for c in chunks}
             vectors = self._doc_graph_vectors(graph)
+        names = names_of(parsed.title, parsed.aliases)
+        ensure = None if deferred else self._name_entities(names)
         with self.db.write() as conn:
             w.rename_document(conn, doc.id, entry.path, entry.mtime, entry.size, parsed.title, parsed.headings,
                               parsed.links)
-            names = names_of(parsed.title, parsed.aliases)
-            if deferred:
+            if ensure is None:
                 w.set_doc_names(conn, doc.id, names)
             else:
-                apply_names(conn, {doc.id: names}, [], self._ensure_names, self._linker)
+                apply_names(conn, {doc.id: names}, [], ensure, self._linker)
             if not same:
                 ents, rels = w.chunk_dependents(conn, doc.id)
                 w.clear_chunk_derived(conn, list(keys) or [r[0] for r in conn.execute(
