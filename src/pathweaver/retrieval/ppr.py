@@ -224,6 +224,7 @@ class PPRParams:
     # (the automaton of extract/names.py; split over the passages of that name)
     name_links: float = 0.0
     name_passages: float = 0.0
+    statistical: float = 1.0  # weight of the statistical layer against the name layer (graphs.node_space_graph)
 
     def validate(self) -> None:
         if not 0.0 <= self.damping < 1.0:
@@ -235,8 +236,8 @@ class PPRParams:
                               f"{self.coarse_tol}, {self.max_iter}")
         if self.solver not in SOLVERS:
             raise ConfigError(f"ppr solver must be one of {SOLVERS}, got {self.solver!r}")
-        if self.name_links < 0 or self.name_passages < 0:
-            raise ConfigError("ppr name_links and name_passages must be >= 0")
+        if self.name_links < 0 or self.name_passages < 0 or not 0.0 <= self.statistical <= 1.0:
+            raise ConfigError("ppr name_links and name_passages must be >= 0, statistical in [0, 1]")
         if self.relation_weight not in ("count", "one") or self.contains_weight not in ("one", "count"):
             raise ConfigError("ppr relation_weight must be count|one and contains_weight one|count")
 
@@ -304,8 +305,9 @@ def ppr_scores(env: RetrievalEnv, query: Query, params: PPRParams, settled: Sett
     snap = env.snapshot
     if snap.n_entities + snap.n_passages == 0:
         return np.zeros(0), SeedInfo()
-    graph = node_space_graph(snap, params.relation_weight, params.contains_weight, params.name_links)
-    rows = transition_rows(snap, params.relation_weight, params.contains_weight, params.name_links)
+    layers = (params.relation_weight, params.contains_weight, params.name_links, params.statistical)
+    graph = node_space_graph(snap, *layers)
+    rows = transition_rows(snap, *layers)
     reset, info = personalization(env, query, params)
     scores = personalized_pagerank(rows, reset, params.damping, params.tol, params.max_iter, graph.dangling,
                                    params.coarse_tol, params.solver, settled)
