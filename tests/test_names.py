@@ -14,6 +14,9 @@ from pathweaver.ingest.parsers import parse_file
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
 from pathweaver.store.db import Database
+from pathweaver.retrieval.keywords import linked_entities
+from pathweaver.retrieval.registry import run_method
+from pathweaver.retrieval.types import Query, RetrievalEnv
 from pathweaver.store.reads import StoreReader
 
 
@@ -79,6 +82,14 @@ def test_titles_aliases_and_incremental_links_without_refresh(tmp_path: Path, em
         got = mentions(db)
         assert got["paul thomas anderson"] == {"Inherent Vice (film)", "c", "Paul Thomas Anderson"}
         assert got["pta"] == {"c"}
+        # the question's names seed PPR: the film's own passage, then the passages its names link to
+        snap = StoreReader(db).snapshot()
+        question = "Where was the director of film Inherent Vice born?"
+        assert [snap.entity_names[e] for e in linked_entities(snap, question)] == ["inherent vice"]
+        env = RetrievalEnv(snap, lambda t, k: [], lambda texts: embedder.encode(list(texts)))
+        result = run_method(env, Query(question, embedder.encode([question])[0]), "ppr", 3, {})
+        assert result.info["named_entities"] == ["inherent vice"]
+        assert snap.chunk_titles[result.chunks[0].passage] == "Inherent Vice (film)"
         # an alias change: "PTA" goes, "Studio City" comes
         (folder / "pta.md").write_text(note("Paul Thomas Anderson", "An American director.", ["Studio City"]),
                                        "utf-8")

@@ -405,6 +405,8 @@ def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParam
         coarse_tol=params.ppr_coarse_tol,
         solver=params.ppr_solver,
         name_seeds=params.name_seeds,
+        # AGRAG's walk (Eq. 10-12): the whole graph, every passage at the 0.05 balance, no name-layer additions
+        passage_weight=0.05, dense_pool=0, name_links=0.0, name_passages=0.0, statistical=1.0,
     )
     raw, seeds = ppr_scores(env, query, ppr_params)
     scores = np.asarray(raw, dtype=np.float64).copy()

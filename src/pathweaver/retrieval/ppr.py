@@ -198,7 +198,7 @@ class PPRParams:
     """HippoRAG 2 / AGRAG §III-C parameters."""
 
     damping: float = 0.5  # d, AGRAG §III-C after Eq. 10 ("to align with HippoRAG 2")
-    passage_weight: float = 0.05  # passage-node balance factor, AGRAG §III-C after Eq. 12 / HippoRAG 2
+    passage_weight: float = 1.0  # passage-node balance factor (AGRAG §III-C after Eq. 12 / HippoRAG 2 use 0.05)
     # k_a: query-mapped triples seeding the walk. HippoRAG 2 uses 5 (linking_top_k) after an LLM filters them; our
     # statistical triples are unfiltered, and 1 with name seeds was best on all three dev splits (design-notes.md)
     top_triples: int = 1
@@ -214,17 +214,22 @@ class PPRParams:
     # extra seeds: entities the query names (its n-grams that are entity names, as HippoRAG 1 links query NER), each
     # with this weight before the specificity division (ours; 0 = off; 2-5 form a plateau on dev, design-notes.md)
     name_seeds: float = 3.0
-    dense_pool: int = 0  # personalise only the top-n passages by dense score (0 = all passages, HippoRAG 2)
+    # personalise only the top-n passages by dense score (0 = all passages, HippoRAG 2); with the name layer the
+    # top 5 at full weight (passage_weight 1) were best on dev (issue 23)
+    dense_pool: int = 5
     relation_weight: Literal["count", "one"] = "count"  # relation edge weight (graphs.node_space_graph)
     # passage↔entity weight: HippoRAG 2 uses 1; the mention count was better on 2wiki dev (q 0-50, all-evidence@5
     # 0.41 vs 0.33 with statistical triples), so it is our default
     contains_weight: Literal["one", "count"] = "count"
-    # the name layer (issue 23, ours): passage↔passage edges where one passage mentions a name tied to the other's
-    # document, with this weight (0 = off); and a reset weight for each passage tied to a name the query names
-    # (the automaton of extract/names.py; split over the passages of that name)
-    name_links: float = 0.0
-    name_passages: float = 0.0
-    statistical: float = 1.0  # weight of the statistical layer against the name layer (graphs.node_space_graph)
+    # the name layer (issue 23, ours; tuned on the three dev splits, docs/design-notes.md "Names people wrote"):
+    # passage↔passage edges where one passage mentions a name tied to the other's document, with this weight
+    # (0 = off); a reset weight for the passages tied to each name the query mentions (the automaton of
+    # extract/names.py; split over that name's passages); and the weight of the statistical layer (n-gram
+    # entities, relations, synonyms) against the name layer, 0 = the name layer alone. A store without any name
+    # mention (no titles occur in its text) walks the statistical layer whatever this says.
+    name_links: float = 3.0
+    name_passages: float = 2.0
+    statistical: float = 0.0
 
     def validate(self) -> None:
         if not 0.0 <= self.damping < 1.0:
@@ -305,7 +310,9 @@ def ppr_scores(env: RetrievalEnv, query: Query, params: PPRParams, settled: Sett
     snap = env.snapshot
     if snap.n_entities + snap.n_passages == 0:
         return np.zeros(0), SeedInfo()
-    layers = (params.relation_weight, params.contains_weight, params.name_links, params.statistical)
+    named_store = snap.name_mentions is not None and snap.name_mentions.nnz > 0
+    layers = (params.relation_weight, params.contains_weight, params.name_links,
+              params.statistical if named_store else 1.0)
     graph = node_space_graph(snap, *layers)
     rows = transition_rows(snap, *layers)
     reset, info = personalization(env, query, params)
