@@ -13,10 +13,10 @@ from pathweaver.extract.names import NameLinker, document_names
 from pathweaver.ingest.parsers import parse_file
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
-from pathweaver.store.db import Database
 from pathweaver.retrieval.keywords import linked_entities
 from pathweaver.retrieval.registry import run_method
 from pathweaver.retrieval.types import Query, RetrievalEnv
+from pathweaver.store.db import Database
 from pathweaver.store.reads import StoreReader
 
 
