@@ -171,6 +171,8 @@ def run_eval(
         results, seconds = run_questions(pw, [q.text for q in questions], method, top_k, params, progress)
         snap = pw.snapshot()
         rankings = [ranked_titles(r, snap, titles) for r in results]
+        returned = sum(len(r.chunks) for r in results)
+        backfill = sum(c.backfill for r in results for c in r.chunks) / returned if returned else 0.0
         used = results[0].info.get("params", params or {}) if results else (params or {})
     finally:
         pw.close()
@@ -182,6 +184,7 @@ def run_eval(
         "n_questions": len(questions),
         **score(rankings, [q.gold_titles for q in questions], top_k),
         **latency_summary(seconds),
+        "backfill_share": backfill,  # chunks a graph method took from a dense or hybrid back-fill
         "params": used,
         "index": report,
     }

@@ -387,7 +387,8 @@ def _rank_chunks(
     scores = hybrid_chunk_scores(env, query, max(params.hybrid_pool_min, params.hybrid_pool_factor * top_k))
     first = params.prefer_subgraph_passages
     ranked = sorted(scores.items(), key=lambda it: (first and it[0] not in touched, -it[1], it[0]))
-    return [ChunkHit(int(p), float(s)) for p, s in ranked[:top_k]]
+    # AGRAG's chunks are hybrid ones (Eq. 20); those the subgraph does not touch are counted as a back-fill
+    return [ChunkHit(int(p), float(s), backfill=int(p) not in touched) for p, s in ranked[:top_k]]
 
 
 def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParams) -> RetrievalResult:
