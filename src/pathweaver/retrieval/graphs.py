@@ -158,7 +158,8 @@ def _build_node_space(snapshot: GraphSnapshot, relation_weight: str, contains_we
     ).tocsr()
     syn = syn.maximum(syn.T)
     ent = (rel + syn).tocsr()
-    contains = snapshot.mentions.astype(np.float64).tocsr().copy()  # (P, E)
+    stat = snapshot.statistical_mentions if snapshot.statistical_mentions is not None else snapshot.mentions
+    contains = stat.astype(np.float64).tocsr().copy()  # (P, E)
     contains.eliminate_zeros()
     if contains_weight == "one":
         contains.data[:] = 1.0

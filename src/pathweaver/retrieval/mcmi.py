@@ -317,7 +317,8 @@ def cost_graph(
     if pas.size:
         has_vecs = snapshot.chunk_vecs.shape[0] == snapshot.n_passages
         pcos = snapshot.chunk_vecs[pas] @ q if has_vecs else np.zeros(pas.size)
-        sub = snapshot.mentions[pas].tocsr()
+        contains = snapshot.statistical_mentions if snapshot.statistical_mentions is not None else snapshot.mentions
+        sub = contains[pas].tocsr()
         row = np.repeat(np.arange(pas.size), np.diff(sub.indptr))
         ent = sub.indices.astype(np.int64)
         row, ent = row[ent_mask[ent]], ent[ent_mask[ent]]

@@ -515,6 +515,7 @@ class StoreReader:
             mentions=mentions.maximum(name_mentions).maximum(ties).tocsr(),
             name_mentions=name_mentions,
             ties=ties,
+            statistical_mentions=mentions,
             entity_vecs=entity_vecs.astype(np.float32, copy=False),
             rel_vecs=rel_vecs.astype(np.float32, copy=False),
             chunk_vecs=chunk_vecs.astype(np.float32, copy=False),

@@ -75,6 +75,8 @@ class GraphSnapshot:
     # automaton, and ties of a title or alias entity to its own document's chunks (1); None = none
     name_mentions: sp.csr_matrix | None = None
     ties: sp.csr_matrix | None = None
+    # the Contains edges of the statistical layer alone (AGRAG's graph, which MCMI walks); None = ``mentions``
+    statistical_mentions: sp.csr_matrix | None = None
     # derived
     entity_index: dict[str, int] = field(default_factory=dict)
     chunk_index: dict[int, int] = field(default_factory=dict)  # store chunk id -> passage index
