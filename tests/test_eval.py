@@ -18,7 +18,7 @@ from pathweaver.eval.datasets import (
     split_by_type,
 )
 from pathweaver.eval.ledger import LEDGER_ENV, Ledger
-from pathweaver.eval.runner import latency_summary, prepare_corpus, run_eval, score, title_of
+from pathweaver.eval.runner import latency_summary, passage_body, prepare_corpus, run_eval, score, title_of
 
 DATA = Path(os.environ.get("PATHWEAVER_DATA", "/work/shared/data"))
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"evaluation data not found at {DATA}")
@@ -125,16 +125,27 @@ def test_evidence_recall_rule() -> None:
 # -- runner end to end ----------------------------------------------------------------------------------------
 def test_prepare_corpus_writes_only_changes(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
-    titles = prepare_corpus([("A", "alpha"), ("B", "beta"), ("C", "gamma")], corpus)
-    assert titles == ["A", "B", "C"] and (corpus / "000001.txt").read_text() == "B\nbeta\n"
-    mtime = (corpus / "000000.txt").stat().st_mtime_ns
+    (corpus).mkdir()
+    (corpus / "000007.txt").write_text("an old-style passage file", encoding="utf-8")
+    titles = prepare_corpus([("A", "alpha"), ("B (2)", "beta"), ("C", "gamma")], corpus, {"B (2)": "B"})
+    assert titles == ["A", "B (2)", "C"]
+    assert (corpus / "000001.md").read_text() == "---\ntitle: B\n---\n# B\n\nbeta\n"
+    mtime = (corpus / "000000.md").stat().st_mtime_ns
     prepare_corpus([("A", "alpha"), ("B", "beta two")], corpus)
-    assert (corpus / "000000.txt").stat().st_mtime_ns == mtime
-    assert sorted(p.name for p in corpus.iterdir()) == ["000000.txt", "000001.txt"]
+    assert (corpus / "000000.md").stat().st_mtime_ns == mtime
+    assert sorted(p.name for p in corpus.iterdir()) == ["000000.md", "000001.md"]
     assert json.loads((tmp_path / "titles.json").read_text()) == ["A", "B"]
-    assert title_of("/x/corpus/000001.txt", ["A", "B"]) == "B"
+    assert title_of("/x/corpus/000001.md", ["A", "B"]) == "B"
     with pytest.raises(ConfigError):
         title_of("/x/notes.md", ["A"])
+
+
+def test_an_evaluation_passage_is_titled_by_its_title_and_keeps_it_in_its_text() -> None:
+    from pathweaver.ingest.parsers import parse_file
+
+    doc = parse_file(Path("000317.md"), passage_body("Inherent Vice (film)", "Inherent Vice is a 2014 film.").encode())
+    assert doc.title == "Inherent Vice (film)"
+    assert doc.text.startswith("Inherent Vice (film)\n") and "2014 film" in doc.text
 
 
 def _tiny_hotpot(folder: Path) -> None:
@@ -165,8 +176,9 @@ def test_run_eval_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     root = tmp_path / "root"
     out = run_eval(data, "all", "dense", 2, None, root)
     assert out["dataset"] == "hotpotqa" and out["n_questions"] == 2 and out["k"] == 2
-    assert (root / "eval" / "hotpotqa" / "corpus" / "000004.txt").is_file()  # 5 distinct passages
+    assert (root / "eval" / "hotpotqa" / "corpus" / "000004.md").is_file()  # 5 distinct passages
     assert out["index"]["added"] == 5
+    assert out["backfill_share"] == 0.0  # dense ranks every chunk itself
     for key in ("recall_at_k", "all_evidence_at_k", "mrr"):
         assert 0.5 <= out[key] <= 1.0  # dense retrieval finds the obvious first-hop passages
     assert out["p95_ms"] >= out["p50_ms"] > 0 and out["seconds_per_query"] > 0

@@ -1,4 +1,4 @@
-"""Incremental == full: random add/modify/rename/delete sequences, then refresh(), equal a fresh index."""
+"""Incremental == full: random add/modify/retitle/rename/delete sequences, then refresh(), equal a fresh index."""
 
 from __future__ import annotations
 
@@ -28,6 +28,9 @@ POOL = [
 ]
 
 
+TITLES = ["Marie Curie", "Warsaw (city)", "Paris", "Pierre Curie", "Polonium"]
+
+
 @pytest.fixture(scope="module")
 def embedder():  # type: ignore[no-untyped-def]
     return get_embedder()
@@ -48,7 +51,13 @@ def fresh_graph(folder: Path, store: Path, embedder) -> dict:  # type: ignore[no
 def random_step(rng: random.Random, folder: Path) -> tuple[set[Path], set[Path]]:
     """One random change; returns the (changed, removed) sets a watcher would report."""
     files = sorted(folder.iterdir())
-    op = rng.choice(["add", "add", "modify", "rename", "delete"]) if files else "add"
+    op = rng.choice(["add", "add", "modify", "retitle", "rename", "delete"]) if files else "add"
+    if op == "retitle":  # a title added or changed, with aliases added, changed or dropped (issue 23)
+        target = folder / rng.choice([f.name for f in files if f.suffix == ".md"] or ["t.md"])
+        aliases = rng.sample(["Curie", "Vistula", "Sorbonne", "Radium"], rng.randint(0, 2))
+        front = f"---\ntitle: {rng.choice(TITLES)}\n" + (f"aliases: [{', '.join(aliases)}]\n" if aliases else "")
+        target.write_text(front + "---\n" + rng.choice(POOL), encoding="utf-8")
+        return {target}, set()
     if op == "add":
         path = folder / f"n{rng.randrange(1000)}{rng.choice(['.txt', '.md'])}"
         path.write_text(rng.choice(POOL) + "\n\n" + rng.choice(POOL), encoding="utf-8")
@@ -88,6 +97,7 @@ def test_incremental_then_refresh_equals_fresh_index(seed: int, tmp_path: Path, 
     assert got["relations"] == want["relations"]
     assert got["mentions"] == want["mentions"]
     assert got["synonyms"] == want["synonyms"]
+    assert got["doc_names"] == want["doc_names"] and got["name_mentions"] == want["name_mentions"]
     if any(folder.iterdir()):
         assert got["entities"] and got["mentions"]
 

@@ -111,6 +111,8 @@ def test_pathrag_orders_paths_ascending_and_ranks_chunks() -> None:
     assert result.triples == [0, 1, 2]
     # chunks: p2 (1.8), then p1 and p0 (1.006667; p1 first by dense cos 0.6 > 0), then dense fill: p4 (0.8), p3
     assert [c.passage for c in result.chunks] == [2, 1, 0, 4, 3]
+    assert [c.backfill for c in result.chunks] == [False, False, False, True, True]
+    assert result.backfill_share() == pytest.approx(0.4)
     all_paths = run_method(_env(snap), q, "pathrag", 3, {"alpha": 0.8, "theta": 0.05, "top_nodes": 3})
     rels = [p.reliability for p in all_paths.paths]
     assert rels == sorted(rels) and len(rels) == 3

@@ -197,7 +197,8 @@ def test_personalisation_hippo_style() -> None:
     snap = _snapshot()
     q = Query("q", np.array([1.0, 0.0, 0.0], dtype=np.float32))
     env = RetrievalEnv(snap, lambda t, k: [], lambda texts: np.zeros((len(texts), 3)))
-    reset, info = personalization(env, q, PPRParams(top_triples=3, name_seeds=0.0))
+    hippo = {"passage_weight": 0.05, "dense_pool": 0}  # HippoRAG 2's passage reset (the default is issue 23's)
+    reset, info = personalization(env, q, PPRParams(top_triples=3, name_seeds=0.0, **hippo))
     # top triples by cos: r0 1.0, r1 1.0, r2 0.6. Entity weights: e0 = 1 + 1 = 2, e1 = 1 + 1 + 0.6 = 2.6,
     # e2 = 0.6; divided by passage counts (e0: 1, e1: 2, e2: 1): e0 2.0, e1 1.3, e2 0.6.
     # Passages: dense cos p0 1.0, p1 0.0 -> min-max 1, 0 -> x 0.05.
@@ -224,7 +225,8 @@ def test_ppr_scores_match_dense_reference_solve() -> None:
     snap = _snapshot()
     q = Query("q", np.array([1.0, 0.0, 0.0], dtype=np.float32))
     env = RetrievalEnv(snap, lambda t, k: [], lambda texts: np.zeros((len(texts), 3)))
-    params = PPRParams(top_triples=3, tol=1e-12, max_iter=500)
+    hippo = {"passage_weight": 0.05, "dense_pool": 0}  # HippoRAG 2's passage reset (the default is issue 23's)
+    params = PPRParams(top_triples=3, tol=1e-12, max_iter=500, **hippo)
     scores, _ = ppr_scores(env, q, params)
     # Reference (AGRAG Eq. 10 at its fixed point): (I - d P) x = (1 - d) r, P = W D^-1 from the hand weights.
     w = _hand_weights()
@@ -233,7 +235,7 @@ def test_ppr_scores_match_dense_reference_solve() -> None:
     r /= r.sum()
     expected = np.linalg.solve(np.eye(6) - 0.5 * p, 0.5 * r)
     assert scores == pytest.approx(expected, abs=1e-7)  # float32 cosines in the reset
-    result = run_method(env, q, "ppr", 2, {"top_triples": 3})
+    result = run_method(env, q, "ppr", 2, {"top_triples": 3, **hippo})
     # passage scores are x[4], x[5]; p0 touches the two heaviest seeds so it ranks first
     assert [c.passage for c in result.chunks] == [0, 1]
     assert result.chunks[0].score == pytest.approx(expected[4], abs=1e-6)

@@ -380,6 +380,7 @@ class Pathweaver:
             for r in result.triples
         ]
         info = {k: v for k, v in result.info.items() if k != "seconds"}
+        info["backfill_share"] = result.backfill_share()
         return {
             "method": result.method,
             "chunks": chunks,

@@ -42,6 +42,7 @@ class Dataset:
     name: str
     passages: list[tuple[str, str]]
     questions: list[Question]
+    real_titles: dict[str, str] = field(default_factory=dict)  # passage id -> its own title, where they differ
 
 
 @dataclass
@@ -116,6 +117,7 @@ class _PassageIds:
         self.by_pair: dict[tuple[str, str], str] = {}
         self.used: set[str] = set()
         self.passages: list[tuple[str, str]] = []
+        self.real_titles: dict[str, str] = {}
 
     def add(self, title: str, text: str) -> str:
         key = (title, text)
@@ -126,6 +128,8 @@ class _PassageIds:
             n += 1
             pid = f"{title} ({n})"
         self.used.add(pid)
+        if pid != title:
+            self.real_titles[pid] = title
         self.by_pair[key] = pid
         self.passages.append((pid, text))
         return pid
@@ -156,7 +160,7 @@ def _load_musique(folder: Path) -> Dataset:
             if para.get("is_supporting") and pid not in gold:
                 gold.append(pid)
         questions.append(Question(i, str(rec["question"]), gold, list(rec.get("question_decomposition") or [])))
-    return Dataset("musique", ids.passages, questions)
+    return Dataset("musique", ids.passages, questions, ids.real_titles)
 
 
 def _load_hotpot(folder: Path) -> Dataset:
@@ -175,7 +179,7 @@ def _load_hotpot(folder: Path) -> Dataset:
             if by_title[title] not in gold:
                 gold.append(by_title[title])
         questions.append(Question(i, str(rec["question"]), gold))
-    return Dataset("hotpotqa", ids.passages, questions)
+    return Dataset("hotpotqa", ids.passages, questions, ids.real_titles)
 
 
 _LOADERS = {"2wikimultihopqa": _load_2wiki, "musique": _load_musique, "hotpotqa": _load_hotpot}

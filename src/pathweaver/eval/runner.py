@@ -1,8 +1,10 @@
 """``pathweaver eval``: index a passage data set into a cached store, run its questions, score the rankings.
 
-Each passage becomes one ``<position>.txt`` file (first line its id, then its text) in
-``<store_root>/eval/<dataset>/corpus/``; ``titles.json`` maps position -> passage id, and retrieved chunks are
-mapped back to passage ids through their document's file name. The store ``<store_root>/eval/<dataset>/store`` is
+Each passage becomes one ``<position>.md`` file in ``<store_root>/eval/<dataset>/corpus/``: front matter ``title:``
+with the passage's real title (so the store, results and ``show --html`` call it by that title), then the title
+again as a ``# `` heading line (so the chunk text, and with it dense and BM25 scoring, keeps the title words), then
+the text. ``titles.json`` maps position -> passage id, and retrieved chunks are mapped back to passage ids through
+their document's file name. The store ``<store_root>/eval/<dataset>/store`` is
 re-indexed on every run, which costs little when nothing changed (the indexer skips unchanged files).
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,23 +30,36 @@ FILE_DIGITS = 6
 EXTRA_K = 8  # all_evidence@8, the figure fast-graphrag publishes
 
 
+SUFFIX = ".md"
+
+
 def file_name(position: int) -> str:
-    return f"{position:0{FILE_DIGITS}d}.txt"
+    return f"{position:0{FILE_DIGITS}d}{SUFFIX}"
 
 
-def prepare_corpus(passages: Sequence[tuple[str, str]], corpus_dir: Path) -> list[str]:
-    """Write one file per passage (only those whose content changed), drop stale ones; returns the titles."""
+def passage_body(title: str, text: str) -> str:
+    """A passage as Markdown: its title in front matter and as the first heading, then the text."""
+    one_line = " ".join(title.split())
+    return f"---\ntitle: {one_line}\n---\n# {one_line}\n\n{text}\n"
+
+
+def prepare_corpus(passages: Sequence[tuple[str, str]], corpus_dir: Path,
+                   real_titles: Mapping[str, str] | None = None) -> list[str]:
+    """Write one file per passage (only those whose content changed), drop stale ones; returns the passage ids.
+    ``real_titles`` maps a passage id to the title written into the file (ids made unique by a " (n)" suffix
+    carry their passage's own title)."""
     corpus_dir.mkdir(parents=True, exist_ok=True)
     titles = [title for title, _ in passages]
+    real = real_titles or {}
     wanted = set()
     for position, (title, text) in enumerate(passages):
         path = corpus_dir / file_name(position)
         wanted.add(path.name)
-        body = f"{title}\n{text}\n"
+        body = passage_body(real.get(title, title), text)
         if not path.exists() or path.read_text(encoding="utf-8") != body:
             path.write_text(body, encoding="utf-8")
-    for path in corpus_dir.glob("*.txt"):
-        if path.name not in wanted:
+    for path in corpus_dir.iterdir():
+        if path.is_file() and path.name not in wanted and path.suffix in (".txt", SUFFIX):
             path.unlink()
     map_path = corpus_dir.parent / TITLES_FILE
     map_path.write_text(json.dumps(titles, ensure_ascii=False), encoding="utf-8")
@@ -60,12 +75,13 @@ def title_of(doc_path: str, titles: Sequence[str]) -> str:
 
 
 def open_store(store_root: Path, name: str, passages: Sequence[tuple[str, str]],
-               overrides: dict[str, Any] | None = None, progress: ProgressFn | None = None) -> tuple[Any, list[str], dict]:
+               overrides: dict[str, Any] | None = None, progress: ProgressFn | None = None,
+               real_titles: Mapping[str, str] | None = None) -> tuple[Any, list[str], dict]:
     """Write the corpus, open ``<store_root>/eval/<name>/store`` and bring it up to date."""
     from pathweaver.service import Pathweaver
 
     base = Path(store_root) / "eval" / name
-    titles = prepare_corpus(passages, base / "corpus")
+    titles = prepare_corpus(passages, base / "corpus", real_titles)
     pw = Pathweaver.open(base / "store", overrides=overrides)
     report = pw.index([base / "corpus"], exact=True, progress=progress)
     report_dict = report.to_dict() if hasattr(report, "to_dict") else dict(vars(report))
@@ -149,11 +165,14 @@ def run_eval(
         questions = questions[: max(0, limit)]
     if not questions:
         raise ConfigError(f"split {split_name!r} of {data.name} has no questions")
-    pw, titles, report = open_store(Path(store_root), data.name, data.passages, overrides, progress)
+    pw, titles, report = open_store(Path(store_root), data.name, data.passages, overrides, progress,
+                                    data.real_titles)
     try:
         results, seconds = run_questions(pw, [q.text for q in questions], method, top_k, params, progress)
         snap = pw.snapshot()
         rankings = [ranked_titles(r, snap, titles) for r in results]
+        returned = sum(len(r.chunks) for r in results)
+        backfill = sum(c.backfill for r in results for c in r.chunks) / returned if returned else 0.0
         used = results[0].info.get("params", params or {}) if results else (params or {})
     finally:
         pw.close()
@@ -165,6 +184,7 @@ def run_eval(
         "n_questions": len(questions),
         **score(rankings, [q.gold_titles for q in questions], top_k),
         **latency_summary(seconds),
+        "backfill_share": backfill,  # chunks a graph method took from a dense or hybrid back-fill
         "params": used,
         "index": report,
     }

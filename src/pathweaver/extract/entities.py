@@ -49,9 +49,12 @@ def _joins(gap: str) -> bool:
 
 def normalize(text: str) -> str:
     """Canonical entity name: casefold, unify apostrophes, drop possessive 's, collapse whitespace, strip
-    surrounding punctuation."""
-    text = _POSSESSIVE_RE.sub("", text.casefold().replace("\u2019", "'"))
-    return _EDGE_PUNCT_RE.sub("", _SPACE_RE.sub(" ", text).strip())
+    surrounding punctuation (but not the ")" that closes a parenthesis inside the name)."""
+    text = _SPACE_RE.sub(" ", _POSSESSIVE_RE.sub("", text.casefold().replace("\u2019", "'"))).strip()
+    name = _EDGE_PUNCT_RE.sub("", text)
+    if text.endswith(")") and name.count("(") > name.count(")"):  # keep a closing parenthesis: "vice (film)"
+        name += ")"
+    return name
 
 
 def word_spans(text: str) -> list[WordSpan]:

@@ -27,7 +27,7 @@ from pathweaver.models.packing import RECIPE
 from pathweaver.models.precision import check_precision, resolve_precision
 
 # Which kind an entity keeps when several sources name it (authored structure beats statistics).
-KIND_RANK = {"title": 0, "heading": 1, "link": 2, "ngram": 3}
+KIND_RANK = {"title": 0, "alias": 1, "heading": 2, "link": 3, "ngram": 4}
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ class ParsedDocument:
     # and DOCX, which give ``units`` instead: (offset in text, "page 3" or "paragraph 7") where each unit begins.
     source: str | None = None
     units: list[tuple[int, str]] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)  # other names of the document (Markdown front-matter aliases:)
 
 
 def stem_title(path: Path) -> str:
@@ -122,6 +123,7 @@ class TextBuilder:
 
 _FRONT_MATTER_RE = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
 _FM_TITLE_RE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.MULTILINE)
+_FM_ALIASES_RE = re.compile(r"^alias(?:es)?:[ \t]*(.*?)[ \t]*\n((?:[ \t]*-[ \t]*.*(?:\n|$))*)", re.MULTILINE)
 _ATX_RE = re.compile(r"^[ ]{0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT_RE = re.compile(r"^[ ]{0,3}(=+|-+)[ \t]*$")
 _FENCE_RE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})")
@@ -174,13 +176,32 @@ def _md_inline(line: str, links: list[str]) -> str:
     return line
 
 
+def _unquote(value: str) -> str:
+    return value.strip().strip("\"'").strip()
+
+
+def front_matter_aliases(front: str) -> list[str]:
+    """``aliases:`` (or ``alias:``) of YAML front matter: an inline ``[a, b]`` list, a comma-separated line, or a
+    block of ``- item`` lines."""
+    m = _FM_ALIASES_RE.search(front if front.endswith("\n") else front + "\n")
+    if not m:
+        return []
+    inline, block = m.group(1).strip(), m.group(2)
+    items = [line.strip()[1:] for line in block.splitlines() if line.strip().startswith("-")]
+    if inline:
+        items += inline.strip("[]").split(",")
+    return _dedupe([_unquote(i) for i in items])
+
+
 def _parse_markdown(path: Path, data: bytes) -> ParsedDocument:
     text = decode_text(data)
     fm_title = ""
+    aliases: list[str] = []
     fm = _FRONT_MATTER_RE.match(text)
     if fm:
         t = _FM_TITLE_RE.search(fm.group(1) or "")
-        fm_title = t.group(1).strip().strip("\"'").strip() if t else ""
+        fm_title = _unquote(t.group(1)) if t else ""
+        aliases = front_matter_aliases(fm.group(1) or "")
         text = text[fm.end() :]
     out: list[str] = []
     offset = 0
@@ -242,7 +263,7 @@ def _parse_markdown(path: Path, data: bytes) -> ParsedDocument:
         is_plain = not _LIST_RE.match(raw) and not _QUOTE_RE.match(raw)
         prev = (start, line) if is_plain and len(line) < 200 else None
     body = "\n".join(out).rstrip()
-    return ParsedDocument(body, fm_title or h1 or stem_title(path), headings, _dedupe(links))
+    return ParsedDocument(body, fm_title or h1 or stem_title(path), headings, _dedupe(links), aliases=aliases)
 
 
 # ---------------------------------------------------------------- reStructuredText

@@ -59,6 +59,7 @@ from pathweaver.extract.vectors import (
 from pathweaver.ingest.chunker import chunk_text
 from pathweaver.ingest.confine import Confinement
 from pathweaver.ingest.ignore import TEXT_SUFFIXES, IgnoreRules, iter_files, looks_binary
+from pathweaver.ingest.linking import LinkerCache, apply_names, names_of, relink
 from pathweaver.ingest.parsers import ParsedDocument, ParseError, parse_file
 from pathweaver.ingest.scanner import (
     FileEntry,
@@ -77,7 +78,7 @@ from pathweaver.models.packing import RECIPE
 from pathweaver.store import writes as w
 from pathweaver.store.cache import cache_for
 from pathweaver.store.db import Connection, Database
-from pathweaver.store.reads import EntityRows, entity_rows, folder_states, gram_df, indexed_paths
+from pathweaver.store.reads import EntityRows, entity_rows, folder_states, gram_df, indexed_paths, vocabulary
 
 log = logging.getLogger(__name__)
 ProgressFn = Callable[[int, int, str], None]
@@ -106,8 +107,11 @@ def read_capped(path: Path, limit: int) -> bytes:
     return data
 
 
-def delete_documents(conn: Connection, doc_ids: Sequence[int]) -> None:
+def delete_documents(conn: Connection, doc_ids: Sequence[int], ensure: Callable[[Mapping[str, str]], object] | None = None,
+                     linker: LinkerCache | None = None) -> None:
     """Delete documents with their chunks and the graph only they supported (inside the caller's transaction)."""
+    if doc_ids:  # their names go first: what only they named is re-linked where it occurred
+        apply_names(conn, {d: {} for d in doc_ids}, [], ensure or (lambda kinds: None), linker or LinkerCache())
     ents: set[int] = set()
     rels: set[int] = set()
     for doc_id in doc_ids:
@@ -212,6 +216,7 @@ class Indexer:
                         self.params.precision)
         self.last_refresh: dict[str, Any] | None = None  # the result of the latest refresh()
         self._entities: EntityRows | None = None  # every entity and its vector, as of the last synonym pass
+        self._linker = LinkerCache()  # the name automaton of the latest vocabulary
         if self._count("entities") == 0 and db.get_meta("vector_settings") != self.params.vector_settings:
             with db.write(bump_version=False) as conn:  # nothing to re-make yet: record the modes entities get
                 w.set_meta(conn, "vector_settings", self.params.vector_settings)
@@ -289,13 +294,14 @@ class Indexer:
                     continue  # another writer moved the store under us; derive again
                 w.clear_derived(conn)
                 if self._vector_settings_changed():  # drop every entity and relation: all get the new vectors
-                    w.collect_garbage(conn)
+                    w.collect_garbage(conn, keep_named=False)
                 entities = w.plan_entities(conn, plan["kinds"])
                 names = sorted(entities.ids, key=entities.ids.__getitem__)
                 id_arr = np.array([entities.ids[n] for n in names], dtype=np.int64)
                 vec_arr = vectors.rows(names) if names else np.zeros((0, int(self.embedder.dim)), np.float32)
                 mark = self._watermark(conn)
                 removed, pairs = self._write_plan_and_pair(conn, plan, vectors, entities, mark, id_arr, vec_arr)
+                relink(conn, None, self._linker.get(plan["names"]))
                 self._store_pairs(conn, pairs, mark, id_arr)  # after the entities they refer to
                 synonyms = len(pairs)
                 w.set_meta(conn, "vector_settings", self.params.vector_settings)
@@ -304,7 +310,7 @@ class Indexer:
                 w.set_meta(conn, "refresh_pending", "0")
                 w.set_meta(conn, "last_refresh", str(time.time()))
                 counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                          for t in ("entities", "relations", "mentions", "synonyms")}
+                          for t in ("entities", "relations", "mentions", "synonyms", "name_mentions")}
             self.last_refresh = {**counts, "removed_entities": removed["entities"],
                                  "removed_relations": removed["relations"], "new_synonyms": synonyms,
                                  "seconds": time.perf_counter() - start}
@@ -564,18 +570,38 @@ class Indexer:
             doc_id = w.upsert_document(conn, entry.path, title=Path(entry.path).name, mtime=entry.mtime,
                                        size=entry.size, status="skipped", reason=entry.reason or "unknown",
                                        indexed_at=time.time())
+            apply_names(conn, {doc_id: {}}, [], self._no_new_names, self._linker)
             removed = w.delete_document_chunks(conn, doc_id)
             w.add_meta_int(conn, "changed_chunks", removed)
             w.collect_garbage(conn, ents, rels)
 
     def _delete(self, doc: KnownDoc) -> None:
         with self.db.write() as conn:
-            delete_documents(conn, [doc.id])
+            delete_documents(conn, [doc.id], self._no_new_names, self._linker)
+
+    def _name_entities(self, names: Iterable[str]) -> Callable[[Mapping[str, str]], None]:
+        """What ``apply_names`` calls to make entity rows for a document's names new to the store, inside the
+        caller's transaction (a stronger kind replaces a weaker one). Their vectors are made now, before that
+        transaction: a word new to the embedding cache is written in a transaction of its own."""
+        vectors = self._graph_vectors(list(names), [])
+
+        def ensure(kinds: Mapping[str, str]) -> None:
+            if kinds:
+                w.ensure_entities(self.db.conn, dict(kinds), vectors, KIND_RANK)
+
+        return ensure
+
+    @staticmethod
+    def _no_new_names(kinds: Mapping[str, str]) -> None:
+        if kinds:  # a removal never adds or strengthens a name
+            raise RuntimeError(f"names added by a removal: {sorted(kinds)}")
 
     def _write_file(self, prep: _Prepared, known: KnownDoc | None, deferred: bool,
                     batch: Connection | None = None) -> None:
         graph, vectors = (None, {}) if deferred else self._file_graph(prep, known)
         doc = prep.doc
+        names = names_of(doc.title, doc.aliases)
+        ensure = self._no_new_names if deferred else self._name_entities(names)
         with self._writing(batch) as conn:
             ents, rels = w.chunk_dependents(conn, known.id) if known else (set(), set())
             doc_id = w.upsert_document(
@@ -587,9 +613,11 @@ class Indexer:
             # in a batch transaction (no graph derived in it) the batch adds every file's gram_df at its end
             ids = w.insert_chunks(conn, doc_id, doc.title, prep.rows, prep.vecs, count_grams=batch is None)
             if graph is None:
+                w.set_doc_names(conn, doc_id, names)  # the refresh that is due links every chunk
                 w.set_meta(conn, "refresh_pending", "1")
             else:
                 self._write_graph(conn, graph, dict(enumerate(ids)), vectors)
+                apply_names(conn, {doc_id: names}, ids, ensure, self._linker)
             w.add_meta_int(conn, "changed_chunks", removed + len(ids))
             w.collect_garbage(conn, ents, rels)
 
@@ -650,9 +678,15 @@ class Indexer:
                                     self.params)
             keys = {c.key: c.key for c in chunks}
             vectors = self._doc_graph_vectors(graph)
+        names = names_of(parsed.title, parsed.aliases)
+        ensure = None if deferred else self._name_entities(names)
         with self.db.write() as conn:
             w.rename_document(conn, doc.id, entry.path, entry.mtime, entry.size, parsed.title, parsed.headings,
                               parsed.links)
+            if ensure is None:
+                w.set_doc_names(conn, doc.id, names)
+            else:
+                apply_names(conn, {doc.id: names}, [], ensure, self._linker)
             if not same:
                 ents, rels = w.chunk_dependents(conn, doc.id)
                 w.clear_chunk_derived(conn, list(keys) or [r[0] for r in conn.execute(
@@ -697,7 +731,10 @@ class Indexer:
             for r in g.relations:
                 relations.setdefault((r.src, r.dst, r.label), (r.kind, r.sentence))
                 sources.append(((r.src, r.dst, r.label), r.chunk, r.start, r.end, r.sentence))
-        return {"kinds": kinds, "mentions": mentions, "relations": relations, "sources": sources}
+        names = vocabulary(conn, KIND_RANK)
+        for name, kind in names.items():
+            kinds[name] = merge_kind(kinds.get(name), kind)
+        return {"kinds": kinds, "mentions": mentions, "relations": relations, "sources": sources, "names": names}
 
     def _write_plan_and_pair(self, conn: Connection, plan: dict[str, Any], vectors: Mapping[str, np.ndarray],
                              entities: w.EntityPlan, mark: int, ids: np.ndarray, vecs: np.ndarray

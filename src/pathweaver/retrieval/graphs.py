@@ -4,7 +4,10 @@ PPR node space (see ``store/snapshot.py``): entities are nodes ``0..E-1``, passa
 Edges of the undirected weighted node-space graph (HippoRAG 2 / AGRAG §III-B):
 - relation edges entity↔entity, weight = number of relations joining the pair (``relation_weight="count"``) or 1;
 - synonym edges entity↔entity, weight = their cosine (AGRAG Eq. 5);
-- Contains edges passage↔entity, weight = the mention count (``contains_weight="count"``) or 1 (HippoRAG 2).
+- Contains edges passage↔entity, weight = the mention count (``contains_weight="count"``) or 1 (HippoRAG 2);
+- name links passage↔passage (``name_link_matrix``), weight ``name_links`` (0 = none; ours, issue 23);
+  ``statistical`` < 1 scales the statistical layer (relation, synonym and n-gram Contains edges) down towards the
+  name layer alone (0: name mentions and ties are the only Contains edges).
 
 The caches live in a dict attribute on the snapshot object, so they die with it and a new store version (a new
 snapshot) never sees stale matrices. Nothing here is built per query.
@@ -81,16 +84,20 @@ def node_space_graph(
     snapshot: GraphSnapshot,
     relation_weight: RelationWeight = "count",
     contains_weight: ContainsWeight = "count",
+    name_links: float = 0.0,
+    statistical: float = 1.0,
 ) -> NodeSpaceGraph:
     """The cached entity+passage graph of ``snapshot`` (see the module docstring for the edge weights)."""
     if relation_weight not in ("count", "one"):
         raise ConfigError(f"relation_weight must be 'count' or 'one', got {relation_weight!r}")
     if contains_weight not in ("one", "count"):
         raise ConfigError(f"contains_weight must be 'one' or 'count', got {contains_weight!r}")
+    if name_links < 0 or not 0.0 <= statistical <= 1.0:
+        raise ConfigError(f"name_links must be >= 0 and statistical in [0, 1], got {name_links}, {statistical}")
     return cached(
         snapshot,
-        ("node_space", relation_weight, contains_weight),
-        lambda: _build_node_space(snapshot, relation_weight, contains_weight),
+        ("node_space", relation_weight, contains_weight, name_links, statistical),
+        lambda: _build_node_space(snapshot, relation_weight, contains_weight, name_links, statistical),
     )
 
 
@@ -98,18 +105,39 @@ def transition_rows(
     snapshot: GraphSnapshot,
     relation_weight: RelationWeight = "count",
     contains_weight: ContainsWeight = "count",
+    name_links: float = 0.0,
+    statistical: float = 1.0,
 ) -> SparseRows:
     """The node-space transition matrix for PageRank steps (cached), its entities renumbered busiest first and its
     passages kept in place (``parallel.degree_order``)."""
-    graph = node_space_graph(snapshot, relation_weight, contains_weight)
+    graph = node_space_graph(snapshot, relation_weight, contains_weight, name_links, statistical)
     return cached(
         snapshot,
-        ("transition_rows", relation_weight, contains_weight, threads()),
+        ("transition_rows", relation_weight, contains_weight, name_links, statistical, threads()),
         lambda: SparseRows(graph.transition, order=degree_order(graph.transition, snapshot.n_entities)),
     )
 
 
-def _build_node_space(snapshot: GraphSnapshot, relation_weight: str, contains_weight: str) -> NodeSpaceGraph:
+def name_link_matrix(snapshot: GraphSnapshot) -> sp.csr_matrix:
+    """(P, P) undirected 0/1 passage links: passage a mentions a name tied to passage b's document (or the
+    reverse), a != b. The structure people wrote: "this passage mentions the thing that passage is about"."""
+
+    def build() -> sp.csr_matrix:
+        assert snapshot.name_mentions is not None and snapshot.ties is not None
+        named = snapshot.name_mentions.copy()
+        named.data[:] = 1.0
+        links = (named @ snapshot.ties.T).tocsr()
+        links = (links + links.T).tocsr()
+        links.setdiag(0.0)
+        links.eliminate_zeros()
+        links.data[:] = 1.0
+        return links.astype(np.float64)
+
+    return cached(snapshot, ("name_links",), build, synonym_free=True)
+
+
+def _build_node_space(snapshot: GraphSnapshot, relation_weight: str, contains_weight: str,
+                      name_links: float = 0.0, statistical: float = 1.0) -> NodeSpaceGraph:
     n_e, n_p = snapshot.n_entities, snapshot.n_passages
     n = n_e + n_p
     rel_src = snapshot.rel_src.astype(np.int64)
@@ -130,11 +158,22 @@ def _build_node_space(snapshot: GraphSnapshot, relation_weight: str, contains_we
     ).tocsr()
     syn = syn.maximum(syn.T)
     ent = (rel + syn).tocsr()
-    contains = snapshot.mentions.astype(np.float64).tocsr().copy()  # (P, E)
+    stat = snapshot.statistical_mentions if snapshot.statistical_mentions is not None else snapshot.mentions
+    contains = stat.astype(np.float64).tocsr().copy()  # (P, E)
     contains.eliminate_zeros()
     if contains_weight == "one":
         contains.data[:] = 1.0
-    adjacency = sp.bmat([[ent, contains.T], [contains, None]], format="csr", dtype=np.float64)
+    if statistical < 1.0:  # the statistical layer (n-gram entities, relations, synonyms) scaled down against names
+        assert snapshot.name_mentions is not None and snapshot.ties is not None
+        names = snapshot.name_mentions.maximum(snapshot.ties).astype(np.float64).tocsr()
+        if contains_weight == "one":
+            names.data[:] = 1.0
+        contains = (contains * statistical + names * (1.0 - statistical)).tocsr()
+        ent = (ent * statistical).tocsr()
+        contains.eliminate_zeros()
+        ent.eliminate_zeros()
+    links = name_link_matrix(snapshot) * name_links if name_links > 0 and n_p else None
+    adjacency = sp.bmat([[ent, contains.T], [contains, links]], format="csr", dtype=np.float64)
     adjacency.sum_duplicates()
     degree = np.asarray(adjacency.sum(axis=0)).ravel()
     dangling = degree <= 0

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from pathweaver.extract.entities import candidate_grams
+from pathweaver.extract.names import NameLinker
+from pathweaver.retrieval.graphs import cached
 from pathweaver.retrieval.seeds import top_entities
 from pathweaver.store.snapshot import GraphSnapshot
 
@@ -27,6 +29,25 @@ def matched_entities(snapshot: GraphSnapshot, text: str, ngram_max: int = DEFAUL
     return out
 
 
+def name_linker(snapshot: GraphSnapshot) -> NameLinker:
+    """The automaton over the snapshot's document names (entities tied to a document), built once per snapshot."""
+
+    def build() -> NameLinker:
+        assert snapshot.ties is not None  # set in GraphSnapshot.__post_init__
+        named = np.unique(snapshot.ties.tocoo().col)
+        return NameLinker.build(snapshot.entity_names[int(e)] for e in named)
+
+    return cached(snapshot, ("name_linker",), build, synonym_free=True)
+
+
+def linked_entities(snapshot: GraphSnapshot, text: str) -> list[int]:
+    """Entity indices of the document names ``text`` mentions (the indexer's automaton and rules), in name order."""
+    if snapshot.ties is None or not snapshot.ties.nnz:
+        return []
+    found = name_linker(snapshot).link(text)
+    return [snapshot.entity_index[n] for n in sorted(found) if n in snapshot.entity_index]
+
+
 def statistical_keywords(
     snapshot: GraphSnapshot,
     text: str,
@@ -38,7 +59,7 @@ def statistical_keywords(
     by word count then cosine with ``qvec``, then the entities nearest to ``qvec`` for the remaining slots."""
     if n <= 0 or snapshot.n_entities == 0:
         return []
-    matched = matched_entities(snapshot, text, ngram_max)
+    matched = list(dict.fromkeys(linked_entities(snapshot, text) + matched_entities(snapshot, text, ngram_max)))
     have_vecs = (
         qvec is not None
         and snapshot.entity_vecs.shape[0] == snapshot.n_entities

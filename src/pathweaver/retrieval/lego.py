@@ -169,7 +169,7 @@ def path_chunks(env: RetrievalEnv, query: Query, paths: list[PathHit], top_k: in
             if len(hits) >= top_k:
                 break
             if p not in taken:
-                hits.append(ChunkHit(int(p), float(dense[p])))
+                hits.append(ChunkHit(int(p), float(dense[p]), backfill=True))
     return hits
 
 

@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from pathweaver.config import ConfigError
 from pathweaver.extract.entities import normalize
 from pathweaver.retrieval.graphs import cached
-from pathweaver.retrieval.keywords import matched_entities
+from pathweaver.retrieval.keywords import linked_entities, matched_entities
 from pathweaver.retrieval.parallel import SparseRows, degree_order, threads
 from pathweaver.retrieval.ppr import COARSE_TOL, personalized_pagerank
 from pathweaver.retrieval.seeds import top_entities, top_indices, top_triples
@@ -57,14 +57,16 @@ class ExtractedSubgraph:
 
 
 def query_seeds(snapshot: GraphSnapshot, query: Query, n: int) -> list[int]:
-    """Up to ``n`` start entities: the entities named by ``query.keywords``, then by the query's n-grams; when the
+    """Up to ``n`` start entities: the entities named by ``query.keywords``, then the document names the query
+    mentions, then its n-grams; when the
     query names none, the ``n`` entities nearest to ``query.vec`` (ours: the appendix assumes given topic
     entities, so named entities are trusted and the cosine fallback only runs when there are none)."""
     if n < 1:
         raise ConfigError(f"seed_entities must be at least 1, got {n}")
     seeds: list[int] = []
     named = [snapshot.entity_index.get(normalize(k)) for k in query.keywords]
-    named += matched_entities(snapshot, query.text) if query.text else []
+    # document names the query mentions (extract/names.py) come before its n-gram matches
+    named += (linked_entities(snapshot, query.text) + matched_entities(snapshot, query.text)) if query.text else []
     for ent in named:
         if ent is not None and ent not in seeds and len(seeds) < n:
             seeds.append(ent)

@@ -70,6 +70,9 @@ class MCMIParams:
     hybrid_pool_min: int = 50  # hybrid candidates from each of dense and BM25 (as seeds.HybridParams)
     hybrid_pool_factor: int = 4  # ... or this many times top_k when larger (as seeds.HybridParams)
     prefer_subgraph_passages: bool = False  # ours: rank hybrid chunks that the subgraph touches first
+    # ours (issue 23): the document names the query mentions (extract/names.py) are terminals too, ahead of the
+    # mapped triples' entities, and seed the walk like ppr's name seeds (0 = AGRAG's triple-only seeds)
+    name_seeds: float = 0.0
 
     def validate(self) -> None:
         if self.k_triples < 1:
@@ -80,8 +83,8 @@ class MCMIParams:
             raise ConfigError("mcmi ppr_tol must be > 0, ppr_coarse_tol >= 0 and ppr_max_iter >= 1")
         if self.ppr_solver not in SOLVERS:
             raise ConfigError(f"mcmi ppr_solver must be one of {SOLVERS}, got {self.ppr_solver!r}")
-        if self.passage_score_factor < 0 or self.connector_cost < 0:
-            raise ConfigError("mcmi passage_score_factor and connector_cost must be >= 0")
+        if self.passage_score_factor < 0 or self.connector_cost < 0 or self.name_seeds < 0:
+            raise ConfigError("mcmi passage_score_factor, connector_cost and name_seeds must be >= 0")
         if (
             self.ball_hops < 1
             or self.ball_max_nodes < 2
@@ -314,7 +317,8 @@ def cost_graph(
     if pas.size:
         has_vecs = snapshot.chunk_vecs.shape[0] == snapshot.n_passages
         pcos = snapshot.chunk_vecs[pas] @ q if has_vecs else np.zeros(pas.size)
-        sub = snapshot.mentions[pas].tocsr()
+        contains = snapshot.statistical_mentions if snapshot.statistical_mentions is not None else snapshot.mentions
+        sub = contains[pas].tocsr()
         row = np.repeat(np.arange(pas.size), np.diff(sub.indptr))
         ent = sub.indices.astype(np.int64)
         row, ent = row[ent_mask[ent]], ent[ent_mask[ent]]
@@ -384,7 +388,8 @@ def _rank_chunks(
     scores = hybrid_chunk_scores(env, query, max(params.hybrid_pool_min, params.hybrid_pool_factor * top_k))
     first = params.prefer_subgraph_passages
     ranked = sorted(scores.items(), key=lambda it: (first and it[0] not in touched, -it[1], it[0]))
-    return [ChunkHit(int(p), float(s)) for p, s in ranked[:top_k]]
+    # AGRAG's chunks are hybrid ones (Eq. 20); those the subgraph does not touch are counted as a back-fill
+    return [ChunkHit(int(p), float(s), backfill=int(p) not in touched) for p, s in ranked[:top_k]]
 
 
 def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParams) -> RetrievalResult:
@@ -401,14 +406,17 @@ def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParam
         max_iter=params.ppr_max_iter,
         coarse_tol=params.ppr_coarse_tol,
         solver=params.ppr_solver,
-        name_seeds=0.0,
+        name_seeds=params.name_seeds,
+        # AGRAG's walk (Eq. 10-12): the whole graph, every passage at the 0.05 balance, no name-layer additions
+        passage_weight=0.05, dense_pool=0, name_links=0.0, name_passages=0.0, statistical=1.0,
     )
     raw, seeds = ppr_scores(env, query, ppr_params)
     scores = np.asarray(raw, dtype=np.float64).copy()
     scores[snap.n_entities :] *= params.passage_score_factor  # §III-C after Eq. 12
     info: dict[str, object] = {"ms_ppr": _ms(t0)}
+    named = seeds.named if params.name_seeds > 0 else []
     terminals = list(
-        dict.fromkeys(t for r, _ in seeds.triples for t in (int(snap.rel_src[r]), int(snap.rel_dst[r])))
+        dict.fromkeys([*named, *(t for r, _ in seeds.triples for t in (int(snap.rel_src[r]), int(snap.rel_dst[r])))])
     )
     if not terminals:
         chunks = _rank_chunks(env, query, top_k, params, set())

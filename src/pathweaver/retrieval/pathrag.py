@@ -312,7 +312,7 @@ def rank_chunks(
     if len(chunks) < top_k and dense.size:
         for p in top_indices(dense, top_k + len(chunks)).tolist():
             if p not in best:
-                chunks.append(ChunkHit(p, 0.0))
+                chunks.append(ChunkHit(p, 0.0, backfill=True))
             if len(chunks) >= top_k:
                 break
     return chunks

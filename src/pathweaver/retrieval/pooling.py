@@ -221,7 +221,7 @@ def _chunks(
             if len(hits) >= top_k:
                 break
             if p not in best:
-                hits.append(ChunkHit(int(p), float(dense[p])))
+                hits.append(ChunkHit(int(p), float(dense[p]), backfill=True))
     return hits
 
 

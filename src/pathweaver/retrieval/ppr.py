@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
 from pathweaver.retrieval.graphs import entity_passage_counts, node_space_graph, transition_rows
-from pathweaver.retrieval.keywords import matched_entities
+from pathweaver.retrieval.keywords import linked_entities, matched_entities
 from pathweaver.retrieval.parallel import SparseRows
 from pathweaver.retrieval.seeds import dense_scores, minmax, top_entities, top_indices, top_triples
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
@@ -198,7 +198,7 @@ class PPRParams:
     """HippoRAG 2 / AGRAG §III-C parameters."""
 
     damping: float = 0.5  # d, AGRAG §III-C after Eq. 10 ("to align with HippoRAG 2")
-    passage_weight: float = 0.05  # passage-node balance factor, AGRAG §III-C after Eq. 12 / HippoRAG 2
+    passage_weight: float = 1.0  # passage-node balance factor (AGRAG §III-C after Eq. 12 / HippoRAG 2 use 0.05)
     # k_a: query-mapped triples seeding the walk. HippoRAG 2 uses 5 (linking_top_k) after an LLM filters them; our
     # statistical triples are unfiltered, and 1 with name seeds was best on all three dev splits (design-notes.md)
     top_triples: int = 1
@@ -214,11 +214,22 @@ class PPRParams:
     # extra seeds: entities the query names (its n-grams that are entity names, as HippoRAG 1 links query NER), each
     # with this weight before the specificity division (ours; 0 = off; 2-5 form a plateau on dev, design-notes.md)
     name_seeds: float = 3.0
-    dense_pool: int = 0  # personalise only the top-n passages by dense score (0 = all passages, HippoRAG 2)
+    # personalise only the top-n passages by dense score (0 = all passages, HippoRAG 2); with the name layer the
+    # top 5 at full weight (passage_weight 1) were best on dev (issue 23)
+    dense_pool: int = 5
     relation_weight: Literal["count", "one"] = "count"  # relation edge weight (graphs.node_space_graph)
     # passage↔entity weight: HippoRAG 2 uses 1; the mention count was better on 2wiki dev (q 0-50, all-evidence@5
     # 0.41 vs 0.33 with statistical triples), so it is our default
     contains_weight: Literal["one", "count"] = "count"
+    # the name layer (issue 23, ours; tuned on the three dev splits, docs/design-notes.md "Names people wrote"):
+    # passage↔passage edges where one passage mentions a name tied to the other's document, with this weight
+    # (0 = off); a reset weight for the passages tied to each name the query mentions (the automaton of
+    # extract/names.py; split over that name's passages); and the weight of the statistical layer (n-gram
+    # entities, relations, synonyms) against the name layer, 0 = the name layer alone. A store without any name
+    # mention (no titles occur in its text) walks the statistical layer whatever this says.
+    name_links: float = 3.0
+    name_passages: float = 2.0
+    statistical: float = 0.0
 
     def validate(self) -> None:
         if not 0.0 <= self.damping < 1.0:
@@ -230,6 +241,8 @@ class PPRParams:
                               f"{self.coarse_tol}, {self.max_iter}")
         if self.solver not in SOLVERS:
             raise ConfigError(f"ppr solver must be one of {SOLVERS}, got {self.solver!r}")
+        if self.name_links < 0 or self.name_passages < 0 or not 0.0 <= self.statistical <= 1.0:
+            raise ConfigError("ppr name_links and name_passages must be >= 0, statistical in [0, 1]")
         if self.relation_weight not in ("count", "one") or self.contains_weight not in ("one", "count"):
             raise ConfigError("ppr relation_weight must be count|one and contains_weight one|count")
 
@@ -240,6 +253,7 @@ class SeedInfo:
 
     triples: list[tuple[int, float]] = field(default_factory=list)
     entity_weights: dict[int, float] = field(default_factory=dict)
+    named: list[int] = field(default_factory=list)  # entities of the document names the query mentions
 
 
 def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple[np.ndarray, SeedInfo]:
@@ -254,8 +268,9 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
             weights[ent] = weights.get(ent, 0.0) + max(cos, 0.0)
     for ent, cos in top_entities(snap, query.vec, params.seed_entities):
         weights[ent] = weights.get(ent, 0.0) + max(cos, 0.0)
+    named = linked_entities(snap, query.text) if query.text else []
     if params.name_seeds > 0 and query.text:
-        for ent in matched_entities(snap, query.text):
+        for ent in dict.fromkeys(named + matched_entities(snap, query.text)):
             weights[ent] = weights.get(ent, 0.0) + params.name_seeds
     if params.specificity and weights:
         counts = entity_passage_counts(snap)
@@ -270,6 +285,13 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
         idx = top_indices(dense, params.dense_pool) if params.dense_pool else np.arange(n_p)
         pw = minmax(dense[idx]) * params.passage_weight
         reset[n_e + idx] = pw
+    if params.name_passages > 0 and named and snap.ties is not None:
+        ties = snap.ties.tocsc()
+        for ent in named:
+            own = ties.indices[ties.indptr[ent]:ties.indptr[ent + 1]]
+            if own.size:
+                reset[n_e + own] += params.name_passages / own.size
+    info.named = named
     if reset.sum() <= 0:  # nothing matched: fall back to a uniform walk start over passages, or all nodes
         if n_p:
             reset[n_e:] = 1.0
@@ -288,8 +310,11 @@ def ppr_scores(env: RetrievalEnv, query: Query, params: PPRParams, settled: Sett
     snap = env.snapshot
     if snap.n_entities + snap.n_passages == 0:
         return np.zeros(0), SeedInfo()
-    graph = node_space_graph(snap, params.relation_weight, params.contains_weight)
-    rows = transition_rows(snap, params.relation_weight, params.contains_weight)
+    named_store = snap.name_mentions is not None and snap.name_mentions.nnz > 0
+    layers = (params.relation_weight, params.contains_weight, params.name_links,
+              params.statistical if named_store else 1.0)
+    graph = node_space_graph(snap, *layers)
+    rows = transition_rows(snap, *layers)
     reset, info = personalization(env, query, params)
     scores = personalized_pagerank(rows, reset, params.damping, params.tol, params.max_iter, graph.dangling,
                                    params.coarse_tol, params.solver, settled)
@@ -307,5 +332,6 @@ def ppr_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PPRParams)
         "ppr",
         [ChunkHit(int(p), float(passage_scores[p])) for p in idx],
         triples=[r for r, _ in info.triples],
-        info={"seed_entities": len(info.entity_weights), "seed_triples": len(info.triples)},
+        info={"seed_entities": len(info.entity_weights), "seed_triples": len(info.triples),
+              "named_entities": [snap.entity_names[e] for e in info.named]},
     )

@@ -67,6 +67,7 @@ class ChunkHit:
 
     passage: int
     score: float
+    backfill: bool = False  # filled in from dense or hybrid ranking, not reached by the method's graph (issue 23)
 
 
 @dataclass
@@ -106,6 +107,10 @@ class Subgraph:
 @dataclass
 class RetrievalResult:
     """Chunks ranked best first, plus the method's paths or subgraph when it has them."""
+
+    def backfill_share(self) -> float:
+        """The share of the returned chunks that came from a back-fill (``ChunkHit.backfill``); 0.0 for none."""
+        return sum(c.backfill for c in self.chunks) / len(self.chunks) if self.chunks else 0.0
 
     method: str
     chunks: list[ChunkHit]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import re
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -352,6 +352,61 @@ def gram_df(conn: Connection, grams: list[str]) -> dict[str, int]:
     return out
 
 
+# -- names (extract/names.py) --------------------------------------------------------------------------------
+NAME_TIES = ("(SELECT c.id AS chunk_id, e.id AS entity_id FROM doc_names n JOIN entities e ON e.name = n.name "
+             "JOIN chunks c ON c.doc_id = n.doc_id)")
+
+
+def vocabulary(conn: Connection, rank: Mapping[str, int]) -> dict[str, str]:
+    """Every document name with its strongest kind (lowest ``rank``)."""
+    out: dict[str, str] = {}
+    for name, kind in conn.execute("SELECT name, kind FROM doc_names ORDER BY name"):
+        if name not in out or rank.get(kind, 9) < rank.get(out[name], 9):
+            out[name] = kind
+    return out
+
+
+def doc_names_of(conn: Connection, doc_id: int) -> dict[str, str]:
+    return dict(conn.execute("SELECT name, kind FROM doc_names WHERE doc_id = ?", (doc_id,)).fetchall())
+
+
+def fts_chunk_ids(conn: Connection, query: str) -> set[int]:
+    """Chunk ids whose FTS row matches ``query`` (an FTS5 expression)."""
+    return {int(r[0]) for r in conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?", (query,))}
+
+
+def name_mention_chunks(conn: Connection, names: Iterable[str]) -> set[int]:
+    """Chunks holding a name mention of any of the entities ``names``."""
+    out: set[int] = set()
+    for name in names:
+        out.update(int(r[0]) for r in conn.execute(
+            "SELECT m.chunk_id FROM name_mentions m JOIN entities e ON e.id = m.entity_id WHERE e.name = ?", (name,)))
+    return out
+
+
+def chunk_texts(conn: Connection, chunk_ids: Iterable[int] | None = None) -> dict[int, str]:
+    """{chunk id: text} of ``chunk_ids`` (None: every chunk)."""
+    if chunk_ids is None:
+        return {int(i): t for i, t in conn.execute("SELECT id, text FROM chunks")}
+    out: dict[int, str] = {}
+    ids = sorted(set(chunk_ids))
+    for i in range(0, len(ids), 500):
+        part = ids[i : i + 500]
+        marks = ",".join("?" * len(part))
+        out.update(conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({marks})", part).fetchall())
+    return out
+
+
+def entity_ids_of(conn: Connection, names: Iterable[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    names = sorted(set(names))
+    for i in range(0, len(names), 500):
+        part = names[i : i + 500]
+        marks = ",".join("?" * len(part))
+        out.update(conn.execute(f"SELECT name, id FROM entities WHERE name IN ({marks})", part).fetchall())
+    return out
+
+
 def folder_states(conn: Connection) -> dict[str, str]:
     """Every recorded folder and its state ('watched', 'indexed' or 'removed')."""
     return dict(conn.execute("SELECT path, state FROM folders ORDER BY path").fetchall())
@@ -408,6 +463,8 @@ class StoreReader:
             syns = _read_columns(conn, "synonyms", ["a_id", "b_id"], reals=("cos",), order=2)
             y_arr, syn_cos = syns.ints, syns.reals[0]
             m_arr = _read_columns(conn, "mentions", ["chunk_id", "entity_id", "count"]).ints
+            nm_arr = _read_columns(conn, "name_mentions", ["chunk_id", "entity_id", "count"]).ints
+            tie_arr = _read_columns(conn, NAME_TIES, ["chunk_id", "entity_id"]).ints
             s_arr = _read_columns(conn, "relation_sources", ["relation_id", "chunk_id"]).ints
             chunk_ids, texts = chunks.ids, chunks.texts
             has_vec = self._has_vectors(conn)
@@ -426,6 +483,13 @@ class StoreReader:
         n_e, n_p, n_r = len(names), len(texts), len(labels)
         m_rows = _index_of(chunk_ids, m_arr[:, 0], "mentions")
         m_cols = _index_of(entity_ids, m_arr[:, 1], "mentions")
+        name_mentions = sp.csr_matrix((nm_arr[:, 2].astype(np.float32), (
+            _index_of(chunk_ids, nm_arr[:, 0], "name mentions"), _index_of(entity_ids, nm_arr[:, 1], "name mentions"))),
+            shape=(n_p, n_e))
+        ties = sp.csr_matrix((np.ones(len(tie_arr), dtype=np.float32), (
+            _index_of(chunk_ids, tie_arr[:, 0], "name ties"), _index_of(entity_ids, tie_arr[:, 1], "name ties"))),
+            shape=(n_p, n_e))
+        mentions = sp.csr_matrix((m_arr[:, 2].astype(np.float32), (m_rows, m_cols)), shape=(n_p, n_e))
         s_rows = _index_of(rel_ids, s_arr[:, 0], "relation sources")
         s_cols = _index_of(chunk_ids, s_arr[:, 1], "relation sources")
         return GraphSnapshot(
@@ -446,7 +510,12 @@ class StoreReader:
             syn_a=_index_of(entity_ids, y_arr[:, 0], "synonyms").astype(np.int32),
             syn_b=_index_of(entity_ids, y_arr[:, 1], "synonyms").astype(np.int32),
             syn_cos=syn_cos.astype(np.float32),
-            mentions=sp.csr_matrix((m_arr[:, 2].astype(np.float32), (m_rows, m_cols)), shape=(n_p, n_e)),
+            # every method walks the name layer too: a name mention, or a tie to the entity's own document, is a
+            # Contains edge (the larger count where the statistical layer has the same pair)
+            mentions=mentions.maximum(name_mentions).maximum(ties).tocsr(),
+            name_mentions=name_mentions,
+            ties=ties,
+            statistical_mentions=mentions,
             entity_vecs=entity_vecs.astype(np.float32, copy=False),
             rel_vecs=rel_vecs.astype(np.float32, copy=False),
             chunk_vecs=chunk_vecs.astype(np.float32, copy=False),
@@ -680,10 +749,22 @@ class StoreReader:
                 "mentions": set(conn.execute(
                     "SELECT e.name, c.text, m.count FROM mentions m JOIN entities e ON e.id = m.entity_id "
                     "JOIN chunks c ON c.id = m.chunk_id").fetchall()),
+                **self.canonical_names(conn),
                 "synonyms": set(conn.execute(
                     "SELECT min(a.name, b.name), max(a.name, b.name) FROM synonyms s JOIN entities a ON a.id = s.a_id "
                     "JOIN entities b ON b.id = s.b_id").fetchall()),
             }
+
+    def canonical_names(self, conn: Connection | None = None) -> dict[str, set[tuple[Any, ...]]]:
+        """The name layer without store ids: (document path, name, kind) and (name, chunk text, count)."""
+        conn = conn or self.db.conn
+        return {
+            "doc_names": set(conn.execute(
+                "SELECT d.path, n.name, n.kind FROM doc_names n JOIN documents d ON d.id = n.doc_id").fetchall()),
+            "name_mentions": set(conn.execute(
+                "SELECT e.name, c.text, m.count FROM name_mentions m JOIN entities e ON e.id = m.entity_id "
+                "JOIN chunks c ON c.id = m.chunk_id").fetchall()),
+        }
 
     # -- export ----------------------------------------------------------------------------------------------
     def table_rows(self, table: str) -> tuple[list[str], list[tuple[Any, ...]]]:

@@ -124,7 +124,30 @@ SCHEMA_FOLDERS_AND_FILE_SPANS: list[str] = [
     "ALTER TABLE chunks ADD COLUMN locator TEXT NOT NULL DEFAULT ''",
 ]
 
-MIGRATIONS: list[list[str]] = [SCHEMA_V1, SCHEMA_FOLDERS_AND_FILE_SPANS]
+# Names people wrote (issue 23): each document's title and aliases, and where any of them occurs.
+SCHEMA_NAMES: list[str] = [
+    # A document's names (``extract.names.document_names``): entity name and kind ('title' | 'alias'). The entity
+    # of each name is tied to the document's chunks, and lives as long as some document names it. Kept here (not
+    # re-parsed) so refresh can re-link every chunk.
+    """CREATE TABLE doc_names (
+        doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        PRIMARY KEY (doc_id, name)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX doc_names_name ON doc_names(name)",
+    # Mention edges chunk -> name entity found by the name automaton (``extract.names.NameLinker``), with the
+    # number of occurrences; apart from ``mentions`` so the statistical layer and this one are derived separately.
+    """CREATE TABLE name_mentions (
+        entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+        chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+        count INTEGER NOT NULL,
+        PRIMARY KEY (entity_id, chunk_id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX name_mentions_chunk ON name_mentions(chunk_id)",
+]
+
+MIGRATIONS: list[list[str]] = [SCHEMA_V1, SCHEMA_FOLDERS_AND_FILE_SPANS, SCHEMA_NAMES]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 VECTOR_TABLES = ("chunk_vec", "entity_vec", "relation_vec")

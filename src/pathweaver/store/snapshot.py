@@ -71,6 +71,12 @@ class GraphSnapshot:
     chunk_vecs: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     entity_kinds: list[str] = field(default_factory=list)  # 'ngram' | 'title' | 'heading' | 'link'
     chunk_locators: list[str] = field(default_factory=list)  # page or paragraph per chunk (PDF, DOCX), else ''
+    # the name layer (extract/names.py), both (P, E) and already inside ``mentions``: name mentions found by the
+    # automaton, and ties of a title or alias entity to its own document's chunks (1); None = none
+    name_mentions: sp.csr_matrix | None = None
+    ties: sp.csr_matrix | None = None
+    # the Contains edges of the statistical layer alone (AGRAG's graph, which MCMI walks); None = ``mentions``
+    statistical_mentions: sp.csr_matrix | None = None
     # derived
     entity_index: dict[str, int] = field(default_factory=dict)
     chunk_index: dict[int, int] = field(default_factory=dict)  # store chunk id -> passage index
@@ -84,6 +90,11 @@ class GraphSnapshot:
             self.chunk_index = {int(c): i for i, c in enumerate(self.chunk_ids.tolist())}
         if not self.entity_kinds:
             self.entity_kinds = ["ngram"] * len(self.entity_names)
+        shape = (len(self.chunk_ids), len(self.entity_names))
+        if self.name_mentions is None:
+            self.name_mentions = sp.csr_matrix(shape, dtype=np.float32)
+        if self.ties is None:
+            self.ties = sp.csr_matrix(shape, dtype=np.float32)
         if self.adjacency is None or self.edge_relation is None:
             self.adjacency, self.edge_relation = _entity_adjacency(
                 len(self.entity_names), self.rel_src, self.rel_dst, self.syn_a, self.syn_b

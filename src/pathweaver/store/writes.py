@@ -384,9 +384,24 @@ def insert_synonyms(conn: Connection, pairs: Iterable[tuple[int, int, float]]) -
 
 
 def clear_derived(conn: Connection) -> None:
-    """Drop all mentions and relation sources (refresh re-derives them in the same transaction)."""
+    """Drop all mentions, name mentions and relation sources (refresh re-derives them in the same transaction)."""
     conn.execute("DELETE FROM mentions")
+    conn.execute("DELETE FROM name_mentions")
     conn.execute("DELETE FROM relation_sources")
+
+
+# -- names (extract/names.py) --------------------------------------------------------------------------------
+def set_doc_names(conn: Connection, doc_id: int, names: Mapping[str, str]) -> None:
+    """Replace a document's names ({entity name: kind})."""
+    conn.execute("DELETE FROM doc_names WHERE doc_id = ?", (doc_id,))
+    conn.executemany("INSERT INTO doc_names(doc_id, name, kind) VALUES (?, ?, ?)",
+                     [(doc_id, n, k) for n, k in sorted(names.items())])
+
+
+def replace_name_mentions(conn: Connection, chunk_ids: Sequence[int], rows: Iterable[tuple[int, int, int]]) -> None:
+    """Drop the name mentions of ``chunk_ids`` and insert (entity_id, chunk_id, count) ``rows``."""
+    conn.executemany("DELETE FROM name_mentions WHERE chunk_id = ?", [(c,) for c in chunk_ids])
+    conn.executemany("INSERT INTO name_mentions(entity_id, chunk_id, count) VALUES (?, ?, ?)", sorted(rows))
 
 
 def clear_chunk_derived(conn: Connection, chunk_ids: Sequence[int]) -> None:
@@ -409,9 +424,10 @@ def chunk_dependents(conn: Connection, doc_id: int) -> tuple[set[int], set[int]]
 
 
 def collect_garbage(conn: Connection, entity_ids: Iterable[int] | None = None,
-                    relation_ids: Iterable[int] | None = None) -> dict[str, int]:
+                    relation_ids: Iterable[int] | None = None, keep_named: bool = True) -> dict[str, int]:
     """Remove relations without sources, then entities with neither mentions nor relations (their synonyms
-    cascade), with their FTS and vector rows. With candidate ids only those are checked (plus the endpoints of
+    cascade), with their FTS and vector rows; an entity some document names (``doc_names``) stays unless
+    ``keep_named`` is False. With candidate ids only those are checked (plus the endpoints of
     removed relations); with None, the whole store. Returns how many of each were removed."""
     if entity_ids is not None and relation_ids is not None and not entity_ids and not relation_ids:
         return {"relations": 0, "entities": 0}  # a new file's write: nothing lost its support
@@ -420,6 +436,8 @@ def collect_garbage(conn: Connection, entity_ids: Iterable[int] | None = None,
     ent_sql = "SELECT id FROM entities e WHERE NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = e.id) " \
               "AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.src_id = e.id) " \
               "AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.dst_id = e.id)"
+    if keep_named:
+        ent_sql += " AND NOT EXISTS (SELECT 1 FROM doc_names n WHERE n.name = e.name)"
     if relation_ids is None:
         dead_rels = conn.execute(rel_sql).fetchall()
     else:

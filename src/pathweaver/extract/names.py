@@ -1,0 +1,151 @@
+"""Names people wrote (document titles and their aliases) and mention linking with one Aho-Corasick automaton.
+
+A document's names: its title, the title without a trailing parenthetical ("Inherent Vice (film)" -> "Inherent
+Vice"), and its front-matter ``aliases:``. Each name is an entity (kind "title" or "alias") tied to its
+document's chunks. ``NameLinker`` finds every occurrence of every name in a text:
+- on whole words: text and names are both cut into ``entities.word_spans`` words and each distinct name word is
+  one character of the automaton's alphabet, so a match can only start and end on word boundaries;
+- words joined by punctuation or a line break are kept apart by a separator, in names and in texts alike
+  ("Paris, Texas" matches "Paris, Texas" but not "Paris Texas"; "Inherent Vice (film)" not "Inherent Vice film");
+- longest match first, leftmost, without overlaps (``iter_long``): "Paul Thomas Anderson" wins over "Thomas";
+- case-insensitively (names are compared in ``normalize``'d form), except a *strict* name (one word): it matches
+  only where the text's word starts with a capital letter, so the title "Music" does not match "music";
+- a name whose words are all stopwords or numbers, or a one-letter word, is never linked ("It", "1999").
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from pathweaver.extract.entities import WordSpan, normalize, word_spans
+from pathweaver.extract.stopwords import STOPWORDS
+
+TITLE, ALIAS = "title", "alias"
+_PAREN_RE = re.compile(r"^(.*?\S)\s*\([^()]*\)$")
+_SEPARATOR = "\x01"  # between two words not joined by plain spaces
+_UNKNOWN = "\x02"  # a text word that is no name's word
+_FIRST_WORD_CHAR = 0x100  # name words are characters from here on
+
+
+def display_name(name: str) -> str:
+    """Canonical entity name of a title or alias (``entities.normalize``), '' if it has no letter."""
+    name = normalize(name)
+    return name if any(ch.isalpha() for ch in name) else ""
+
+
+def document_names(title: str, aliases: Sequence[str] = ()) -> dict[str, str]:
+    """{entity name: "title" | "alias"} of a document: its title, the title without a trailing "(...)", and its
+    front-matter aliases; names that can never be linked are still returned (they tie to the document)."""
+    out: dict[str, str] = {}
+    main = display_name(title)
+    if main:
+        out[main] = TITLE
+    bare = _PAREN_RE.match(title.strip())
+    candidates = ([bare.group(1)] if bare else []) + list(aliases)
+    for raw in candidates:
+        name = display_name(raw)
+        if name and name not in out:
+            out[name] = ALIAS
+    return out
+
+
+def _key_words(spans: Sequence[WordSpan]) -> list[tuple[str, bool]]:
+    return [(s.word, s.joined) for s in spans]
+
+
+def linkable(name: str) -> bool:
+    """Whether occurrences of ``name`` are linked at all (see the module docstring)."""
+    words = [s.word for s in word_spans(name)]
+    if not words:
+        return False
+    if all(w in STOPWORDS or w.isdigit() for w in words):
+        return False
+    return not (len(words) == 1 and len(words[0]) < 2)
+
+
+def strict(name: str) -> bool:
+    """A one-word name links only where the text capitalises it."""
+    return len(word_spans(name)) == 1
+
+
+@dataclass
+class NameLinker:
+    """One automaton over every linkable name (``build``); ``link`` counts each name's occurrences in a text."""
+
+    automaton: object | None
+    alphabet: dict[str, str]  # name word -> its character
+    strict_names: frozenset[str]
+
+    @classmethod
+    def build(cls, names: Iterable[str]) -> NameLinker:
+        import ahocorasick  # pyahocorasick
+
+        alphabet: dict[str, str] = {}
+        keys: dict[str, list[str]] = {}
+        strict_names = set()
+        for name in sorted(set(names)):
+            if not linkable(name):
+                continue
+            parts = []
+            for i, (word, joined) in enumerate(_key_words(word_spans(name))):
+                if i and not joined:
+                    parts.append(_SEPARATOR)
+                parts.append(alphabet.setdefault(word, chr(_FIRST_WORD_CHAR + len(alphabet))))
+            keys.setdefault("".join(parts), []).append(name)
+            if strict(name):
+                strict_names.add(name)
+        if not keys:
+            return cls(None, alphabet, frozenset())
+        automaton = ahocorasick.Automaton()
+        for key, found in keys.items():
+            automaton.add_word(key, (len(key), tuple(found)))
+        automaton.make_automaton()
+        return cls(automaton, alphabet, frozenset(strict_names))
+
+    @property
+    def empty(self) -> bool:
+        return self.automaton is None
+
+    def link(self, text: str) -> Counter[str]:
+        """How often each name occurs in ``text`` (longest leftmost matches on word boundaries)."""
+        out: Counter[str] = Counter()
+        if self.automaton is None:
+            return out
+        spans = word_spans(text)
+        if not spans:
+            return out
+        chars: list[str] = []
+        starts: list[int] = []  # the word (span index) each character position belongs to, -1 for a separator
+        for i, s in enumerate(spans):
+            if i and not s.joined:
+                chars.append(_SEPARATOR)
+                starts.append(-1)
+            chars.append(self.alphabet.get(s.word, _UNKNOWN))
+            starts.append(i)
+        for end, (length, names) in self.automaton.iter_long("".join(chars)):  # type: ignore[attr-defined]
+            first = spans[starts[end - length + 1]]
+            capital = text[first.start].isupper()
+            for name in names:
+                if capital or name not in self.strict_names:
+                    out[name] += 1
+        return out
+
+    def link_many(self, texts: Mapping[int, str]) -> dict[int, Counter[str]]:
+        """``link`` of each text, keyed as given; texts without any name are left out."""
+        found = {key: self.link(text) for key, text in texts.items()}
+        return {key: names for key, names in found.items() if names}
+
+
+def fts_query(name: str) -> str:
+    """An FTS5 query that every chunk in which ``NameLinker`` can find ``name`` matches (a superset: the words near
+    each other, in any order, within a few tokens; FTS5 splits words at apostrophes and hyphens, which ours keep)."""
+    tokens = re.findall(r"[^\W_]+", name.casefold())
+    if not tokens:
+        return ""
+    quoted = " ".join('"' + t.replace('"', '""') + '"' for t in tokens)
+    if len(tokens) == 1:
+        return f"text : {quoted}"
+    return f"text : NEAR({quoted}, {2 * len(tokens)})"

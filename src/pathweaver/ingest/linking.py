@@ -1,0 +1,75 @@
+"""Keeping the name layer exact: each document's names (``doc_names``) and every chunk's name mentions.
+
+A chunk's name mentions depend only on its text and on the set of all names (the vocabulary), so after any change
+only these chunks can link differently, and only they are re-linked:
+- the chunks just written;
+- chunks holding a name the change added (found through the full-text index, ``names.fts_query``: a superset,
+  which the automaton then settles; a longer new name may also take over a shorter one's occurrences there);
+- chunks that had a mention of a name the change removed (a shorter name may now match there instead).
+A refresh re-links every chunk with the same function, so an incremental store equals a fresh one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+from pathweaver.extract.graph import KIND_RANK
+from pathweaver.extract.names import NameLinker, document_names, fts_query, linkable
+from pathweaver.store import reads as r
+from pathweaver.store import writes as w
+from pathweaver.store.db import Connection
+
+EnsureFn = Callable[[Mapping[str, str]], object]  # creates entity rows (with vectors) for {name: kind}
+
+
+class LinkerCache:
+    """The automaton of the latest vocabulary, rebuilt only when the vocabulary changes."""
+
+    def __init__(self) -> None:
+        self._names: frozenset[str] | None = None
+        self._linker: NameLinker | None = None
+
+    def get(self, names: Iterable[str]) -> NameLinker:
+        key = frozenset(names)
+        if self._linker is None or key != self._names:
+            self._linker, self._names = NameLinker.build(key), key
+        return self._linker
+
+
+def names_of(title: str, aliases: Iterable[str]) -> dict[str, str]:
+    return document_names(title, list(aliases))
+
+
+def apply_names(conn: Connection, changes: Mapping[int, Mapping[str, str]], new_chunks: Iterable[int],
+                ensure: EnsureFn, cache: LinkerCache) -> None:
+    """Give documents their names ({doc id: {name: kind}}; {} for a document that goes) and re-link exactly the
+    chunks whose name mentions can change (module docstring), inside the caller's transaction."""
+    before = r.vocabulary(conn, KIND_RANK)
+    for doc_id, names in changes.items():
+        w.set_doc_names(conn, doc_id, names)
+    after = r.vocabulary(conn, KIND_RANK)
+    added = sorted(n for n in after if n not in before)
+    removed = sorted(n for n in before if n not in after)
+    stronger = {n: k for n, k in after.items() if n in before and KIND_RANK.get(k, 9) < KIND_RANK.get(before[n], 9)}
+    if added or stronger:
+        ensure({**{n: after[n] for n in added}, **stronger})
+    affected = set(new_chunks) | r.name_mention_chunks(conn, removed)
+    for name in added:
+        query = fts_query(name)
+        if linkable(name) and query:
+            affected |= r.fts_chunk_ids(conn, query)
+    removed_ids = set(r.entity_ids_of(conn, removed).values())
+    if affected:
+        relink(conn, affected, cache.get(after))
+    if removed_ids:
+        w.collect_garbage(conn, removed_ids, set())
+
+
+def relink(conn: Connection, chunk_ids: Iterable[int] | None, linker: NameLinker) -> int:
+    """Replace the name mentions of ``chunk_ids`` (None: all chunks) by what ``linker`` finds; returns how many."""
+    texts = r.chunk_texts(conn, chunk_ids)
+    found = linker.link_many(texts)
+    ids = r.entity_ids_of(conn, {n for names in found.values() for n in names})
+    rows = [(ids[n], cid, count) for cid, names in found.items() for n, count in names.items()]
+    w.replace_name_mentions(conn, sorted(texts), rows)
+    return len(rows)

@@ -1,0 +1,164 @@
+"""The name layer (extract/names.py, ingest/linking.py): titles and aliases as entities, mention linking by one
+automaton, kept exact by every incremental change (no refresh), and used to seed PPR."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from pathweaver.config import Settings
+from pathweaver.extract.names import NameLinker, document_names
+from pathweaver.ingest.parsers import parse_file
+from pathweaver.ingest.pipeline import Indexer
+from pathweaver.models.embedder import get_embedder
+from pathweaver.retrieval.keywords import linked_entities
+from pathweaver.retrieval.registry import run_method
+from pathweaver.retrieval.types import Query, RetrievalEnv
+from pathweaver.store.db import Database
+from pathweaver.store.reads import StoreReader
+
+
+@pytest.fixture(scope="module")
+def embedder():  # type: ignore[no-untyped-def]
+    return get_embedder()
+
+
+def settings(store: Path) -> Settings:
+    s = Settings(store_dir=store)
+    s.extract.auto_refresh_ratio = 1.0  # changes stay incremental: no refresh may repair them
+    return s
+
+
+def note(title: str, body: str, aliases: list[str] | None = None) -> str:
+    fm = f"---\ntitle: {title}\n" + (f"aliases: [{', '.join(aliases)}]\n" if aliases else "") + "---\n"
+    return f"{fm}# {title}\n\n{body}\n"
+
+
+def mentions(db: Database) -> dict[str, set[str]]:
+    """name -> the titles of the documents whose chunks mention it."""
+    out: dict[str, set[str]] = {}
+    for name, doc in db.conn.execute(
+            "SELECT e.name, d.title FROM name_mentions m JOIN entities e ON e.id = m.entity_id "
+            "JOIN chunks c ON c.id = m.chunk_id JOIN documents d ON d.id = c.doc_id"):
+        out.setdefault(name, set()).add(doc)
+    return out
+
+
+def test_document_names_and_front_matter_aliases() -> None:
+    doc = parse_file(Path("n.md"), note("Inherent Vice (film)", "A film.", ["PTA's film", "Vice"]).encode())
+    assert doc.title == "Inherent Vice (film)" and doc.aliases == ["PTA's film", "Vice"]
+    assert document_names(doc.title, doc.aliases) == {
+        "inherent vice (film)": "title", "inherent vice": "alias", "pta film": "alias", "vice": "alias"}
+    block = parse_file(Path("b.md"), b"---\naliases:\n  - First\n  - 'Second one'\n---\ntext\n")
+    assert block.aliases == ["First", "Second one"] and block.title == "b"
+
+
+def test_linker_longest_match_word_boundaries_and_case_rule() -> None:
+    linker = NameLinker.build(["paul thomas anderson", "thomas", "music", "paris, texas", "paris", "it", "anne"])
+    found = linker.link("Paul Thomas Anderson met Thomas. Annex music; Music. Paris, Texas is not Paris Texas. It")
+    assert found == {"paul thomas anderson": 1, "thomas": 1, "music": 1, "paris, texas": 1, "paris": 1}
+
+
+def test_titles_aliases_and_incremental_links_without_refresh(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    folder, store = tmp_path / "notes", tmp_path / "store"
+    folder.mkdir()
+    (folder / "a.md").write_text(note("Inherent Vice (film)", "A film directed by Paul Thomas Anderson."), "utf-8")
+    (folder / "b.md").write_text(note("Gravity's Rainbow", "Thomas Pynchon wrote it; see Inherent Vice too."),
+                                 "utf-8")
+    (folder / "c.txt").write_text("Paul Thomas Anderson was born in Studio City. He admires PTA.", "utf-8")
+    with Database(store) as db:
+        indexer = Indexer(db, settings(store), embedder)
+        indexer.index_paths([folder])
+        got = mentions(db)
+        assert got["inherent vice"] == {"Gravity's Rainbow"}  # the parenthetical-free alias
+        assert got["inherent vice (film)"] == {"Inherent Vice (film)"}  # its own heading line
+        assert "paul thomas anderson" not in got  # no document has that name yet
+        # a new note titled with a name old chunks hold: they link at once, with no refresh
+        (folder / "pta.md").write_text(note("Paul Thomas Anderson", "An American director.", ["PTA"]), "utf-8")
+        report = indexer.index_paths([folder])
+        assert not report.refreshed
+        got = mentions(db)
+        assert got["paul thomas anderson"] == {"Inherent Vice (film)", "c", "Paul Thomas Anderson"}
+        assert got["pta"] == {"c"}
+        # the question's names seed PPR: the film's own passage, then the passages its names link to
+        snap = StoreReader(db).snapshot()
+        question = "Where was the director of film Inherent Vice born?"
+        assert [snap.entity_names[e] for e in linked_entities(snap, question)] == ["inherent vice"]
+        env = RetrievalEnv(snap, lambda t, k: [], lambda texts: embedder.encode(list(texts)))
+        result = run_method(env, Query(question, embedder.encode([question])[0]), "ppr", 3, {})
+        assert result.info["named_entities"] == ["inherent vice"]
+        assert snap.chunk_titles[result.chunks[0].passage] == "Inherent Vice (film)"
+        # an alias change: "PTA" goes, "Studio City" comes
+        (folder / "pta.md").write_text(note("Paul Thomas Anderson", "An American director.", ["Studio City"]),
+                                       "utf-8")
+        indexer.index_paths([folder])
+        got = mentions(db)
+        assert "pta" not in got and got["studio city"] == {"c"}
+        assert db.conn.execute("SELECT count(*) FROM doc_names WHERE name = 'pta'").fetchone()[0] == 0
+        # a rename of a plain-text file renames its title entity
+        (folder / "c.txt").rename(folder / "studio notes.txt")
+        indexer.index_paths([folder])
+        assert mentions(db)["paul thomas anderson"] == {"Inherent Vice (film)", "studio notes", "Paul Thomas Anderson"}
+        # a delete takes what only that note named
+        (folder / "pta.md").unlink()
+        indexer.index_paths([folder])
+        got = mentions(db)
+        assert "paul thomas anderson" not in got and "studio city" not in got
+        names = {r[0] for r in db.conn.execute("SELECT name FROM entities WHERE kind IN ('title', 'alias')")}
+        assert {"inherent vice", "gravity rainbow", "studio notes"} <= names
+
+
+POOL = [
+    "Marie Curie was born in Warsaw. She studied physics in Paris with Pierre Curie.",
+    "Pierre Curie married Marie Curie in 1895. The Vistula flows through Warsaw.",
+    "Polonium was discovered in Paris. Radium glows; Marie Curie isolated radium.",
+    "Krakow was the capital of Poland before Warsaw. The Nobel Prize went to Paris.",
+]
+TITLES = ["Marie Curie", "Warsaw (city)", "Paris", "Pierre Curie", "Radium", "Nobel Prize", "Poland"]
+ALIASES = ["Curie", "Vistula", "Krakow", "Polonium", "The Sorbonne"]
+
+
+def random_note(rng: random.Random) -> str:
+    body = rng.choice(POOL) + " " + rng.choice(POOL)
+    if rng.random() < 0.3:
+        return body  # a note without front matter: titled by its file name
+    return note(rng.choice(TITLES), body, rng.sample(ALIASES, rng.randint(0, 2)))
+
+
+def random_step(rng: random.Random, folder: Path) -> None:
+    files = sorted(folder.iterdir())
+    op = rng.choice(["add", "add", "retitle", "rename", "delete"]) if files else "add"
+    if op == "add":
+        (folder / f"n{rng.randrange(1000)}{rng.choice(['.md', '.md', '.txt'])}").write_text(random_note(rng), "utf-8")
+        return
+    target = rng.choice(files)
+    if op == "retitle":  # a title or alias change, same or other body
+        target.write_text(random_note(rng), "utf-8")
+    elif op == "rename":
+        target.rename(folder / f"{rng.choice(['Warsaw', 'Marie Curie', 'r'])} {rng.randrange(100)}{target.suffix}")
+    else:
+        target.unlink()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_incremental_name_layer_equals_a_fresh_index(seed: int, tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    """After every incremental change (titles added, renamed, aliases changed, notes deleted), with no refresh,
+    the document names and name mentions equal those of a fresh index of the same folder."""
+    rng = random.Random(seed)
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for _ in range(3):
+        random_step(rng, folder)
+    store = tmp_path / "store"
+    with Database(store) as db:
+        indexer = Indexer(db, settings(store), embedder)
+        indexer.index_paths([folder])
+        for step in range(5):
+            random_step(rng, folder)
+            indexer.index_paths([folder])
+            got = StoreReader(db).canonical_names()
+            with Database(tmp_path / f"fresh{step}") as fresh:
+                Indexer(fresh, settings(tmp_path / f"fresh{step}"), embedder).index_paths([folder])
+                assert got == StoreReader(fresh).canonical_names(), f"step {step}"
