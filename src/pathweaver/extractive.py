@@ -58,10 +58,14 @@ class Sentence:
 ChunksLike = Context | Sequence[Any]
 
 # -- question analysis ---------------------------------------------------------------------------------------
-_MONTHS = (
+def _word_list(text: str) -> list[str]:
+    return text.split()
+
+
+_MONTHS = _word_list(
     "january february march april may june july august september october november december "
     "jan feb mar apr jun jul aug sep sept oct nov dec"
-).split()
+)
 _MONTH_NUM = {m: (i % 12) + 1 for i, m in enumerate(_MONTHS[:12])} | {
     m: n for m, n in zip(_MONTHS[12:], (1, 2, 3, 4, 6, 7, 8, 9, 9, 10, 11, 12), strict=True)
 }
@@ -116,7 +120,7 @@ _CUES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(?:spouse|wife|husband|married)\b", re.I), r"marri\w*\s+(?:to\s+)?$|(?:wife|husband|spouse),?\s+$"),
     (re.compile(r"\b(?:father|mother|son|daughter|child|parent)\b", re.I), r"(?:son|daughter|child|father|mother) of\s+$"),
 ]
-_NATIONALITY = (
+_NATIONALITY = _word_list(
     "Afghan Albanian Algerian American Argentine Argentinian Armenian Australian Austrian Azerbaijani Bangladeshi "
     "Belarusian Belgian Bolivian Bosnian Brazilian British Bulgarian Burmese Cambodian Cameroonian Canadian "
     "Chilean Chinese Colombian Croatian Cuban Czech Danish Dutch Ecuadorian Egyptian English Estonian Ethiopian "
@@ -126,7 +130,7 @@ _NATIONALITY = (
     "Norwegian Pakistani Palestinian Peruvian Polish Portuguese Romanian Russian Saudi Scottish Serbian "
     "Singaporean Slovak Slovenian Somali Spanish Sri Swedish Swiss Syrian Taiwanese Thai Tunisian Turkish Ukrainian "
     "Uruguayan Uzbek Venezuelan Vietnamese Welsh Yemeni Zimbabwean Soviet Yugoslav Prussian Ottoman Persian"
-).split()
+)
 _COUNTRY_OF = {
     "American": "United States", "British": "United Kingdom", "English": "England", "Scottish": "Scotland",
     "Welsh": "Wales", "Dutch": "Netherlands", "French": "France", "German": "Germany", "Italian": "Italy",
