@@ -81,7 +81,7 @@ NUMBER_RE = re.compile(
     r"(?:\s+(?:square\s+)?(?:miles?|mi|km|kilometres?|kilometers?|metres?|meters?|feet|ft|years?|people|inhabitants|"
     r"members|seats?|episodes?|books?|copies|acres|hectares|percent|%))?"
 )
-_SMALL = r"(?:of|the|de|del|della|des|du|la|le|van|von|der|den|da|di|y|al|bin|ibn|and|&|for|on|upon|in)"
+_SMALL = r"(?:of|the|de|del|della|des|du|la|le|van|von|der|den|da|di|y|al|bin|ibn|and|&)"
 _NAMEWORD = r"(?:[A-Z][\w'’\-.]*[\w.]|[A-Z]|\d+(?:st|nd|rd|th)?)"
 CAPSPAN_RE = re.compile(rf"{_NAMEWORD}(?:\s+(?:{_SMALL}\s+){{0,2}}{_NAMEWORD})*")
 _WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
@@ -307,7 +307,7 @@ def _cap_spans(sentence: str) -> list[tuple[int, str]]:
         words = text.split()
         while words and words[0].lower() in _PERSON_STOP | {w.lower() for w in _MONTHS}:
             words = words[1:]
-        while words and re.fullmatch(_SMALL, words[-1]):
+        while words and (re.fullmatch(_SMALL, words[-1]) or (len(words) > 1 and words[-1].isdigit())):
             words = words[:-1]
         if not words or (len(words) == 1 and words[0].isdigit()):
             continue
