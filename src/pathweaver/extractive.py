@@ -154,6 +154,12 @@ _COUNTRY_ALIASES = {
     "United Kingdom": ("United Kingdom", "UK", "Britain", "England", "Scotland", "Wales"),
     "England": ("England", "United Kingdom", "Britain"),
 }
+_PLACE_NOUNS = {"city", "town", "country", "state", "county", "region", "village", "province", "island", "continent",
+                "neighborhood", "neighbourhood", "location", "borough", "district", "capital", "nation"}
+_PERSON_NOUNS = {"person", "man", "woman", "actor", "actress", "writer", "screenwriter", "director", "singer", "author",
+                 "player", "driver", "pilot", "president", "politician", "musician", "composer", "producer",
+                 "artist", "king", "queen", "emperor", "leader", "poet", "novelist", "footballer", "coach",
+                 "manager", "physicist", "scientist", "philosopher", "painter", "rapper", "comedian", "journalist"}
 _PERSON_STOP = {
     "the", "he", "she", "it", "they", "his", "her", "in", "on", "at", "a", "an", "this", "that", "born", "after",
     "before", "during", "its", "their", "there", "although", "however", "when", "while", "as", "by", "for", "from",
@@ -170,8 +176,12 @@ def answer_type(question: str) -> str:
         return "choice"
     if _YESNO_START.match(low):
         return "yesno"
-    if re.search(r"\b(?:when|what year|which year|what date|what time|in what year|date of|year of|what decade|"
-                 r"what century|how old)\b", low):
+    if re.search(r"\bnationality\b", low):
+        return "nationality"
+    if re.match(r"when\b", low) or re.search(r"(?-i:\bwhen\b)", q) or re.search(
+        r"\b(?:what year|which year|what date|what time|in what year|date of|year of|what decade|what century|"
+        r"how old)\b", low
+    ):  # a capitalised "When" inside the question starts a title ("When The Stars Go Blue")
         return "date"
     if re.search(r"\b(?:how many|how much|how long|how far|how tall|how high|how big|what percentage|"
                  r"what population|population of|how large|seat how many|what number)\b", low):
@@ -184,18 +194,32 @@ def answer_type(question: str) -> str:
         return "place"
     if re.search(r"^(?:who|whom|whose)\b|\b(?:who|whom)\b", low):
         return "person"
+    m = re.search(r"\b(?:what|which)\s+(?:[\w\-']+\s+){0,3}?(?P<n>[a-z]+)\b", low)
+    if m and m.group("n") in _PLACE_NOUNS:
+        return "place"
+    if m and m.group("n") in _PERSON_NOUNS:
+        return "person"
     return "other"
 
 
 def options(question: str) -> list[str]:
-    """The two compared items of a choice question ("Which came first, A or B?"), else []."""
+    """The two compared items of a choice question ("Which came first, A or B?", "Who was born first out of A
+    and B?"), else []."""
     q = " ".join(question.split())
     if not re.match(r"^(?:which|who|what|whose)\b", q, re.I):
         return []
-    for m in _CHOICE.finditer(q):
-        a, b = _clean_option(m.group("a")), _clean_option(m.group("b"))
-        if a and b and len(a.split()) <= 14 and len(b.split()) <= 14 and (" or " in m.group(0) or "out of" in q):
-            return [a, b]
+    m = re.search(r"(?:,|:|\bout of\b|\bbetween\b)\s*(?P<rest>.+)$", q)
+    if not m:
+        return []
+    rest = m.group("rest").rstrip(" ?")
+    joiner = " and " if re.search(r"\b(?:out of|between)\s*$", q[: m.start("rest")]) else " or "
+    if joiner not in rest:
+        return []
+    a, b = rest.rsplit(joiner, 1)
+    b = re.split(r",\s+(?=[a-z])", b)[0]  # "Screaming Trees, had more members"
+    a, b = _clean_option(a), _clean_option(b)
+    if a and b and len(a.split()) <= 14 and len(b.split()) <= 14:
+        return [a, b]
     return []
 
 
@@ -324,6 +348,9 @@ def typed_spans(sentence: str, kind: str, question: str) -> list[tuple[int, str,
     """Spans of ``sentence`` of the expected ``kind`` that the question does not name: (start, text, bonus)."""
     qwords = set(_tokens(question))
     cues = _cue_pattern(question)
+    asked = re.search(r"\b(?:what|which)\s+(?:[\w\-']+\s+){0,5}?(?P<n>[a-z]+)\b(?=\s+(?:is|was|were|are|did|does|do|has|had|"
+                      r"can|could|that|which|who|of|in|to|for|with|by|from)\b|\s*\??$)", question.lower())
+    head = asked.group("n") if asked and asked.group("n") not in STOPWORDS else ""
     out: list[tuple[int, str, float]] = []
     if kind == "date":
         found = dates_in(sentence)
@@ -365,6 +392,8 @@ def typed_spans(sentence: str, kind: str, question: str) -> list[tuple[int, str,
                 bonus += 0.3
         if kind == "person" and re.search(r"\bby\s+$", before):
             bonus += 0.2
+        if head and head in low_words:  # "which war" -> "World War II"
+            bonus += 0.5
         out.append((start, span, bonus))
     return out
 

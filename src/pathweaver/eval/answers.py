@@ -1,9 +1,10 @@
 """``pathweaver eval --answers``: answer a split's questions and score them on the gold answers.
 
 Scores (SQuAD v1.1 normalisation, ``metrics.normalize_answer``): exact match and token F1 against the best gold
-alias, and answer support, the share of questions whose gold answer appears in the chunks the answer cites (its
-``[n]`` markers, else every chunk it was given). Yes/no questions count for EM and F1 only: a chunk cannot contain
-their answer. ``context_support`` is the same over every chunk of the answer's context.
+alias, and answer support, the share of questions whose gold answer appears in the chunks the answer cites (the
+result's ``citations``, the evidence a user is shown with the answer). ``marked_support`` is the same over only
+the chunks the answer text marks with ``[n]`` (all cited chunks when it marks none). Yes/no questions count for
+EM and F1 only: a chunk cannot contain their answer.
 
 Answerers: ``ask`` (``Pathweaver.ask``, with the configured LLM backend), ``extractive`` (retrieve, then
 ``extractive.extractive_answer`` over the top-k chunks) and ``baseline`` (the sentence of the top dense chunk
@@ -35,11 +36,14 @@ def answer_text(answer: str) -> str:
 
 
 def cited_texts(result: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """(texts of the chunks the answer cites, texts of every chunk of its context) from an ``ask`` result."""
+    """(texts of the chunks the result cites, texts of those the answer text marks with ``[n]``) of an ``ask``
+    result; a citation's text is its chunk item's in the result's context."""
     chunks = {int(i["n"]): str(i["text"]) for i in result.get("context", {}).get("items", []) if i.get("kind") == "chunk"}
+    listed = [int(c["n"]) for c in result.get("citations", []) if "n" in c]
+    cited = [chunks[n] for n in dict.fromkeys(listed) if n in chunks] or list(chunks.values())
     marks = [int(m) for m in _MARK.findall(str(result.get("answer", "")))]
-    cited = [chunks[n] for n in dict.fromkeys(marks) if n in chunks] or list(chunks.values())
-    return cited, list(chunks.values())
+    marked = [chunks[n] for n in dict.fromkeys(marks) if n in chunks] or cited
+    return cited, marked
 
 
 def _extractive(pw: Any, question: str, method: str, top_k: int, params: dict[str, Any] | None,
@@ -61,6 +65,7 @@ def _extractive(pw: Any, question: str, method: str, top_k: int, params: dict[st
     marks = "".join(f"[{n}]" for n in cites)
     return {
         "answer": f"{text} {marks}".strip(),
+        "citations": context.citations,
         "context": context.to_dict(),
         "llm": {"backend": "baseline" if baseline else "extractive"},
         "seconds": time.perf_counter() - start,
@@ -70,7 +75,7 @@ def _extractive(pw: Any, question: str, method: str, top_k: int, params: dict[st
 def score_answer(question: Question, result: dict[str, Any]) -> dict[str, Any]:
     """EM, F1 and support of one answer (support None for a yes/no question)."""
     pred = answer_text(str(result.get("answer", "")))
-    cited, every = cited_texts(result)
+    cited, marked = cited_texts(result)
     yes_no = metrics.is_yes_no(question.answers)
     return {
         "index": question.index,
@@ -80,7 +85,7 @@ def score_answer(question: Question, result: dict[str, Any]) -> dict[str, Any]:
         "exact_match": metrics.exact_match(pred, question.answers),
         "f1": metrics.token_f1(pred, question.answers),
         "supported": None if yes_no else metrics.answer_supported(question.answers, cited),
-        "in_context": None if yes_no else metrics.answer_supported(question.answers, every),
+        "marked": None if yes_no else metrics.answer_supported(question.answers, marked),
         "backend": str(result.get("llm", {}).get("backend", "?")),
     }
 
@@ -94,7 +99,7 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "exact_match": sum(r["exact_match"] for r in rows) / len(rows),
         "f1": sum(r["f1"] for r in rows) / len(rows),
         "answer_support": sum(bool(r["supported"]) for r in judged) / len(judged) if judged else None,
-        "context_support": sum(bool(r["in_context"]) for r in judged) / len(judged) if judged else None,
+        "marked_support": sum(bool(r["marked"]) for r in judged) / len(judged) if judged else None,
         "n_support": len(judged),
         "backends": sorted({r["backend"] for r in rows}),
     }
