@@ -35,6 +35,7 @@ class ExtractiveParams:
     embed_weight: float = 1.0  # cosine(question, sentence)
     overlap_weight: float = 1.0  # share of the question's idf weight the sentence holds
     rank_decay: float = 0.05  # score lost per chunk rank
+    title_bonus: float = 0.0  # a sentence of a chunk whose title the question names (the passage about it)
     cue_bonus: float = 1.0  # times a span's cue score (introduced by "born in", "directed by", ...)
     chain: bool = True  # answer a nested question hop by hop over the same chunks (heuristic plan)
     span_sentence: bool = False  # answer "other" questions with the whole sentence rather than a span
@@ -116,7 +117,7 @@ _CUES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bperform", re.I), r"(?:perform\w*|recorded|sung|released)\s+by\s+$"),
     (re.compile(r"\bproduc", re.I), r"produc\w*\s+by\s+$"),
     (re.compile(r"\b(?:writ|author)", re.I), r"(?:written|authored)\s+by\s+$"),
-    (re.compile(r"\b(?:located|where)\b", re.I), r"\b(?:in|at|of|near)\s+$"),
+    (re.compile(r"\blocated\b", re.I), r"\blocated\b[^.;]*?\b(?:in|at|on|near)\s+$"),
     (re.compile(r"\b(?:spouse|wife|husband|married)\b", re.I), r"marri\w*\s+(?:to\s+)?$|(?:wife|husband|spouse),?\s+$"),
     (re.compile(r"\b(?:father|mother|son|daughter|child|parent)\b", re.I), r"(?:son|daughter|child|father|mother) of\s+$"),
 ]
@@ -271,6 +272,15 @@ def _weights(words: set[str], word_df: WordDfFn | None, n_docs: int) -> dict[str
     return {w: math.log(1.0 + (n_docs - min(df.get(w, 0), n_docs) + 0.5) / (df.get(w, 0) + 0.5)) for w in words}
 
 
+def _title_named(passage: Passage, asked: set[str]) -> bool:
+    """The question names the passage's title (or, without one, its short first line)."""
+    for title in (passage.title, passage.text.split("\n", 1)[0]):
+        words = [w for w in _tokens(title) if w not in STOPWORDS and not w.isdigit()]
+        if 0 < len(words) <= 12 and all(w in asked for w in words):
+            return True
+    return False
+
+
 def rank_sentences(
     question: str,
     passages: list[Passage],
@@ -280,7 +290,8 @@ def rank_sentences(
     n_docs: int = 0,
 ) -> list[Sentence]:
     """Every sentence of ``passages``, best first: embed_weight * cosine + overlap_weight * the share of the
-    question's idf weight it holds - rank_decay * chunk rank."""
+    question's idf weight it holds - rank_decay * chunk rank + title_bonus when the question names the chunk's
+    title."""
     cands = [(s, p) for p in passages for s in split_sentences(p.text)]
     if not cands:
         return []
@@ -295,6 +306,9 @@ def rank_sentences(
         sims = vecs @ qv
     score = params.embed_weight * sims + params.overlap_weight * overlap
     score -= params.rank_decay * np.array([p.rank for _, p in cands])
+    asked_all = set(_tokens(question))
+    named = {p.n: _title_named(p, asked_all) for p in passages}
+    score += params.title_bonus * np.array([named[p.n] for _, p in cands])
     order = np.argsort(-score, kind="stable")
     return [Sentence(cands[i][0], cands[i][1], float(score[i])) for i in order]
 

@@ -169,8 +169,13 @@ def _reductions(text: str, max_np_words: int) -> list[tuple[int, int, str]]:
     entity_noun = re.compile(rf"the\s+(?P<e>{ENTITY})\s+(?P<r>{_NOUN})\b")
     relative = re.compile(rf"the\s+(?P<n>{noun})\s+(?P<rel>{_RELATIVE})\s+(?P<c>[^,?]+)")
     out: list[tuple[int, int, str]] = []
+    verb_last = re.match(r"^\w+\s+(?:did|does|do)\b", text, re.I)  # "Where did X's father study?": study is the verb
     for m in re.finditer(rf"(?P<e>{ENTITY})(?:'s|’s|')\s+(?P<r>{_NOUN}(?:\s+{_NOUN})?)\b", text):  # "E's R"
-        out.append((m.start(), m.end(), f"{_wh(m.group('r'))} is the {m.group('r')} of {m.group('e')}?"))
+        r, end = m.group("r"), m.end()
+        if verb_last and " " in r and re.fullmatch(r"\s*\??\s*", text[end:]):
+            r = r.split()[0]
+            end = m.start("r") + len(r)
+        out.append((m.start(), end, f"{_wh(r)} is the {r} of {m.group('e')}?"))
     for the in re.finditer(r"\bthe\b", text):  # every "the", so overlapping descriptions are all seen
         pos = the.start()
         m = of_entity.match(text, pos)  # "the R of E", E a named thing or an earlier answer
