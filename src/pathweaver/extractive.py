@@ -343,7 +343,8 @@ def _cap_spans(sentence: str) -> list[tuple[int, str]]:
     for m in CAPSPAN_RE.finditer(sentence):
         text = m.group(0).rstrip(".")
         words = text.split()
-        while words and words[0].lower() in _PERSON_STOP | {w.lower() for w in _MONTHS}:
+        while words and (words[0].lower() in _PERSON_STOP or words[0].lower() in STOPWORDS
+                         or words[0].lower() in _MONTHS):
             words = words[1:]
         while words and (re.fullmatch(_SMALL, words[-1]) or (len(words) > 1 and words[-1].isdigit())):
             words = words[:-1]

@@ -43,7 +43,7 @@ SUB_ANSWER_SENTENCES = 5
 SUB_ANSWER_CHOICES = ("lexical", "embedding")
 # A sub-answer narrowed to a span of the asked type (extractive.typed_spans) rather than the first entity; the
 # kinds whose spans are typed. Measured with pank on the dev splits (docs/benchmarks.md).
-NARROW_TYPED = False
+NARROW_TYPED = True
 TYPED_KINDS = ("date", "number", "place", "person", "nationality")
 SUB_ANSWER_CHOICE = "lexical"
 SUB_ANSWER_PROMPT = """Answer the question in a few words, using only the sources. If they do not say, reply
