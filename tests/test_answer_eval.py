@@ -86,6 +86,7 @@ def test_eval_answers_known_scores(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert out["n_questions"] == 3 and out["exact_match"] == pytest.approx(2 / 3)
     assert out["f1"] == pytest.approx((1 + 2 / 3 + 1) / 3)
     assert out["n_support"] == 2 and out["answer_support"] == 1.0  # the yes/no question has no support
+    assert out["marked_support"] == 1.0  # each span's own chunk holds the gold answer
     row = Ledger.for_store(root).history(dataset="hotpotqa")[-1]
     assert row["source"] == "eval-answers" and row["f1"] == pytest.approx(out["f1"])
     assert row["exact_match"] == pytest.approx(2 / 3) and row["answer_support"] == 1.0
