@@ -285,6 +285,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 0
     if not args.dataset_dir:
         raise ConfigError("eval needs DATASET_DIR (or --history)")
+    if args.answers:
+        from pathweaver.eval.answers import run_answer_eval
+
+        data = run_answer_eval(
+            Path(args.dataset_dir), args.split, args.method, args.top_k, _params(args), store,
+            answerer=args.answerer, decompose=args.decompose, overrides=_overrides(args),
+            record=not args.no_ledger, details=args.details,
+        )
+        _emit(args, data, lambda d: json.dumps(d, indent=2, default=str))
+        return 0
     from pathweaver.eval.runner import run_eval
 
     data = run_eval(
@@ -382,13 +392,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--token", default=None, help="bearer token required on every HTTP request")
     p.set_defaults(fn=cmd_serve)
 
-    p = sub.add_parser("eval", help="evaluate retrieval on 2wiki, musique or hotpotqa")
+    p = sub.add_parser("eval", help="evaluate retrieval (or, with --answers, answers) on 2wiki, musique or hotpotqa")
     p.add_argument("dataset_dir", nargs="?")
     p.add_argument("--split", choices=("dev", "test", "all"), default="dev")
     _add_retrieval_flags(p, "hybrid")
     p.add_argument("--history", action="store_true", help="print the ledger of earlier runs")
     p.add_argument("--dataset", help="with --history: only this dataset")
     p.add_argument("--no-ledger", action="store_true", help="do not append this run to the ledger")
+    p.add_argument("--answers", action="store_true",
+                   help="score answers on the gold answers (exact match, token F1, answer support)")
+    p.add_argument("--answerer", choices=("ask", "extractive", "baseline"), default="ask",
+                   help="with --answers: ask (configured backend), extractive, or baseline (best sentence of the "
+                        "top dense chunk)")
+    p.add_argument("--decompose", action="store_true", help="with --answers --answerer ask: plan first")
+    p.add_argument("--details", action="store_true", help="with --answers: every question's prediction")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_eval)
 

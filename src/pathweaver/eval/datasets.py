@@ -33,6 +33,7 @@ class Question:
     text: str
     gold_titles: list[str]
     decomposition: list[dict[str, Any]] | None = None
+    answers: list[str] = field(default_factory=list)  # the gold answer first, then its aliases
 
 
 @dataclass
@@ -140,13 +141,29 @@ def _load_2wiki(folder: Path) -> Dataset:
     gold = _read_json(folder / "gold_supporting_titles_first101.json")
     passages = [(str(p["title"]), str(p["text"])) for p in corpus]
     titles = {t for t, _ in passages}
+    answers = _2wiki_answers(folder)
     questions = []
     for i, rec in enumerate(gold):
         missing = [t for t in rec["supporting_titles"] if t not in titles]
         if missing:
             raise DatasetError(f"2wiki question {i}: gold titles not in corpus.json: {missing}")
-        questions.append(Question(i, str(rec["question"]), list(dict.fromkeys(rec["supporting_titles"]))))
+        questions.append(Question(i, str(rec["question"]), list(dict.fromkeys(rec["supporting_titles"])),
+                                  answers=answers.get(str(rec.get("id", "")), [])))
     return Dataset("2wikimultihopqa", passages, questions)
+
+
+def _2wiki_answers(folder: Path) -> dict[str, list[str]]:
+    """Gold answers by question id from ``questions.json`` (absent file: none)."""
+    path = folder / "questions.json"
+    if not path.is_file():
+        return {}
+    return {str(r["id"]): [str(r["answer"])] for r in _read_json(path) if "id" in r and "answer" in r}
+
+
+def _answers(rec: dict[str, Any]) -> list[str]:
+    golds = [str(rec["answer"])] if rec.get("answer") is not None else []
+    golds += [str(a) for a in rec.get("answer_aliases") or []]
+    return list(dict.fromkeys(golds))
 
 
 def _load_musique(folder: Path) -> Dataset:
@@ -159,7 +176,8 @@ def _load_musique(folder: Path) -> Dataset:
             pid = ids.add(str(para["title"]), str(para["paragraph_text"]))
             if para.get("is_supporting") and pid not in gold:
                 gold.append(pid)
-        questions.append(Question(i, str(rec["question"]), gold, list(rec.get("question_decomposition") or [])))
+        questions.append(Question(i, str(rec["question"]), gold, list(rec.get("question_decomposition") or []),
+                                  _answers(rec)))
     return Dataset("musique", ids.passages, questions, ids.real_titles)
 
 
@@ -178,7 +196,7 @@ def _load_hotpot(folder: Path) -> Dataset:
                 raise DatasetError(f"hotpotqa question {i}: supporting title {title!r} is not in its context")
             if by_title[title] not in gold:
                 gold.append(by_title[title])
-        questions.append(Question(i, str(rec["question"]), gold))
+        questions.append(Question(i, str(rec["question"]), gold, answers=_answers(rec)))
     return Dataset("hotpotqa", ids.passages, questions, ids.real_titles)
 
 

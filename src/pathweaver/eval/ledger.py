@@ -46,7 +46,11 @@ COLUMNS: dict[str, str] = {
     "index_seconds": "DOUBLE",
     "peak_rss_mb": "DOUBLE",
     "extra": "VARCHAR",
+    "exact_match": "DOUBLE",
+    "f1": "DOUBLE",
+    "answer_support": "DOUBLE",
 }
+ADDED = ("exact_match", "f1", "answer_support")  # columns later than the first table; older files gain them
 REQUIRED = ("dataset", "method")
 
 
@@ -92,6 +96,8 @@ class Ledger:
         conn = duckdb.connect(str(self.path))
         cols = ", ".join(f'"{name}" {kind}' for name, kind in COLUMNS.items())
         conn.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} ({cols})")
+        for name in ADDED:
+            conn.execute(f'ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS "{name}" {COLUMNS[name]}')
         return conn
 
     def _row(self, data: dict[str, Any], commit: str, now: datetime) -> list[Any]:
@@ -126,7 +132,8 @@ class Ledger:
         conn = self._connect()
         try:
             marks = ", ".join("?" for _ in COLUMNS)
-            conn.executemany(f"INSERT INTO {TABLE} VALUES ({marks})", values)
+            names = ", ".join(f'"{name}"' for name in COLUMNS)
+            conn.executemany(f"INSERT INTO {TABLE} ({names}) VALUES ({marks})", values)
         finally:
             conn.close()
         return [v[0] for v in values]
@@ -173,14 +180,15 @@ def format_history(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "no runs in the ledger yet"
     header = ["time", "commit", "source", "dataset", "split", "method", "k", "n", "recall@k", "all_ev@k", "mrr",
-              "p50_ms", "p95_ms"]
+              "em", "f1", "support", "p50_ms", "p95_ms"]
     table = [header]
     for r in rows:
         table.append([
             str(r.get("time") or "-"), str(r.get("commit") or "-")[:8], str(r.get("source") or "-"),
             str(r.get("dataset")), str(r.get("split") or "-"), str(r.get("method")), _fmt(r.get("k")),
             _fmt(r.get("n_questions")), _fmt(r.get("recall_at_k")), _fmt(r.get("all_evidence_at_k")),
-            _fmt(r.get("mrr")), _fmt(r.get("p50_ms"), 1), _fmt(r.get("p95_ms"), 1),
+            _fmt(r.get("mrr")), _fmt(r.get("exact_match")), _fmt(r.get("f1")), _fmt(r.get("answer_support")),
+            _fmt(r.get("p50_ms"), 1), _fmt(r.get("p95_ms"), 1),
         ])
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]

@@ -99,3 +99,56 @@ def evidence_recall(evidence: Sequence[str], chunk_texts: Sequence[str], rule: E
     if not sentences:
         raise ConfigError("evidence recall needs at least one evidence sentence")
     return sum(evidence_found(s, chunk_texts, rule) for s in sentences) / len(sentences)
+
+
+# -- answers (SQuAD v1.1 evaluation script: normalize_answer, exact_match_score, f1_score) -------------------
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+YES_NO = ("yes", "no")
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD normalisation: lower case, punctuation removed, articles removed, whitespace collapsed."""
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCT)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def exact_match(prediction: str, golds: Sequence[str]) -> float:
+    """1.0 when the normalised prediction equals a normalised gold answer (any alias)."""
+    pred = normalize_answer(prediction)
+    return 1.0 if any(pred == normalize_answer(g) for g in golds) else 0.0
+
+
+def _f1(pred_tokens: list[str], gold_tokens: list[str]) -> float:
+    common: dict[str, int] = {}
+    for t in pred_tokens:
+        common[t] = common.get(t, 0) + 1
+    same = 0
+    for t in gold_tokens:
+        if common.get(t, 0) > 0:
+            common[t] -= 1
+            same += 1
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred_tokens), same / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def token_f1(prediction: str, golds: Sequence[str]) -> float:
+    """The best SQuAD token F1 of the prediction against any gold answer."""
+    pred = normalize_answer(prediction).split()
+    if not golds:
+        raise ConfigError("token F1 needs at least one gold answer")
+    return max(_f1(pred, normalize_answer(g).split()) for g in golds)
+
+
+def answer_supported(golds: Sequence[str], chunk_texts: Sequence[str]) -> bool:
+    """Whether a gold answer (any alias) appears, as whole normalised words, in one of ``chunk_texts``."""
+    wanted = [normalize_answer(g) for g in golds]
+    texts = [f" {normalize_answer(t)} " for t in chunk_texts]
+    return any(w and f" {w} " in t for w in wanted for t in texts)
+
+
+def is_yes_no(golds: Sequence[str]) -> bool:
+    """A yes/no question: its answer is a judgement, not a string a chunk could contain."""
+    return bool(golds) and normalize_answer(golds[0]) in YES_NO

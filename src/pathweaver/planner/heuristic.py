@@ -80,6 +80,17 @@ _GENERIC = {
     "version",
     "total",
 }  # not hops
+_COMPOUND = r"(?:body of water|place of (?:birth|death)|head of state|country of (?:citizenship|origin))"
+_PARTICIPLE = (r"(?:located|based|situated|found|headquartered|born|founded|built|formed|created|made|released|"
+               r"produced|directed|written|published|performed|recorded|played|held|named|owned)")
+_IRREGULAR = (r"(?:was|is|has|had|fought|won|wrote|made|took|built|sang|gave|led|ran|beat|lost|left|met|saw|began|"
+              r"became|bought|sold|chose|drove|flew|held|kept|knew|paid|rode|shot|spoke|stole|struck|taught|threw)")
+_BRIDGE_NOUNS = _PERSON | {"body",
+    "band", "group", "team", "company", "organization", "organisation", "city", "country", "state", "town",
+    "county", "region", "location", "place", "league", "water", "river", "university", "school", "album",
+    "film", "movie", "song", "book", "novel", "label", "party", "empire", "army", "station", "network",
+    "capital", "birthplace", "people", "character", "man", "woman", "politician", "physicist", "scientist",
+}
 _RELATIVE = r"(?:where|in which|whose|who|that|which|to whom|under whom|by whom)"
 _STOP = (
     r"(?:where|when|who|whom|whose|which|that|the|a|an|in|of|by|to|from|with|for|on|at|as|and|or|is|was|were|"
@@ -144,13 +155,27 @@ def _comparison(question: str) -> Plan | None:
 
 def _reductions(text: str, max_np_words: int) -> list[tuple[int, int, str]]:
     """Candidate innermost descriptions in ``text``: (start, end, sub-question)."""
-    noun = rf"{_NOUN}(?:\s+{_NOUN}){{0,{max_np_words - 1}}}"
-    of_entity = re.compile(rf"the\s+(?P<r>{noun})\s+of\s+(?P<e>(?:{_NOUN}\s+)?{ENTITY})")  # "of (film) Jaws"
+    noun = rf"(?:{_COMPOUND}|{_NOUN}(?:\s+{_NOUN}){{0,{max_np_words - 1}}})"
+    of_entity = re.compile(rf"the\s+(?P<r>{noun})\s+of\s+(?P<e>(?:the\s+)?(?:{_NOUN}\s+)?{ENTITY})")  # "of (film) Jaws"
+    prep_entity = re.compile(  # "the actress in My Fair Lady", "the body of water by #1"
+        rf"the\s+(?P<n>{noun})\s+(?P<p>in|from|behind|by|near|on|at|for|with)\s+(?P<e>(?:the\s+)?(?:(?:\d+|{_NOUN})\s+){{0,2}}{ENTITY})"
+    )
+    participle = re.compile(  # "the city located within the county ...", "the film directed by X"
+        rf"the\s+(?P<n>{noun})\s+(?P<v>{_PARTICIPLE})\s+(?P<c>(?:in|within|at|on|by|near|from|into|for)\s+[^,?]+)"
+    )
+    zero_relative = re.compile(  # "the country the U.S. fought during the American Revolution"
+        rf"the\s+(?P<n>{noun})\s+(?P<c>(?:the\s+)?{ENTITY}\s+(?:[a-z]+ed|[a-z]+s|{_IRREGULAR})\b[^,?]*)"
+    )
     entity_noun = re.compile(rf"the\s+(?P<e>{ENTITY})\s+(?P<r>{_NOUN})\b")
     relative = re.compile(rf"the\s+(?P<n>{noun})\s+(?P<rel>{_RELATIVE})\s+(?P<c>[^,?]+)")
     out: list[tuple[int, int, str]] = []
+    verb_last = re.match(r"^\w+\s+(?:did|does|do)\b", text, re.I)  # "Where did X's father study?": study is the verb
     for m in re.finditer(rf"(?P<e>{ENTITY})(?:'s|’s|')\s+(?P<r>{_NOUN}(?:\s+{_NOUN})?)\b", text):  # "E's R"
-        out.append((m.start(), m.end(), f"{_wh(m.group('r'))} is the {m.group('r')} of {m.group('e')}?"))
+        r, end = m.group("r"), m.end()
+        if verb_last and " " in r and re.fullmatch(r"\s*\??\s*", text[end:]):
+            r = r.split()[0]
+            end = m.start("r") + len(r)
+        out.append((m.start(), end, f"{_wh(r)} is the {r} of {m.group('e')}?"))
     for the in re.finditer(r"\bthe\b", text):  # every "the", so overlapping descriptions are all seen
         pos = the.start()
         m = of_entity.match(text, pos)  # "the R of E", E a named thing or an earlier answer
@@ -159,12 +184,26 @@ def _reductions(text: str, max_np_words: int) -> list[tuple[int, int, str]]:
         m = entity_noun.match(text, pos)  # "the Lovin' All Night performer"
         if m and m.group("r").lower() in _PERSON:
             out.append((pos, m.end(), f"Who is the {m.group('r')} of {m.group('e')}?"))
+        m = prep_entity.match(text, pos)
+        if m and m.group("n").split()[-1].lower() in _BRIDGE_NOUNS:
+            q = f"{_wh(m.group('n'))} is the {m.group('n')} {m.group('p')} {m.group('e')}?"
+            out.append((pos, m.end(), q))
+        m = participle.match(text, pos)
+        if m and len(m.group("c").split()) >= 2:
+            clause = m.group("c").strip()
+            q = f"{_wh(m.group('n'))} is the {m.group('n')} {m.group('v')} {clause}?"
+            out.append((pos, pos + len(m.group(0).rstrip()), q))
+        m = zero_relative.match(text, pos)
+        if m and m.group("n").split()[-1].lower() in _BRIDGE_NOUNS:
+            q = f"{_wh(m.group('n'))} is the {m.group('n')} that {m.group('c').strip()}?"
+            out.append((pos, pos + len(m.group(0).rstrip()), q))
         m = relative.match(
             text, pos
         )  # "the N where/who/that <clause naming an entity>", up to a comma or the end
         if m:
             clause = m.group("c").strip()
-            named = re.search(ENTITY, clause) or m.group("n").split()[-1] in _PERSON
+            noun = m.group("n").split()[-1]
+            named = re.search(ENTITY, clause) or noun in _PERSON or (noun in _BRIDGE_NOUNS and len(clause.split()) >= 3)
             if named and len(clause.split()) >= 2:
                 q = f"{_wh(m.group('n'))} is the {m.group('n')} {m.group('rel')} {clause}?"
                 out.append((pos, pos + len(m.group(0).rstrip()), q))
@@ -175,7 +214,8 @@ def _trivial(rest: str) -> bool:
     """The question left after a reduction only restates the placeholder ("What is #1?")."""
     words = re.sub(r"#\d+|[?.,]", " ", rest).lower().split()
     return (
-        len([w for w in words if w not in {"what", "who", "which", "is", "was", "are", "were", "the"}]) == 0
+        len([w for w in words if w not in {"what", "who", "which", "is", "was", "are", "were", "the", "name", "of",
+                                           "called"}]) == 0
     )
 
 
@@ -208,9 +248,59 @@ def _spans_whole(text: str, cand: tuple[int, int, str]) -> bool:
     return _trivial(text[: cand[0]] + " " + text[cand[1] :])
 
 
+_CONJUNCTION = re.compile(
+    r"^(?P<a>(?:who|whom|what|when|where|which|why|how)\b.+?),\s+and\s+(?P<b>(?:who|whom|what|when|where|which|why|"
+    r"how)\b.+?)\s*\??$",
+    re.I,
+)
+_PRONOUN = re.compile(r"\b(?:he|she|they|him|her|them|it)\b", re.I)
+_WHOSE = re.compile(r"^whose\s+(?P<n>[a-z][\w\-]*)\s+(?P<rest>(?:was|is|were|are|played|did|has|had|won|wrote|"
+                    r"directed|married|founded|[a-z]+ed)\b.+?)\s*\??$", re.I)
+
+
+def _conjunction(question: str) -> Plan | None:
+    """"Who warned X, and what had he been to X?": one node per part; a pronoun of the second part that stands
+    for the first part's answer becomes "#1" (a progress dependency), else the parts are parallel."""
+    m = _CONJUNCTION.match(question.strip())
+    if not m:
+        return None
+    a, b = m.group("a").strip(" ,") + "?", m.group("b").strip(" ,?") + "?"
+    first_is_who = a.lower().startswith(("who", "whom"))
+    if first_is_who and _PRONOUN.search(b):
+        b = _PRONOUN.sub("#1", b, count=1)
+        b = b[0].upper() + b[1:]
+        return validate_plan([{"id": "1", "question": a, "depends_on": []},
+                              {"id": "2", "question": b, "depends_on": ["1"], "relation": "progress"}],
+                             source="heuristic")
+    named = [e.group(0) for e in re.finditer(ENTITY, a[1:]) if not e.group(0).startswith("#")]
+    if named and _PRONOUN.search(b):  # "When was Marie Curie born, and where did she die?": she = Marie Curie
+        b = _PRONOUN.sub(named[0], b, count=1)
+    b = b[0].upper() + b[1:]
+    return validate_plan([{"id": "1", "question": a, "depends_on": []}, {"id": "2", "question": b, "depends_on": []}],
+                         source="heuristic")
+
+
+def _whose(question: str, params: HeuristicParams) -> Plan | None:
+    """"Whose sister played Susie in X?": who played Susie in X (itself maybe nested), then whose sister is #n."""
+    m = _WHOSE.match(question.strip())
+    if not m:
+        return None
+    inner = f"Who {m.group('rest')}?"
+    plan = _chain(inner, params) or single_plan(inner)
+    nodes = [{"id": n.id, "question": n.question, "depends_on": n.depends_on, "relation": n.relation}
+             for n in plan.nodes]
+    last = str(len(nodes))
+    nodes.append({"id": str(len(nodes) + 1), "question": f"Whose {m.group('n')} is #{last}?", "depends_on": [last],
+                  "relation": "progress"})
+    if len(nodes) > params.max_hops:
+        return None
+    return validate_plan(nodes, source="heuristic")
+
+
 def heuristic_decompose(question: str, params: HeuristicParams | None = None) -> Plan:
-    """Parallel nodes for comparisons and "both" questions, a progress chain for nested descriptions, else one
-    node."""
+    """Parallel nodes for comparisons and "both" questions, two nodes for a conjunction ("X, and what Y?"), a
+    progress chain for nested descriptions, else one node."""
     params = params or HeuristicParams()
     question = question.strip()
-    return _comparison(question) or _chain(question, params) or single_plan(question)
+    return (_comparison(question) or _conjunction(question) or _whose(question, params)
+            or _chain(question, params) or single_plan(question))

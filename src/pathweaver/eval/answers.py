@@ -1,0 +1,170 @@
+"""``pathweaver eval --answers``: answer a split's questions and score them on the gold answers.
+
+Scores (SQuAD v1.1 normalisation, ``metrics.normalize_answer``): exact match and token F1 against the best gold
+alias, and answer support, the share of questions whose gold answer appears in the chunks the answer cites (the
+result's ``citations``, the evidence a user is shown with the answer). ``marked_support`` is the same over only
+the chunks the answer text marks with ``[n]`` (all cited chunks when it marks none). Yes/no questions count for
+EM and F1 only: a chunk cannot contain their answer.
+
+Answerers: ``ask`` (``Pathweaver.ask``, with the configured LLM backend), ``extractive`` (retrieve, then
+``extractive.extractive_answer`` over the top-k chunks) and ``baseline`` (the sentence of the top dense chunk
+most similar to the question).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pathweaver.config import ConfigError
+from pathweaver.eval import metrics
+from pathweaver.eval.datasets import Dataset, Question, load_dataset, split
+from pathweaver.eval.ledger import Ledger
+from pathweaver.eval.runner import ProgressFn, latency_summary, open_store
+
+ANSWERERS = ("ask", "extractive", "baseline")
+_MARK = re.compile(r"\[(\d+)\]")
+_LABEL = re.compile(r"^\s*(?:Extractive answer|Answer)[^:]{0,60}:\s*", re.I)
+
+
+def answer_text(answer: str) -> str:
+    """The answer without a leading label ("Extractive answer (...): ") and ``[n]`` citation markers."""
+    return " ".join(_MARK.sub(" ", _LABEL.sub("", answer)).split()).strip(" .")
+
+
+def cited_texts(result: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(texts of the chunks the result cites, texts of those the answer text marks with ``[n]``) of an ``ask``
+    result; a citation's text is its chunk item's in the result's context."""
+    chunks = {int(i["n"]): str(i["text"]) for i in result.get("context", {}).get("items", []) if i.get("kind") == "chunk"}
+    listed = [int(c["n"]) for c in result.get("citations", []) if "n" in c]
+    cited = [chunks[n] for n in dict.fromkeys(listed) if n in chunks] or list(chunks.values())
+    marks = [int(m) for m in _MARK.findall(str(result.get("answer", "")))]
+    marked = [chunks[n] for n in dict.fromkeys(marks) if n in chunks] or cited
+    return cited, marked
+
+
+def _extractive(pw: Any, question: str, method: str, top_k: int, params: dict[str, Any] | None,
+                baseline: bool) -> dict[str, Any]:
+    """An ``ask``-shaped result from the extractive answerer (or the baseline) over retrieved chunks."""
+    from pathweaver.extractive import baseline_answer, extractive_answer
+    from pathweaver.retrieval.context import build_context
+
+    start = time.perf_counter()
+    result = pw.retrieve(question, method="dense" if baseline else method, top_k=1 if baseline else top_k,
+                         params=None if baseline else params)
+    env = pw.env()
+    context = build_context(env.snapshot, result, "chunks", max_items=max(top_k, 1), question=question)
+    if baseline:
+        text, cites = baseline_answer(question, context, env.encode)
+    else:
+        text, cites = extractive_answer(question, context, env.encode, word_df=env.word_df,
+                                        n_docs=env.snapshot.n_passages)
+    marks = "".join(f"[{n}]" for n in cites)
+    return {
+        "answer": f"{text} {marks}".strip(),
+        "citations": context.citations,
+        "context": context.to_dict(),
+        "llm": {"backend": "baseline" if baseline else "extractive"},
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def score_answer(question: Question, result: dict[str, Any]) -> dict[str, Any]:
+    """EM, F1 and support of one answer (support None for a yes/no question)."""
+    pred = answer_text(str(result.get("answer", "")))
+    cited, marked = cited_texts(result)
+    yes_no = metrics.is_yes_no(question.answers)
+    return {
+        "index": question.index,
+        "question": question.text,
+        "gold": question.answers,
+        "prediction": pred,
+        "exact_match": metrics.exact_match(pred, question.answers),
+        "f1": metrics.token_f1(pred, question.answers),
+        "supported": None if yes_no else metrics.answer_supported(question.answers, cited),
+        "marked": None if yes_no else metrics.answer_supported(question.answers, marked),
+        "backend": str(result.get("llm", {}).get("backend", "?")),
+    }
+
+
+def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Means of EM and F1 over every row, of support over the rows that have one."""
+    if not rows:
+        raise ConfigError("no answers to score")
+    judged = [r for r in rows if r["supported"] is not None]
+    return {
+        "exact_match": sum(r["exact_match"] for r in rows) / len(rows),
+        "f1": sum(r["f1"] for r in rows) / len(rows),
+        "answer_support": sum(bool(r["supported"]) for r in judged) / len(judged) if judged else None,
+        "marked_support": sum(bool(r["marked"]) for r in judged) / len(judged) if judged else None,
+        "n_support": len(judged),
+        "backends": sorted({r["backend"] for r in rows}),
+    }
+
+
+def run_answer_eval(
+    dataset_dir: Path | str,
+    split_name: str = "dev",
+    method: str = "hybrid",
+    top_k: int = 5,
+    params: dict[str, Any] | None = None,
+    store_root: Path | str = ".pathweaver",
+    answerer: str = "ask",
+    decompose: bool = False,
+    progress: ProgressFn | None = None,
+    overrides: dict[str, Any] | None = None,
+    record: bool = True,
+    limit: int | None = None,
+    dataset: Dataset | None = None,
+    details: bool = False,
+) -> dict[str, Any]:
+    """Answer one split with ``answerer`` and score it; appends the run to the ledger unless ``record`` is false.
+    ``details`` adds every question's prediction and scores under ``"questions"``."""
+    if answerer not in ANSWERERS:
+        raise ConfigError(f"answerer must be one of {', '.join(ANSWERERS)}, got {answerer!r}")
+    if top_k < 1:
+        raise ConfigError(f"top_k must be at least 1, got {top_k}")
+    data = dataset or load_dataset(dataset_dir)
+    questions = split(data.questions, split_name)
+    if limit is not None:
+        questions = questions[: max(0, limit)]
+    if not questions:
+        raise ConfigError(f"split {split_name!r} of {data.name} has no questions")
+    missing = [q.index for q in questions if not q.answers]
+    if missing:
+        raise ConfigError(f"{data.name}: questions {missing[:5]} have no gold answer; --answers needs them")
+    pw, _, report = open_store(Path(store_root), data.name, data.passages, overrides, progress)
+    rows, seconds = [], []
+    try:
+        for i, q in enumerate(questions):
+            if answerer == "ask":
+                result = pw.ask(q.text, method=method, decompose=decompose, top_k=top_k, params=params)
+            else:
+                result = _extractive(pw, q.text, method, top_k, params, baseline=answerer == "baseline")
+            seconds.append(float(result.get("seconds", 0.0)))
+            rows.append(score_answer(q, result))
+            if progress:
+                progress(i + 1, len(questions), "answer")
+    finally:
+        pw.close()
+    out: dict[str, Any] = {
+        "dataset": data.name,
+        "split": split_name,
+        "method": f"answers:{answerer}:{method}" + (":decompose" if decompose else ""),
+        "answerer": answerer,
+        "k": top_k,
+        "n_questions": len(questions),
+        **summarize(rows),
+        **latency_summary(seconds),
+        "params": params or {},
+        "index": report,
+    }
+    if record:
+        row = {k: v for k, v in out.items() if k != "questions"}
+        out["run_id"] = Ledger.for_store(store_root).append([{**row, "source": "eval-answers"}])[0]
+    if details:
+        out["questions"] = rows
+    return out
