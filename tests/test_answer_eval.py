@@ -96,5 +96,5 @@ def test_eval_answers_known_scores(tmp_path: Path, monkeypatch: pytest.MonkeyPat
                  "--answers", "--json", "--no-ledger"])
     assert code == 0
     cli = json.loads(capsys.readouterr().out)
-    assert cli["answerer"] == "ask" and cli["n_questions"] == 3 and cli["backends"] == ["none"]
+    assert cli["answerer"] == "ask" and cli["n_questions"] == 3 and cli["backends"] == ["extractive"]
     assert 0.0 <= cli["f1"] <= 1.0 and cli["n_support"] == 2 and cli["index"]["added"] == 0

@@ -13,7 +13,7 @@ import pytest
 from pathweaver.models.llm import NoneBackend
 from pathweaver.models.llm_sampling import SamplingBackend
 from pathweaver.planner.decompose import PlanError, decompose, rephrase, validate_plan
-from pathweaver.planner.heuristic import heuristic_decompose
+from pathweaver.planner.heuristic import heuristic_decompose, is_conjunction
 
 MUSIQUE = Path("/work/shared/data/musique/musique_dev100.json")
 
@@ -124,6 +124,8 @@ def test_heuristic_conjunction() -> None:
         ("When was Marie Curie born?", []),
         ("Where did Marie Curie die?", []),
     ]
+    assert is_conjunction("When was Marie Curie born, and where did she die?")
+    assert not is_conjunction("Where was the director of film Jaws born?")
 
 
 def test_heuristic_comparisons() -> None:

@@ -6,6 +6,7 @@ the plan, the evidence with citations and the answer, and says how to get genera
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -32,3 +33,9 @@ def test_demo_shows_plan_evidence_and_an_extractive_answer(tmp_path: Path, monke
     assert "smollm" not in text.lower() and "llamacpp" not in text
     plan = record[0][2]
     assert record[3][1]["decompose"] == (len(plan["nodes"]) > 1)  # the answer runs the plan it showed
+    # the question, answered right from the right notes: who warned him, and what Marley had been to him
+    assert len(plan["nodes"]) == 2 and result["answer"].startswith("Jacob Marley [")
+    assert "business partner" in result["answer"].split(";")[1]
+    cited = {c["n"]: Path(c["doc"]).name for c in result["citations"]}
+    assert {cited[int(n)] for n in re.findall(r"\[(\d+)\]", result["answer"])} <= {"Ebenezer Scrooge.md",
+                                                                                     "Jacob Marley.md"}

@@ -30,6 +30,19 @@ def test_answer_types() -> None:
         "Manchester Terrier", "Scotch Collie"]
 
 
+MARLEY = [
+    "Ebenezer Scrooge\nOn Christmas Eve the ghost of Jacob Marley warns him that three spirits will visit him.",
+    "Jacob Marley\nJacob Marley was the business partner of Ebenezer Scrooge for many years.",
+]
+
+
+def test_who_is_never_a_day_and_a_role_answers_what_someone_was_to_another() -> None:
+    assert extractive_answer("Who warned Scrooge that three spirits would visit him?", MARLEY) == (
+        "Jacob Marley", [1])
+    assert answer_type("What had Jacob Marley been to Scrooge?") == "relation"
+    assert extractive_answer("What had Jacob Marley been to Scrooge?", MARLEY) == ("the business partner", [2])
+
+
 def test_when_span_and_citation() -> None:
     text, cites = extractive_answer("When was Aivar Kuusmaa born?", SUMMERS)
     assert (text, cites) == ("15 July 1960", [1])

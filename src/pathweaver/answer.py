@@ -9,14 +9,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pathweaver.extractive import extractive_answer
 from pathweaver.models.llm import EXTRACTIVE, NO_LLM, LLMBackend, LLMError
+from pathweaver.planner.decompose import Plan, rephrase
 from pathweaver.planner.decompose import decompose as make_plan
 from pathweaver.planner.execute import PlanTrace, execute_plan
-from pathweaver.retrieval.context import Context, best_sentences, build_context, layout_for
+from pathweaver.planner.heuristic import is_conjunction
+from pathweaver.retrieval.context import Context, build_context, layout_for
 from pathweaver.retrieval.types import RetrievalEnv, RetrievalResult
 
 ANSWER_MAX_TOKENS = 512
-EXTRACTIVE_SENTENCES = 2  # sentences of the fallback extractive answer (until pathweaver.extractive lands)
 NO_EVIDENCE = "No indexed passage answers the question."
 
 SYSTEM = (
@@ -44,24 +46,34 @@ def prompt_messages(question: str, context: Context, layout: str, resolved: str 
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": body}]
 
 
-def extractive_text(context: Context, question: str, env: RetrievalEnv, resolved: dict[str, str]) -> str:
-    """The extractive answer with its ``[n]`` citations: the one place ``ask`` answers without a model.
-
-    ``pathweaver.extractive.extractive_answer`` (issue 24, the span answer) writes it; until that module is in
-    the tree, the chunk sentences most similar to the question do."""
-    try:
-        from pathweaver.extractive import extractive_answer  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
-        qvec = env.encode([question])[0]
-        picked = best_sentences(context, qvec, env.encode, k=EXTRACTIVE_SENTENCES)
-        return " ".join(f"{s} [{n}]" for s, n, _ in picked) or NO_EVIDENCE
+def _span_answer(context: Context, question: str, env: RetrievalEnv, resolved: dict[str, str]) -> tuple[str, str]:
+    """``extractive.extractive_answer`` of ``question`` over the context: (the answer, it with its ``[n]`` marks);
+    empty when the chunks hold none."""
     text, cites = extractive_answer(
         question, context, env.encode, resolved=resolved or None, word_df=env.word_df,
         n_docs=env.snapshot.n_passages,
     )
-    if not text:
-        return NO_EVIDENCE
-    return f"{text} {''.join(f'[{n}]' for n in dict.fromkeys(cites))}".strip()
+    return text, f"{text} {''.join(f'[{n}]' for n in dict.fromkeys(cites))}".strip() if text else ""
+
+
+def extractive_text(context: Context, question: str, env: RetrievalEnv, resolved: dict[str, str]) -> str:
+    """The extractive answer with its ``[n]`` citations: the one place ``ask`` answers a question without a
+    model."""
+    return _span_answer(context, question, env, resolved)[1] or NO_EVIDENCE
+
+
+def conjunction_text(context: Context, plan: Plan, env: RetrievalEnv) -> str:
+    """A question that asks two things answered part by part, each part's answer filling the "#n" of the parts
+    after it: "Jacob Marley [1]; his sole business partner [1]"."""
+    answers: dict[str, str] = {}
+    marked: list[str] = []
+    for node_id in plan.order:
+        node = plan.node(node_id)
+        question = rephrase(node.question, answers, node.depends_on)
+        resolved = {plan.node(d).question: answers[d] for d in node.depends_on if answers.get(d)}
+        answers[node_id], text = _span_answer(context, question, env, resolved)
+        marked.append(text)
+    return "; ".join(t for t in marked if t) or NO_EVIDENCE
 
 
 def _resolved(trace: PlanTrace) -> dict[str, str]:
@@ -110,6 +122,7 @@ def ask(
     plan_dict: dict[str, Any] | None = None
     resolved: dict[str, str] = {}
     extract_q, extract_resolved = question, {}  # what an extractive answer answers: a plan's last sub-question
+    parts: Plan | None = None  # a plan of a question that asks two things: the extractive answer answers each
     if decompose or plan is not None:
         built, info = make_plan(question, llm, plan, timeout=timeout)
         if info.get("fallback"):
@@ -129,6 +142,7 @@ def ask(
         resolved = _resolved(trace)
         extract_q, extract_resolved = _final_question(trace)
         extract_q = extract_q or question
+        parts = built if is_conjunction(question) else None
     else:
         result = retrieve(question, None)
         layout = layout_for(method)
@@ -159,7 +173,8 @@ def ask(
         fallbacks = [f for f in fallbacks if not f.endswith(NO_LLM)]
     is_extractive = not answer
     if is_extractive:
-        answer = extractive_text(context, extract_q, env, extract_resolved)
+        answer = (conjunction_text(context, parts, env) if parts is not None
+                  else extractive_text(context, extract_q, env, extract_resolved))
     return {
         "answer": answer,
         "citations": [

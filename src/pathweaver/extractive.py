@@ -23,7 +23,11 @@ from pathweaver.retrieval.context import Context, sentences
 from pathweaver.retrieval.types import EncodeFn
 
 WordDfFn = Callable[[list[str]], dict[str, int]]
-ANSWER_TYPES = ("yesno", "choice", "date", "number", "place", "person", "nationality", "other")
+ANSWER_TYPES = ("yesno", "choice", "date", "number", "place", "person", "nationality", "relation", "other")
+# "What had Marley been to Scrooge?": the answer is the role a sentence gives one of them ("the business partner")
+_RELATION_Q = re.compile(r"^(?:what|who)\s+(?:had|has|was|is|were)\s+.+?\s+(?:been\s+)?to\s+.+$", re.I)
+_ROLE = re.compile(r"\b(?:was|were|is|had been)\s+(?P<np>(?:the|his|her|their|a|an)\s+(?:sole\s+)?(?:[a-z\-]+\s+){0,3}?"
+                   r"[a-z\-]+)(?=\s+(?:of|to|for|in|at|with)\b|\s*[,.;])")
 
 
 @dataclass(frozen=True)
@@ -63,10 +67,14 @@ def _word_list(text: str) -> list[str]:
     return text.split()
 
 
+# days and times of day: "Christmas Eve" or "Monday Morning" names a when, never a who
+_TIMES = set(_word_list("eve day night morning evening afternoon noon midnight monday tuesday wednesday thursday friday "
+                        "saturday sunday"))
 _MONTHS = _word_list(
     "january february march april may june july august september october november december "
     "jan feb mar apr jun jul aug sep sept oct nov dec"
 )
+_NOT_PERSON = set(_MONTHS) | _TIMES
 _MONTH_NUM = {m: (i % 12) + 1 for i, m in enumerate(_MONTHS[:12])} | {
     m: n for m, n in zip(_MONTHS[12:], (1, 2, 3, 4, 6, 7, 8, 9, 9, 10, 11, 12), strict=True)
 }
@@ -177,6 +185,8 @@ def answer_type(question: str) -> str:
         return "choice"
     if _YESNO_START.match(low):
         return "yesno"
+    if _RELATION_Q.match(q.rstrip("?")):
+        return "relation"
     if re.search(r"\bnationality\b", low):
         return "nationality"
     if re.match(r"when\b", low) or re.search(r"(?-i:\bwhen\b)", q) or re.search(
@@ -394,7 +404,7 @@ def typed_spans(sentence: str, kind: str, question: str) -> list[tuple[int, str,
         if _in_question(span, qwords):
             continue
         low_words = {w.lower() for w in span.split()}
-        if kind == "person" and (low_words & {m for m in _MONTHS} or any(ch.isdigit() for ch in span)):
+        if kind == "person" and (low_words & _NOT_PERSON or any(ch.isdigit() for ch in span)):
             continue
         before = sentence[max(0, start - 60): start]
         bonus = 0.0
@@ -575,6 +585,11 @@ def _span_answer(
     ranked = rank_sentences(question, passages, encode, params, word_df, n_docs)
     if not ranked:
         return "", []
+    if kind == "relation":
+        for sent in ranked[: params.max_sentences]:
+            role = _ROLE.search(sent.text)
+            if role:
+                return role.group("np"), [sent.passage.n]
     qwords = set(_tokens(question))
     best: tuple[float, int, str, Sentence] | None = None
     for pos, sent in enumerate(ranked[: params.max_sentences]):

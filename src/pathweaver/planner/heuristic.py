@@ -258,6 +258,12 @@ _WHOSE = re.compile(r"^whose\s+(?P<n>[a-z][\w\-]*)\s+(?P<rest>(?:was|is|were|are
                     r"directed|married|founded|[a-z]+ed)\b.+?)\s*\??$", re.I)
 
 
+def is_conjunction(question: str) -> bool:
+    """Whether ``question`` asks two things ("Who warned X, and what had he been to X?"): its answer is every
+    part's answer, not only the last node's."""
+    return bool(_CONJUNCTION.match(question.strip()))
+
+
 def _conjunction(question: str) -> Plan | None:
     """"Who warned X, and what had he been to X?": one node per part; a pronoun of the second part that stands
     for the first part's answer becomes "#1" (a progress dependency), else the parts are parallel."""

@@ -22,9 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from pathweaver.retrieval.types import ChunkHit, EncodeFn, PathHit, RetrievalResult
+from pathweaver.retrieval.types import ChunkHit, PathHit, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot, file_span_json
 
 LAYOUTS = ("chunks", "pathrag", "agrag", "pooling")
@@ -240,20 +238,3 @@ def sentences(text: str) -> list[tuple[int, int]]:
     spans.append((start, len(text)))
     return [(a, b) for a, b in spans if text[a:b].strip()]
 
-
-def best_sentences(
-    context: Context, question_vec: np.ndarray, encode: EncodeFn, k: int = 2, max_chunks: int = 5
-) -> list[tuple[str, int, float]]:
-    """The ``k`` chunk sentences most similar to the question, as (sentence, citation n, cosine), best first."""
-    cands: list[tuple[str, int]] = []
-    for it in [i for i in context.items if i.kind == "chunk"][:max_chunks]:
-        for a, b in sentences(it.text):
-            sent = " ".join(it.text[a:b].split())
-            if len(sent) > 3:
-                cands.append((sent, it.n))
-    if not cands:
-        return []
-    vecs = encode([c[0] for c in cands])
-    sims = np.asarray(vecs) @ np.asarray(question_vec)
-    order = np.argsort(-sims, kind="stable")[:k]
-    return [(cands[i][0], cands[i][1], float(sims[i])) for i in order]
