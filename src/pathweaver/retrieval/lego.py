@@ -233,5 +233,5 @@ def lego_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: LegoParam
         paths,
         shape_subgraph(env, query, sub, paths, params),
         triples,
-        info,
+        info=info,
     )

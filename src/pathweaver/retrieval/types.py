@@ -108,14 +108,14 @@ class Subgraph:
 class RetrievalResult:
     """Chunks ranked best first, plus the method's paths or subgraph when it has them."""
 
-    def backfill_share(self) -> float:
-        """The share of the returned chunks that came from a back-fill (``ChunkHit.backfill``); 0.0 for none."""
-        return sum(c.backfill for c in self.chunks) / len(self.chunks) if self.chunks else 0.0
-
     method: str
     chunks: list[ChunkHit]
     paths: list[PathHit] = field(default_factory=list)
     subgraph: Subgraph | None = None
     triples: list[int] = field(default_factory=list)  # relation indices, in prompt order where it matters
-    triple_scores: dict[int, float] = field(default_factory=dict)  # relation index -> score, where a method has one
     info: dict[str, Any] = field(default_factory=dict)  # parameters used, timings, sizes
+    triple_scores: dict[int, float] = field(default_factory=dict)  # relation index -> score, where a method has one
+
+    def backfill_share(self) -> float:
+        """The share of the returned chunks that came from a back-fill (``ChunkHit.backfill``); 0.0 for none."""
+        return sum(c.backfill for c in self.chunks) / len(self.chunks) if self.chunks else 0.0
