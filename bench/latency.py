@@ -111,7 +111,7 @@ def bench_store(methods: list[str], folder: Path, store_root: Path, limit: int |
 
         pw = Pathweaver.open(store)
     else:
-        pw, _, _ = open_store(store_root, ds.name, ds.passages)
+        pw, _, _ = open_store(store_root, ds.name, ds.passages, real_titles=ds.real_titles)
     stats = pw.stats()
     print(f"{ds.name} store: {stats}")
     queries = [pw.query(q.text) for q in questions]

@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> None:
 
     dataset = load_dataset(resolve_dir("musique", args.data_root))
     questions = split(dataset.questions, args.split)[: args.limit]
-    pw, titles, report = open_store(Path(args.store_root), dataset.name, dataset.passages)
+    pw, titles, report = open_store(Path(args.store_root), dataset.name, dataset.passages,
+                                    real_titles=dataset.real_titles)
     llm = resolve_backend(ModelSettings(llm_backend=args.llm))
     golds = [q.gold_titles for q in questions]
     print(

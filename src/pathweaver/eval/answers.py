@@ -21,9 +21,9 @@ from typing import Any
 
 from pathweaver.config import ConfigError
 from pathweaver.eval import metrics
-from pathweaver.eval.datasets import Dataset, Question, load_dataset, split
+from pathweaver.eval.datasets import Dataset, Question, load_dataset
 from pathweaver.eval.ledger import Ledger
-from pathweaver.eval.runner import ProgressFn, latency_summary, open_store
+from pathweaver.eval.runner import ProgressFn, latency_summary, open_store, split_questions
 
 ANSWERERS = ("ask", "extractive", "baseline")
 _MARK = re.compile(r"\[(\d+)\]")
@@ -125,18 +125,11 @@ def run_answer_eval(
     ``details`` adds every question's prediction and scores under ``"questions"``."""
     if answerer not in ANSWERERS:
         raise ConfigError(f"answerer must be one of {', '.join(ANSWERERS)}, got {answerer!r}")
-    if top_k < 1:
-        raise ConfigError(f"top_k must be at least 1, got {top_k}")
-    data = dataset or load_dataset(dataset_dir)
-    questions = split(data.questions, split_name)
-    if limit is not None:
-        questions = questions[: max(0, limit)]
-    if not questions:
-        raise ConfigError(f"split {split_name!r} of {data.name} has no questions")
+    data, questions = split_questions(dataset or load_dataset(dataset_dir), split_name, top_k, limit)
     missing = [q.index for q in questions if not q.answers]
     if missing:
         raise ConfigError(f"{data.name}: questions {missing[:5]} have no gold answer; --answers needs them")
-    pw, _, report = open_store(Path(store_root), data.name, data.passages, overrides, progress)
+    pw, _, report = open_store(Path(store_root), data.name, data.passages, overrides, progress, data.real_titles)
     rows, seconds = [], []
     try:
         for i, q in enumerate(questions):

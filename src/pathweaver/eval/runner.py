@@ -21,7 +21,7 @@ import numpy as np
 
 from pathweaver.config import ConfigError
 from pathweaver.eval import metrics
-from pathweaver.eval.datasets import Dataset, load_dataset, split
+from pathweaver.eval.datasets import Dataset, Question, load_dataset, split
 from pathweaver.eval.ledger import Ledger
 
 ProgressFn = Callable[[int, int, str], None]
@@ -74,10 +74,23 @@ def title_of(doc_path: str, titles: Sequence[str]) -> str:
     return titles[int(stem)]
 
 
+def split_questions(data: Dataset, split_name: str, top_k: int, limit: int | None) -> tuple[Dataset, list[Question]]:
+    """``data`` and the questions of ``split_name`` (the first ``limit`` of them), or a clear error."""
+    if top_k < 1:
+        raise ConfigError(f"top_k must be at least 1, got {top_k}")
+    questions = split(data.questions, split_name)
+    if limit is not None:
+        questions = questions[: max(0, limit)]
+    if not questions:
+        raise ConfigError(f"split {split_name!r} of {data.name} has no questions")
+    return data, questions
+
+
 def open_store(store_root: Path, name: str, passages: Sequence[tuple[str, str]],
                overrides: dict[str, Any] | None = None, progress: ProgressFn | None = None,
                real_titles: Mapping[str, str] | None = None) -> tuple[Any, list[str], dict]:
-    """Write the corpus, open ``<store_root>/eval/<name>/store`` and bring it up to date."""
+    """Write the corpus (passages under their ``real_titles`` where given), open
+    ``<store_root>/eval/<name>/store`` and bring it up to date."""
     from pathweaver.service import Pathweaver
 
     base = Path(store_root) / "eval" / name
@@ -157,14 +170,7 @@ def run_eval(
     dataset: Dataset | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``method`` on one split; appends the run to the ledger unless ``record`` is false."""
-    if top_k < 1:
-        raise ConfigError(f"top_k must be at least 1, got {top_k}")
-    data = dataset or load_dataset(dataset_dir)
-    questions = split(data.questions, split_name)
-    if limit is not None:
-        questions = questions[: max(0, limit)]
-    if not questions:
-        raise ConfigError(f"split {split_name!r} of {data.name} has no questions")
+    data, questions = split_questions(dataset or load_dataset(dataset_dir), split_name, top_k, limit)
     pw, titles, report = open_store(Path(store_root), data.name, data.passages, overrides, progress,
                                     data.real_titles)
     try:

@@ -342,14 +342,21 @@ def _place_array(out: np.ndarray, ids: np.ndarray, rowids: np.ndarray, vecs: np.
     out[pos[found]] = vecs[found]
 
 
+IN_BATCH = 500  # keys per "IN (...)" query, well under SQLite's bound-parameter limit
+
+
+def _pairs_in(conn: Connection, sql: str, keys: list[Any]) -> dict[Any, Any]:
+    """The (key, value) rows of ``sql`` (whose ``{marks}`` is the "IN" list) for ``keys``, in batches."""
+    out: dict[Any, Any] = {}
+    for i in range(0, len(keys), IN_BATCH):
+        part = keys[i : i + IN_BATCH]
+        out.update(conn.execute(sql.format(marks=",".join("?" * len(part))), part).fetchall())
+    return out
+
+
 def gram_df(conn: Connection, grams: list[str]) -> dict[str, int]:
     """Stored document frequencies of ``grams`` (those the store has)."""
-    out: dict[str, int] = {}
-    for i in range(0, len(grams), 500):
-        part = grams[i : i + 500]
-        marks = ",".join("?" * len(part))
-        out.update(conn.execute(f"SELECT gram, df FROM gram_df WHERE gram IN ({marks})", part).fetchall())
-    return out
+    return _pairs_in(conn, "SELECT gram, df FROM gram_df WHERE gram IN ({marks})", grams)
 
 
 # -- names (extract/names.py) --------------------------------------------------------------------------------
@@ -388,23 +395,12 @@ def chunk_texts(conn: Connection, chunk_ids: Iterable[int] | None = None) -> dic
     """{chunk id: text} of ``chunk_ids`` (None: every chunk)."""
     if chunk_ids is None:
         return {int(i): t for i, t in conn.execute("SELECT id, text FROM chunks")}
-    out: dict[int, str] = {}
-    ids = sorted(set(chunk_ids))
-    for i in range(0, len(ids), 500):
-        part = ids[i : i + 500]
-        marks = ",".join("?" * len(part))
-        out.update(conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({marks})", part).fetchall())
-    return out
+    return _pairs_in(conn, "SELECT id, text FROM chunks WHERE id IN ({marks})", sorted(set(chunk_ids)))
 
 
 def entity_ids_of(conn: Connection, names: Iterable[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    names = sorted(set(names))
-    for i in range(0, len(names), 500):
-        part = names[i : i + 500]
-        marks = ",".join("?" * len(part))
-        out.update(conn.execute(f"SELECT name, id FROM entities WHERE name IN ({marks})", part).fetchall())
-    return out
+    """{name: entity id} of those ``names`` the store has."""
+    return _pairs_in(conn, "SELECT name, id FROM entities WHERE name IN ({marks})", sorted(set(names)))
 
 
 def folder_states(conn: Connection) -> dict[str, str]:
