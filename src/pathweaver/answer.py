@@ -9,14 +9,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pathweaver.extractive import extractive_answer
+from pathweaver.extractive import extractive_answer, memo_encode
 from pathweaver.models.llm import EXTRACTIVE, NO_LLM, LLMBackend, LLMError
 from pathweaver.planner.decompose import Plan, rephrase
 from pathweaver.planner.decompose import decompose as make_plan
 from pathweaver.planner.execute import PlanTrace, execute_plan
 from pathweaver.planner.heuristic import is_conjunction
 from pathweaver.retrieval.context import Context, build_context, layout_for
-from pathweaver.retrieval.types import RetrievalEnv, RetrievalResult
+from pathweaver.retrieval.types import EncodeFn, RetrievalEnv, RetrievalResult
 
 ANSWER_MAX_TOKENS = 512
 NO_EVIDENCE = "No indexed passage answers the question."
@@ -46,11 +46,12 @@ def prompt_messages(question: str, context: Context, layout: str, resolved: str 
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": body}]
 
 
-def _span_answer(context: Context, question: str, env: RetrievalEnv, resolved: dict[str, str]) -> tuple[str, str]:
-    """``extractive.extractive_answer`` of ``question`` over the context: (the answer, it with its ``[n]`` marks);
-    empty when the chunks hold none."""
+def _span_answer(context: Context, question: str, env: RetrievalEnv, resolved: dict[str, str],
+                 encode: EncodeFn | None = None) -> tuple[str, str]:
+    """``extractive.extractive_answer`` of ``question`` over the context (with ``encode``, else the env's):
+    (the answer, it with its ``[n]`` marks); empty when the chunks hold none."""
     text, cites = extractive_answer(
-        question, context, env.encode, resolved=resolved or None, word_df=env.word_df,
+        question, context, encode or env.encode, resolved=resolved or None, word_df=env.word_df,
         n_docs=env.snapshot.n_passages,
     )
     return text, f"{text} {''.join(f'[{n}]' for n in dict.fromkeys(cites))}".strip() if text else ""
@@ -67,11 +68,12 @@ def conjunction_text(context: Context, plan: Plan, env: RetrievalEnv) -> str:
     after it: "Jacob Marley [1]; his sole business partner [1]"."""
     answers: dict[str, str] = {}
     marked: list[str] = []
+    encode = memo_encode(env.encode)  # the parts rank the same chunks' sentences
     for node_id in plan.order:
         node = plan.node(node_id)
         question = rephrase(node.question, answers, node.depends_on)
         resolved = {plan.node(d).question: answers[d] for d in node.depends_on if answers.get(d)}
-        answers[node_id], text = _span_answer(context, question, env, resolved)
+        answers[node_id], text = _span_answer(context, question, env, resolved, encode)
         marked.append(text)
     return "; ".join(t for t in marked if t) or NO_EVIDENCE
 

@@ -608,6 +608,23 @@ def _span_answer(
     return top.text, [top.passage.n]
 
 
+def memo_encode(encode: EncodeFn | None) -> EncodeFn | None:
+    """``encode`` remembering the vectors it made, for answering several hops or parts over the same chunks: their
+    sentences are embedded once, not once per hop."""
+    if encode is None:
+        return None
+    seen: dict[str, np.ndarray] = {}
+    inner = encode
+
+    def cached(texts: list[str]) -> np.ndarray:
+        todo = [t for t in dict.fromkeys(texts) if t not in seen]
+        if todo:
+            seen.update(zip(todo, np.asarray(inner(todo)), strict=True))
+        return np.stack([seen[t] for t in texts]) if texts else np.asarray(inner(texts))
+
+    return cached
+
+
 def _chain_answer(
     question: str, passages: list[Passage], encode: EncodeFn | None, params: ExtractiveParams,
     word_df: WordDfFn | None, n_docs: int,
@@ -622,6 +639,7 @@ def _chain_answer(
         return None
     answers: dict[str, str] = {}
     cites: list[int] = []
+    encode = memo_encode(encode)
     for node_id in plan.order:
         node = plan.node(node_id)
         text, c = _span_answer(rephrase(node.question, answers, node.depends_on), passages, encode, params,
