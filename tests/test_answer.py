@@ -102,6 +102,14 @@ def test_no_llm_gives_extractive_answer_with_citations(env: RetrievalEnv) -> Non
     assert out["plan"] is None and out["context"]["text"].startswith("Sources:\n[1] doc0: Jaws is")
 
 
+def test_a_two_part_question_is_answered_part_by_part_without_a_plan(env: RetrievalEnv) -> None:
+    question = "Who directed Jaws, and whom did he marry?"
+    out = ask(env, question, retrieve=dense(env), method="dense", top_k=3, llm=NoneBackend())
+    first, second = out["answer"].split("; ")
+    assert first.startswith("Steven Spielberg [") and second.startswith("Kate Capshaw [")
+    assert out["plan"] is None  # one retrieval; only the extractive answer splits the question
+
+
 def test_llm_answer_with_layout_prompt(env: RetrievalEnv, chat_server: FakeChatServer) -> None:
     chat_server.script = [("text", "Steven Spielberg directed Jaws [1].")]
     llm = OpenAIBackend(chat_server.url, "m")

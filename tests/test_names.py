@@ -162,3 +162,30 @@ def test_incremental_name_layer_equals_a_fresh_index(seed: int, tmp_path: Path, 
             with Database(tmp_path / f"fresh{step}") as fresh:
                 Indexer(fresh, settings(tmp_path / f"fresh{step}"), embedder).index_paths([folder])
                 assert got == StoreReader(fresh).canonical_names(), f"step {step}"
+
+
+def test_a_question_naming_part_of_a_title_seeds_that_document(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    folder, store = tmp_path / "notes", tmp_path / "store"
+    folder.mkdir()
+    (folder / "s.md").write_text(note("Ebenezer Scrooge", "A miser; his clerk is Bob Cratchit."), "utf-8")
+    (folder / "p.md").write_text(note("Paul Thomas Anderson", "A director born in Studio City."), "utf-8")
+    (folder / "w.md").write_text(note("Wes Anderson", "A director born in Houston."), "utf-8")
+    (folder / "t.md").write_text(note("Christmas", "A holiday in December; misers keep counting-houses."), "utf-8")
+    with Database(store) as db:
+        Indexer(db, settings(store), embedder).index_paths([folder])
+        snap = StoreReader(db).snapshot()
+        env = RetrievalEnv(snap, lambda t, k: [], lambda texts: embedder.encode(list(texts)))
+
+        def ppr(question: str, **params: object) -> list[str]:
+            query = Query(question, embedder.encode([question])[0])
+            return run_method(env, query, "ppr", 2, params).info["named_entities"]
+
+        # "Scrooge" is part of one title: the question names that note, as a reader would
+        assert ppr("Who was Scrooge's clerk?") == ["ebenezer scrooge"]
+        assert ppr("Who was Scrooge's clerk?", name_parts=0) == []  # the knob turns it off
+        assert ppr("who was scrooge's clerk?") == []  # only a capitalised word names someone
+        # "Anderson" is part of two titles: both up to name_parts, neither beyond it
+        assert sorted(ppr("Where was Anderson born?")) == ["paul thomas anderson", "wes anderson"]
+        assert ppr("Where was Anderson born?", name_parts=1) == []
+        # a question that names a title in full seeds it alone
+        assert ppr("Where was Wes Anderson born, and was he like Scrooge?") == ["wes anderson"]

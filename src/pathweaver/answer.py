@@ -14,7 +14,7 @@ from pathweaver.models.llm import EXTRACTIVE, NO_LLM, LLMBackend, LLMError
 from pathweaver.planner.decompose import Plan, rephrase
 from pathweaver.planner.decompose import decompose as make_plan
 from pathweaver.planner.execute import PlanTrace, execute_plan
-from pathweaver.planner.heuristic import is_conjunction
+from pathweaver.planner.heuristic import heuristic_decompose, is_conjunction
 from pathweaver.retrieval.context import Context, build_context, layout_for
 from pathweaver.retrieval.types import EncodeFn, RetrievalEnv, RetrievalResult
 
@@ -148,6 +148,8 @@ def ask(
     else:
         result = retrieve(question, None)
         layout = layout_for(method)
+        if is_conjunction(question):  # one retrieval, but an extractive answer still answers each part
+            parts = heuristic_decompose(question)
     context = build_context(env.snapshot, result, layout, max_items=max(top_k, 1), question=question)
     model, backend = getattr(llm, "model", ""), getattr(llm, "name", EXTRACTIVE)
     answer = ""

@@ -23,7 +23,14 @@ from pathweaver.config import ConfigError, Settings, load_settings
 from pathweaver.models.embedder import Embedder, get_embedder
 from pathweaver.retrieval import parallel
 from pathweaver.retrieval.graphs import cached
-from pathweaver.retrieval.registry import PANK, check_top_k, pank_base, parse_method, run_method
+from pathweaver.retrieval.registry import (
+    ANSWER_METHOD,
+    PANK,
+    check_top_k,
+    pank_base,
+    parse_method,
+    run_method,
+)
 from pathweaver.retrieval.types import Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.bm25 import Bm25Index
 from pathweaver.store.db import Database, StoreError
@@ -486,7 +493,7 @@ class Pathweaver:
         ``llm`` is the client's sampling backend when it offers one; ``progress`` as in ``llm``."""
         from pathweaver.answer import ask
 
-        method = method or "hybrid"
+        method = method or ANSWER_METHOD
         self.query(question)  # validates the question and the embedding model
 
         def retrieve(text: str, keywords: list[str] | None) -> RetrievalResult:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from pathweaver.extract.entities import candidate_grams
+from pathweaver.extract.entities import candidate_grams, word_spans
 from pathweaver.extract.names import NameLinker
+from pathweaver.extract.stopwords import STOPWORDS
 from pathweaver.retrieval.graphs import cached
 from pathweaver.retrieval.seeds import top_entities
 from pathweaver.store.snapshot import GraphSnapshot
@@ -46,6 +47,46 @@ def linked_entities(snapshot: GraphSnapshot, text: str) -> list[int]:
         return []
     found = name_linker(snapshot).link(text)
     return [snapshot.entity_index[n] for n in sorted(found) if n in snapshot.entity_index]
+
+
+PART_MIN_CHARS = 3  # a name part shorter than this ("Al", "Jr") identifies nobody
+PART_MAX_WORDS = 3  # names longer than this are titles of works and events, not people called by a surname
+
+
+def _surnames(snapshot: GraphSnapshot) -> dict[str, list[int]]:
+    """{last word: the document-name entities of two to ``PART_MAX_WORDS`` words ending in it}, once per
+    snapshot."""
+
+    def build() -> dict[str, list[int]]:
+        assert snapshot.ties is not None
+        parts: dict[str, list[int]] = {}
+        for e in np.unique(snapshot.ties.tocoo().col).tolist():
+            words = [s.word for s in word_spans(snapshot.entity_names[e])]
+            if 2 <= len(words) <= PART_MAX_WORDS and len(words[-1]) >= PART_MIN_CHARS \
+                    and all(w.isalpha() and w not in STOPWORDS for w in words):
+                parts.setdefault(words[-1], []).append(e)
+        return parts
+
+    return cached(snapshot, ("name_surnames",), build, synonym_free=True)
+
+
+def partly_named_entities(snapshot: GraphSnapshot, text: str, max_names: int) -> list[int]:
+    """Names of two or three plain words whose last word ``text`` writes alone and capitalised, past its first
+    word ("Scrooge" -> "ebenezer scrooge"), as people call someone by a surname; a capitalised word next to
+    another is part of some other name ("the American Revolution"), and a word that ends more than ``max_names``
+    names is too vague to link."""
+    if snapshot.ties is None or not snapshot.ties.nnz or max_names < 1:
+        return []
+    surnames = _surnames(snapshot)
+    spans = word_spans(text)
+    capital = [text[s.start].isupper() for s in spans]
+    out: list[int] = []
+    for i, span in enumerate(spans):
+        alone = i > 0 and not capital[i - 1] and not (i + 1 < len(spans) and capital[i + 1])
+        owners = surnames.get(span.word, [])
+        if capital[i] and alone and 0 < len(owners) <= max_names:
+            out.extend(e for e in owners if e not in out)
+    return out
 
 
 def statistical_keywords(

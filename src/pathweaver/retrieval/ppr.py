@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
 from pathweaver.retrieval.graphs import entity_passage_counts, node_space_graph, transition_rows
-from pathweaver.retrieval.keywords import linked_entities, matched_entities
+from pathweaver.retrieval.keywords import linked_entities, matched_entities, partly_named_entities
 from pathweaver.retrieval.parallel import SparseRows
 from pathweaver.retrieval.seeds import dense_scores, minmax, top_entities, top_indices, top_triples
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
@@ -230,6 +230,9 @@ class PPRParams:
     name_links: float = 3.0
     name_passages: float = 2.0
     statistical: float = 0.0
+    # a question that names no document in full seeds the documents whose multi-word name contains one of its
+    # capitalised words ("Scrooge" -> "Ebenezer Scrooge"), when at most this many names do (0 = off; ours)
+    name_parts: int = 3
 
     def validate(self) -> None:
         if not 0.0 <= self.damping < 1.0:
@@ -241,8 +244,8 @@ class PPRParams:
                               f"{self.coarse_tol}, {self.max_iter}")
         if self.solver not in SOLVERS:
             raise ConfigError(f"ppr solver must be one of {SOLVERS}, got {self.solver!r}")
-        if self.name_links < 0 or self.name_passages < 0 or not 0.0 <= self.statistical <= 1.0:
-            raise ConfigError("ppr name_links and name_passages must be >= 0, statistical in [0, 1]")
+        if self.name_links < 0 or self.name_passages < 0 or self.name_parts < 0 or not 0.0 <= self.statistical <= 1.0:
+            raise ConfigError("ppr name_links, name_passages and name_parts must be >= 0, statistical in [0, 1]")
         if self.relation_weight not in ("count", "one") or self.contains_weight not in ("one", "count"):
             raise ConfigError("ppr relation_weight must be count|one and contains_weight one|count")
 
@@ -269,6 +272,8 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
     for ent, cos in top_entities(snap, query.vec, params.seed_entities):
         weights[ent] = weights.get(ent, 0.0) + max(cos, 0.0)
     named = linked_entities(snap, query.text) if query.text else []
+    if not named and query.text:
+        named = partly_named_entities(snap, query.text, params.name_parts)
     if params.name_seeds > 0 and query.text:
         for ent in dict.fromkeys(named + matched_entities(snap, query.text)):
             weights[ent] = weights.get(ent, 0.0) + params.name_seeds

@@ -33,6 +33,9 @@ LEGO_PATHS = ("sbr", "osar", "isar")
 
 PANK = "pank"
 PANK_DEFAULT_BASE = "hybrid"
+# what ``ask`` and the ``answer`` tool retrieve with when no method is named: the walk over the names people wrote
+# had the best answer support on the dev splits (docs/benchmarks.md, "Answers with the default method")
+ANSWER_METHOD = "ppr"
 
 
 def registry_method_names() -> list[str]:

@@ -349,7 +349,7 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
         question: Question,
         ctx: Context,
         method: Annotated[
-            Method | None, Field(description="Retrieval method; omit for the configured default.")
+            Method | None, Field(description="Retrieval method; omit for ppr, the walk over titles and links.")
         ] = None,
         decompose: Annotated[bool, Field(description="Plan sub-questions first (PankRAG) and answer in order.")] = False,
         top_k: Annotated[int, Field(ge=1, le=50, description="Chunks of context.")] = 5,
