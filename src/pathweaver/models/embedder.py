@@ -12,6 +12,9 @@ The words, names and triples behind graph vectors go through ``encode(..., invar
 text's vector is the same bits whatever else shares its call, on any CPU's kernels. Incremental indexing and a
 fresh index then make the same graph vectors, hence the same synonym edges (threshold decisions, AGRAG Eq. 5).
 ``batch_invariant(precision)`` checks that on probe texts.
+
+Single questions (``encode_one``) go through ``query_encoder.QueryEncoder`` while the full model is not loaded: the
+same vector without importing sentence-transformers, so a cold CLI query starts seconds sooner.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import numpy as np
 from pathweaver.config import DEFAULT_EMBEDDING_MODEL
 from pathweaver.models import tokens
 from pathweaver.models.packing import encode_packed, fixed_packed, fixed_padded, packable
+from pathweaver.models.query_encoder import QueryEncoder
 
 ONE_CACHE = 256  # single texts (questions) whose vectors ``encode_one`` keeps
 PROBE = ["pathweaver", "a knowledge graph", "Paris is the capital and largest city of France, on the Seine."]
@@ -61,6 +65,7 @@ class Embedder:
         self._lock = threading.RLock()
         self._one_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._invariant: dict[str, bool] = {}
+        self._query: QueryEncoder | None | bool = device != "cpu"  # False/True: not loaded yet / never
 
     @property
     def model(self) -> Any:
@@ -75,14 +80,33 @@ class Embedder:
                     self._model = SentenceTransformer(resolve_model_path(self.model_name), device=self.device)
         return self._model
 
+    def query_encoder(self) -> QueryEncoder | None:
+        """The light question encoder while the full model is not loaded and the model's layout allows one."""
+        if self._model is not None or self._query is True:
+            return None
+        if self._query is False:
+            with self._lock:
+                if self._query is False:
+                    self._query = QueryEncoder.load(resolve_model_path(self.model_name)) or True
+        return self._query if isinstance(self._query, QueryEncoder) else None
+
+    def warm(self) -> None:
+        """Load what ``encode_one`` needs: the light question encoder where it applies, else the full model."""
+        if self.query_encoder() is None:
+            self.model  # noqa: B018
+
     @property
     def dim(self) -> int:
+        light = self.query_encoder()
+        if light is not None:
+            return light.dim
         getter = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         return int(getter())
 
     @property
     def max_tokens(self) -> int:
-        return int(self.model.max_seq_length)
+        light = self.query_encoder()
+        return light.max_tokens if light is not None else int(self.model.max_seq_length)
 
     def encode(self, texts: list[str], batch_size: int | None = None, precision: str = "float32",
                invariant: bool = False) -> np.ndarray:
@@ -165,7 +189,8 @@ class Embedder:
             if vec is not None:
                 self._one_cache.move_to_end(text)
                 return vec
-        vec = self._encode([text])[0]
+        light = self.query_encoder()
+        vec = (light.encode([text]) if light is not None else self._encode([text]))[0]
         self._keep([(text, vec)])
         return vec
 
@@ -176,7 +201,8 @@ class Embedder:
             todo = list(dict.fromkeys(t for t in texts if t not in self._one_cache))
         if not todo:
             return
-        self._keep(zip(todo, self._encode(todo), strict=True))
+        light = self.query_encoder()
+        self._keep(zip(todo, light.encode(todo) if light is not None else self._encode(todo), strict=True))
 
     def _keep(self, pairs: Iterable[tuple[str, np.ndarray]]) -> None:
         """Remember (text, vector) pairs read-only, newest last, forgetting the oldest beyond ``ONE_CACHE``."""
@@ -193,12 +219,15 @@ class Embedder:
         with self._lock:
             self._one_cache.clear()
 
+    def _tokenizer(self) -> Any:
+        return self.query_encoder() or self.model.tokenizer
+
     def tokenize(self, text: str) -> list[tuple[int, int]]:
         """Character offsets ``(start, end)`` of each model token in ``text`` (no special tokens)."""
-        return tokens.offsets(self.model.tokenizer, text, self.max_tokens)
+        return tokens.offsets(self._tokenizer(), text, self.max_tokens)
 
     def count_tokens(self, text: str) -> int:
-        return tokens.count(self.model.tokenizer, text, self.max_tokens)
+        return tokens.count(self._tokenizer(), text, self.max_tokens)
 
 
 @contextlib.contextmanager
