@@ -212,7 +212,7 @@ class Pathweaver:
         def word_df(words: list[str]) -> dict[str, int]:
             return self.reader.gram_df(words)  # the calling thread's connection
 
-        return RetrievalEnv(snapshot=snap, bm25_chunks=bm25_chunks, encode=self.embedder.encode, word_df=word_df)
+        return RetrievalEnv(snapshot=snap, bm25_chunks=bm25_chunks, encode=self.embedder.encode_queries, word_df=word_df)
 
     def bm25_index(self, snap: GraphSnapshot, wait: bool = False) -> Bm25Index | None:
         """The in-memory BM25 postings for ``snap`` (``store.bm25``): FTS5's scores at a tenth of the time, with
@@ -476,7 +476,7 @@ class Pathweaver:
 
         if alpha is not None and not 0.0 <= alpha <= 1.0:
             raise ConfigError(f"alpha must lie in [0, 1], got {alpha}")
-        return rerank_texts(question, candidates, resolved, self.embedder.encode, alpha)
+        return rerank_texts(question, candidates, resolved, self.embedder.encode_queries, alpha)
 
     def ask(
         self,

@@ -36,6 +36,7 @@ from pathweaver.models.packing import encode_packed, fixed_packed, fixed_padded,
 from pathweaver.models.query_encoder import QueryEncoder
 
 ONE_CACHE = 256  # single texts (questions) whose vectors ``encode_one`` keeps
+LIGHT_MAX_TEXTS = 256  # query-time calls of up to this many texts: one light pass each costs less than a model load
 PROBE = ["pathweaver", "a knowledge graph", "Paris is the capital and largest city of France, on the Seine."]
 PROBE_TOLERANCE = 1e-4  # packed and plain vectors of the probe texts must agree this closely
 # texts of several length classes, encoded together, alone and in other company by ``batch_invariant``
@@ -193,6 +194,12 @@ class Embedder:
         vec = (light.encode([text]) if light is not None else self._encode([text]))[0]
         self._keep([(text, vec)])
         return vec
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        """Unit vectors of query-time texts (sub-questions, candidate answers, sentences to rank): a few go through
+        the light encoder while the full model is not loaded, more load the model and go in packed passes."""
+        light = self.query_encoder() if len(texts) <= LIGHT_MAX_TEXTS else None
+        return light.encode(texts) if light is not None else self.encode(texts)
 
     def remember(self, texts: list[str]) -> None:
         """Embed the texts ``encode_one`` has not seen in one batch and remember them, so that their later single

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+BATCH = 32  # texts per padded pass
 _LAYOUT = ["sentence_transformers.models.Transformer", "sentence_transformers.models.Pooling",
            "sentence_transformers.models.Normalize"]
 
@@ -87,15 +88,29 @@ class QueryEncoder:
         return int(self.weights["embeddings.word_embeddings.weight"].shape[1])
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        """(n, dim) float32 unit vectors, one forward pass per text (a question is embedded alone)."""
+        """(n, dim) float32 unit vectors; a lone text runs unpadded, more go in padded batches of similar length
+        (``BATCH`` texts at most), with the padding masked out of attention and of the mean."""
         import torch
 
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        ids = [enc.ids for enc in self.tokenizer.encode_batch(texts)]
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         with self.lock, torch.inference_mode():
-            for i, text in enumerate(texts):
-                ids = torch.tensor([self.tokenizer.encode(text).ids], dtype=torch.long)
-                hidden = self._forward(ids)
-                out[i] = torch.nn.functional.normalize(hidden.mean(dim=1), dim=1)[0].numpy()
+            for start in range(0, len(order), BATCH):
+                rows = order[start:start + BATCH]
+                width = max(len(ids[i]) for i in rows)
+                batch = torch.zeros((len(rows), width), dtype=torch.long)
+                mask = torch.zeros((len(rows), width), dtype=torch.bool)
+                for r, i in enumerate(rows):
+                    batch[r, :len(ids[i])] = torch.tensor(ids[i], dtype=torch.long)
+                    mask[r, :len(ids[i])] = True
+                padded = not bool(mask.all())
+                hidden = self._forward(batch, mask if padded else None)
+                weights = mask.to(hidden.dtype)[:, :, None]
+                means = (hidden * weights).sum(dim=1) / weights.sum(dim=1)
+                out[rows] = torch.nn.functional.normalize(means, dim=1).numpy()
         return out
 
     def _layer_norm(self, x: Any, name: str) -> Any:
@@ -109,13 +124,15 @@ class QueryEncoder:
 
         return torch.nn.functional.linear(x, self.weights[f"{name}.weight"], self.weights[f"{name}.bias"])
 
-    def _forward(self, ids: Any) -> Any:
-        """BERT's last hidden state for one unpadded sequence (as transformers' ``BertModel`` computes it)."""
+    def _forward(self, ids: Any, mask: Any | None) -> Any:
+        """BERT's last hidden state (as transformers' ``BertModel`` computes it); ``mask`` marks real tokens, None
+        when no row is padded."""
         import torch
         from torch.nn import functional as F  # noqa: N812
 
         w = self.weights
-        n = ids.shape[1]
+        b, n = ids.shape
+        keys = None if mask is None else mask[:, None, None, :]  # padding is never attended to
         x = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.token_type_embeddings.weight"][0]
              + w["embeddings.position_embeddings.weight"][:n])
         x = self._layer_norm(x, "embeddings.LayerNorm")
@@ -125,10 +142,10 @@ class QueryEncoder:
             p = f"encoder.layer.{i}"
 
             def split(t: torch.Tensor) -> torch.Tensor:
-                return t.view(1, n, self.heads, head).transpose(1, 2)
+                return t.view(b, n, self.heads, head).transpose(1, 2)
 
             q, k, v = (split(self._linear(x, f"{p}.attention.self.{m}")) for m in ("query", "key", "value"))
-            ctx = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(1, n, dim)
+            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=keys).transpose(1, 2).reshape(b, n, dim)
             x = self._layer_norm(self._linear(ctx, f"{p}.attention.output.dense") + x,
                                  f"{p}.attention.output.LayerNorm")
             inner = F.gelu(self._linear(x, f"{p}.intermediate.dense"))
