@@ -28,12 +28,15 @@ import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
 from pathweaver.extract.entities import normalize
-from pathweaver.retrieval.graphs import entity_degrees, pair_relations, relation_passages
-from pathweaver.retrieval.keywords import DEFAULT_KEYWORDS, statistical_keywords
+from pathweaver.retrieval.graphs import cached, pair_relations, relation_passages
+from pathweaver.retrieval.keywords import DEFAULT_KEYWORDS, linked_entities, statistical_keywords
+from pathweaver.retrieval.namegraph import name_edges, passages_of, path_adjacency, tied_entities
 from pathweaver.retrieval.parallel import matmul
 from pathweaver.retrieval.seeds import SeedError, dense_scores, top_indices
 from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
+
+PATH_MODES = ("flow", "hop-first")
 
 
 @dataclass
@@ -52,6 +55,18 @@ class PathRAGParams:
     paths_per_pair: int = 2
     max_candidates_per_pair: int = 64  # DAG paths enumerated per pair before scoring (efficiency; ours)
     n_keywords: int = DEFAULT_KEYWORDS  # statistical keywords when the query brings none (ours)
+    # ours (issue 23): "hop-first" keeps only minimum-hop paths (the pre-issue-23 behaviour, PathRAG Table 3's
+    # ablation); "flow" (default) takes every simple path of 1..max_hops edges whose inner nodes the flow kept
+    paths: str = "flow"
+    # ours (issue 23), the name layer: weight of the statistical relation/synonym edges next to the name edges
+    # (0 = the name edges alone, when the store has any; > 0 = both, as 0/1 structure)
+    statistical: float = 0.0
+    name_nodes: bool = True  # the document names the question mentions lead the retrieved nodes
+    dense_nodes: int = 5  # the documents of the top n dense passages join the retrieved nodes (0 = off)
+    node_passages: bool = True  # a document entity on a served path brings its own passages (its description)
+    max_walk_steps: int = 20000  # depth-first steps per start when enumerating flow paths (efficiency; ours)
+    # ours: a passage's score from the served paths it lies on: "best" reliability or the "sum" of reliabilities
+    chunk_score: str = "best"
 
     def validate(self) -> None:
         if self.top_nodes < 2 or self.top_paths < 1:
@@ -62,6 +77,12 @@ class PathRAGParams:
             raise ConfigError(f"pathrag alpha must be in (0, 1], got {self.alpha}")
         if self.theta < 0.0:
             raise ConfigError(f"pathrag theta must be >= 0, got {self.theta}")
+        if self.paths not in PATH_MODES:
+            raise ConfigError(f"pathrag paths must be one of {PATH_MODES}, got {self.paths!r}")
+        if self.chunk_score not in ("best", "sum"):
+            raise ConfigError(f"pathrag chunk_score must be best or sum, got {self.chunk_score!r}")
+        if self.statistical < 0 or self.dense_nodes < 0:
+            raise ConfigError("pathrag statistical and dense_nodes must be >= 0")
         if (
             self.max_hops < 1
             or self.paths_per_pair < 1
@@ -111,13 +132,23 @@ class Flow:
     rows: list[FlowRow]
 
 
-def retrieve_nodes(snapshot: GraphSnapshot, keyword_vecs: np.ndarray, n: int) -> list[int]:
-    """PathRAG node retrieval: keywords take turns adding their next-nearest entity until ``n`` are retrieved."""
+def retrieve_nodes(snapshot: GraphSnapshot, keyword_vecs: np.ndarray, n: int,
+                   candidates: np.ndarray | None = None) -> list[int]:
+    """PathRAG node retrieval: keywords take turns adding their next-nearest entity until ``n`` are retrieved.
+    ``candidates`` (sorted entity indices) limits the search to them (the entities of the graph walked)."""
     if snapshot.n_entities == 0 or keyword_vecs.shape[0] == 0:
         return []
-    n = min(n, snapshot.n_entities)
-    sims = matmul(snapshot.entity_vecs, keyword_vecs.T)  # (E, K)
-    ranked = [top_indices(sims[:, k], n).tolist() for k in range(sims.shape[1])]
+    if candidates is None:
+        ids, vecs = np.arange(snapshot.n_entities), snapshot.entity_vecs
+    else:
+        ids = candidates
+        vecs = cached(snapshot, ("pathrag_candidate_vecs", ids.size, int(ids.sum())),
+                      lambda: np.ascontiguousarray(snapshot.entity_vecs[ids]))
+    n = min(n, ids.size)
+    if n == 0:
+        return []
+    sims = matmul(vecs, keyword_vecs.T)  # (E, K)
+    ranked = [ids[top_indices(sims[:, k], n)].tolist() for k in range(sims.shape[1])]
     out: list[int] = []
     seen: set[int] = set()
     for rank in range(n):
@@ -128,6 +159,28 @@ def retrieve_nodes(snapshot: GraphSnapshot, keyword_vecs: np.ndarray, n: int) ->
                 if len(out) == n:
                     return out
     return out
+
+
+def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams) -> tuple[list[int], list[str]]:
+    """The retrieved nodes V_q (N = ``top_nodes``) and the keywords: the document names the question mentions
+    (``name_nodes``), the documents of the top ``dense_nodes`` dense passages, then the paper's keyword → node
+    retrieval over the entities of the graph walked (ours: the first two, issue 23)."""
+    snap = env.snapshot
+    adjacency = path_adjacency(snap, params.statistical)
+    nodes: list[int] = []
+    if params.name_nodes and query.text:
+        nodes += linked_entities(snap, query.text)
+    if params.dense_nodes and snap.n_passages and snap.chunk_vecs.shape[0] == snap.n_passages:
+        top = top_indices(dense_scores(snap, query.vec), params.dense_nodes).tolist()
+        nodes += tied_entities(snap, top)
+    nodes = list(dict.fromkeys(nodes))[: params.top_nodes]
+    keywords = list(query.keywords) or statistical_keywords(snap, query.text, query.vec, params.n_keywords)
+    if keywords and len(nodes) < params.top_nodes:
+        walked = cached(snap, ("pathrag_walked", params.statistical > 0),
+                        lambda: np.flatnonzero(np.diff(adjacency.indptr) > 0))
+        found = retrieve_nodes(snap, _keyword_vectors(env, keywords), params.top_nodes, walked)
+        nodes += [e for e in found if e not in nodes][: params.top_nodes - len(nodes)]
+    return nodes, keywords
 
 
 def propagate(
@@ -211,6 +264,47 @@ def _dag_paths(adjacency: sp.csr_matrix, row: FlowRow, target: int, cap: int) ->
     return out
 
 
+def flow_paths(adjacency: sp.csr_matrix, row: FlowRow, targets: set[int], max_hops: int, cap: int,
+               max_steps: int = 20000) -> dict[int, list[list[int]]]:
+    """Every simple path of 1..``max_hops`` edges from one start to each node of ``targets`` inside its pruned
+    flow (PathRAG §Path Retrieval: paths of several lengths between a pair, not only the shortest): every node
+    on the path was reached by the flow (Eq. 2), and every inner node spread (it passed Eq. 3's threshold). At
+    most ``cap`` paths per target, found depth first in neighbour order, in at most ``max_steps`` expansions."""
+    out: dict[int, list[list[int]]] = {}
+    if row.nodes.size == 0:
+        return out
+    start = int(row.nodes[row.level == 0][0])
+    full = {t: 0 for t in targets}
+    steps = [0]
+
+    def neighbours(node: int) -> tuple[list[int], list[bool]]:
+        nbrs = adjacency.indices[adjacency.indptr[node] : adjacency.indptr[node + 1]].astype(np.int64)
+        pos = row.find(nbrs)
+        ok = pos >= 0
+        return nbrs[ok].tolist(), row.spread[pos[ok]].tolist()
+
+    def walk(path: list[int], on: set[int]) -> None:
+        steps[0] += 1
+        if steps[0] > max_steps:
+            return
+        nbrs, spreads = neighbours(path[-1])
+        for v, spreads_v in zip(nbrs, spreads, strict=True):
+            if v in on:
+                continue
+            if v in full and full[v] < cap:
+                out.setdefault(v, []).append([*path, v])
+                full[v] += 1
+            if spreads_v and len(path) < max_hops:
+                on.add(v)
+                path.append(v)
+                walk(path, on)
+                path.pop()
+                on.discard(v)
+
+    walk([start], {start})
+    return out
+
+
 def reliability(path: list[int], row: FlowRow) -> float:
     """PathRAG Eq. 4: S(P) = (1/|E_P|) Σ_{v∈V_P} S(v), with S from the path's start."""
     pos = row.find(np.asarray(path, dtype=np.int64))
@@ -224,20 +318,20 @@ def candidate_paths(
 ) -> list[tuple[float, list[int]]]:
     """The pool of (reliability, path) over all ordered pairs of ``nodes``, best ``paths_per_pair`` per pair,
     a path and its reverse merged (highest reliability kept)."""
-    adjacency = snapshot.adjacency
-    assert adjacency is not None
-    flow = propagate(adjacency, entity_degrees(snapshot), nodes, params.alpha, params.theta, params.max_hops)
+    adjacency = path_adjacency(snapshot, params.statistical)
+    degrees = np.diff(adjacency.indptr).astype(np.float64)  # |N(v,·)|, distinct neighbours
+    flow = propagate(adjacency, degrees, nodes, params.alpha, params.theta, params.max_hops)
     node_arr = np.array(nodes, dtype=np.int64)
     pool: dict[tuple[int, ...], tuple[float, list[int]]] = {}
     for start, row in zip(nodes, flow.rows, strict=True):
-        reached = node_arr[row.find(node_arr) >= 0]
-        for t in reached.tolist():
-            if t == start:
-                continue
-            scored = [
-                (reliability(p, row), p)
-                for p in _dag_paths(adjacency, row, t, params.max_candidates_per_pair)
-            ]
+        reached = [t for t in node_arr[row.find(node_arr) >= 0].tolist() if t != start]
+        if params.paths == "flow":
+            found = flow_paths(adjacency, row, set(reached), params.max_hops, params.max_candidates_per_pair,
+                               params.max_walk_steps)
+        else:
+            found = {t: _dag_paths(adjacency, row, t, params.max_candidates_per_pair) for t in reached}
+        for t in reached:
+            scored = [(reliability(p, row), p) for p in found.get(t, [])]
             scored.sort(key=lambda rp: (-rp[0], rp[1]))
             for rel, path in scored[: params.paths_per_pair]:
                 key = tuple(min(path, path[::-1]))
@@ -250,34 +344,50 @@ def _edge_relations(snapshot: GraphSnapshot, u: int, v: int) -> list[int]:
     return pair_relations(snapshot).between(u, v)
 
 
+def _edge_text(snapshot: GraphSnapshot, u: int, v: int) -> str:
+    rels = _edge_relations(snapshot, u, v)
+    if rels:
+        r = rels[0]
+        desc = snapshot.rel_descriptions[r].strip()
+        return f"{snapshot.rel_labels[r]}: {desc}" if desc else snapshot.rel_labels[r]
+    named = name_edges(snapshot).passages_between(u, v)
+    if named:
+        return f"mentioned in {snapshot.chunk_titles[named[0]]}"
+    return "synonym of"
+
+
 def path_text(snapshot: GraphSnapshot, path: list[int]) -> str:
-    """PathRAG Eq. 5: node text, edge text, node text, ... (edge text = relation label and supporting sentence)."""
+    """PathRAG Eq. 5: node text, edge text, node text, ... (edge text = relation label and supporting sentence,
+    or for a name edge the document whose passage mentions the other name)."""
     parts = [snapshot.entity_names[path[0]]]
     for u, v in zip(path[:-1], path[1:], strict=True):
-        rels = _edge_relations(snapshot, u, v)
-        if rels:
-            r = rels[0]
-            desc = snapshot.rel_descriptions[r].strip()
-            edge = f"{snapshot.rel_labels[r]}: {desc}" if desc else snapshot.rel_labels[r]
-        else:
-            edge = "synonym of"
-        parts.append(f"--[{edge}]-->")
+        parts.append(f"--[{_edge_text(snapshot, u, v)}]-->")
         parts.append(snapshot.entity_names[v])
     return " ".join(parts)
 
 
-def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float) -> PathHit:
-    """A served path: per-edge relation index (-1 = synonym edge), text, and the passages supporting its edges."""
+def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, node_passages: bool = False) -> PathHit:
+    """A served path: per-edge relation index (-1 = synonym or name edge), text, and its passages: those
+    supporting its edges (relation chunks, the passages behind name edges) and, with ``node_passages``, the own
+    passages of the document entities on it (a title's description is its document)."""
     rel_chunks = relation_passages(snapshot)
+    names = name_edges(snapshot)
     relations: list[int] = []
     passages: list[int] = []
+
+    def add(ps: list[int]) -> None:
+        passages.extend(p for p in ps if p not in passages)
+
     for u, v in zip(path[:-1], path[1:], strict=True):
         rels = _edge_relations(snapshot, u, v)
         relations.append(rels[0] if rels else -1)
         for r in rels:
-            for p in rel_chunks.indices[rel_chunks.indptr[r] : rel_chunks.indptr[r + 1]].tolist():
-                if p not in passages:
-                    passages.append(p)
+            add(rel_chunks.indices[rel_chunks.indptr[r] : rel_chunks.indptr[r + 1]].tolist())
+        if names.size:
+            add(names.passages_between(u, v))
+    if node_passages:
+        for node in path:
+            add(passages_of(snapshot, node))
     return PathHit(list(path), relations, rel, path_text(snapshot, path), passages)
 
 
@@ -300,13 +410,17 @@ def _keyword_vectors(env: RetrievalEnv, keywords: list[str]) -> np.ndarray:
 
 
 def rank_chunks(
-    snapshot: GraphSnapshot, paths: list[PathHit], dense: np.ndarray, top_k: int
+    snapshot: GraphSnapshot, paths: list[PathHit], dense: np.ndarray, top_k: int, chunk_score: str = "best"
 ) -> list[ChunkHit]:
-    """Passages supporting ``paths`` by best path reliability (ties: dense cosine), filled with dense hits."""
+    """Passages of ``paths`` by best (or summed) path reliability (ties: dense cosine), filled with dense hits
+    (back-fill)."""
     best: dict[int, float] = {}
     for hit in paths:
         for p in hit.passages:
-            best[p] = max(best.get(p, 0.0), hit.reliability)
+            if chunk_score == "sum":
+                best[p] = best.get(p, 0.0) + hit.reliability
+            else:
+                best[p] = max(best.get(p, 0.0), hit.reliability)
     order = sorted(best, key=lambda p: (-best[p], -float(dense[p]) if dense.size else 0.0, p))
     chunks = [ChunkHit(p, best[p]) for p in order[:top_k]]
     if len(chunks) < top_k and dense.size:
@@ -321,18 +435,18 @@ def rank_chunks(
 def pathrag_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PathRAGParams) -> RetrievalResult:
     """PathRAG retrieval (see the module docstring); ``paths`` are in ascending reliability (Eq. 6)."""
     snap = env.snapshot
-    keywords = list(query.keywords) or statistical_keywords(snap, query.text, query.vec, params.n_keywords)
-    nodes = retrieve_nodes(snap, _keyword_vectors(env, keywords), params.top_nodes) if keywords else []
+    nodes, keywords = query_nodes(env, query, params)
     pool = candidate_paths(snap, nodes, params) if len(nodes) >= 2 else []
     pool.sort(key=lambda rp: (-rp[0], len(rp[1]), rp[1]))
-    served = [make_path_hit(snap, path, rel) for rel, path in pool[: params.top_paths]]
+    served = [make_path_hit(snap, path, rel, params.node_passages) for rel, path in pool[: params.top_paths]]
     served.reverse()  # Eq. 6: ascending reliability, the most reliable path last
     triples = [r for hit in served for r in hit.relations if r >= 0]
     dense = dense_scores(snap, query.vec) if snap.n_passages else np.zeros(0)
     return RetrievalResult(
         "pathrag",
-        rank_chunks(snap, served, dense, top_k),
+        rank_chunks(snap, served, dense, top_k, params.chunk_score),
         paths=served,
         triples=triples,
-        info={"keywords": keywords, "nodes": len(nodes), "candidate_paths": len(pool)},
+        info={"keywords": keywords, "nodes": len(nodes), "candidate_paths": len(pool),
+              "named_nodes": [snap.entity_names[e] for e in nodes[:5]]},
     )
