@@ -63,7 +63,9 @@ class PathRAGParams:
     statistical: float = 0.0
     name_nodes: bool = True  # the document names the question mentions lead the retrieved nodes
     dense_nodes: int = 5  # the documents of the top n dense passages join the retrieved nodes (0 = off)
-    node_passages: bool = True  # a document entity on a served path brings its own passages (its description)
+    # the document entities on a served path bring their own passages (a title's description is its document):
+    # "all" nodes, only the path's two "ends" (the retrieved nodes), or "none"
+    node_passages: str = "all"
     max_walk_steps: int = 20000  # depth-first steps per start when enumerating flow paths (efficiency; ours)
     # ours: a passage's score from the served paths it lies on: "best" reliability or the "sum" of reliabilities
     chunk_score: str = "best"
@@ -79,6 +81,8 @@ class PathRAGParams:
             raise ConfigError(f"pathrag theta must be >= 0, got {self.theta}")
         if self.paths not in PATH_MODES:
             raise ConfigError(f"pathrag paths must be one of {PATH_MODES}, got {self.paths!r}")
+        if self.node_passages not in ("all", "ends", "none"):
+            raise ConfigError(f"pathrag node_passages must be all, ends or none, got {self.node_passages!r}")
         if self.chunk_score not in ("best", "sum"):
             raise ConfigError(f"pathrag chunk_score must be best or sum, got {self.chunk_score!r}")
         if self.statistical < 0 or self.dense_nodes < 0:
@@ -366,10 +370,11 @@ def path_text(snapshot: GraphSnapshot, path: list[int]) -> str:
     return " ".join(parts)
 
 
-def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, node_passages: bool = False) -> PathHit:
+def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, node_passages: str = "none") -> PathHit:
     """A served path: per-edge relation index (-1 = synonym or name edge), text, and its passages: those
-    supporting its edges (relation chunks, the passages behind name edges) and, with ``node_passages``, the own
-    passages of the document entities on it (a title's description is its document)."""
+    supporting its edges (relation chunks, the passages behind name edges) and, with ``node_passages`` "all" or
+    "ends", the own passages of the document entities on it or at its ends (a title's description is its
+    document)."""
     rel_chunks = relation_passages(snapshot)
     names = name_edges(snapshot)
     relations: list[int] = []
@@ -385,8 +390,8 @@ def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, node_pas
             add(rel_chunks.indices[rel_chunks.indptr[r] : rel_chunks.indptr[r + 1]].tolist())
         if names.size:
             add(names.passages_between(u, v))
-    if node_passages:
-        for node in path:
+    if node_passages != "none":
+        for node in path if node_passages == "all" else [path[0], path[-1]]:
             add(passages_of(snapshot, node))
     return PathHit(list(path), relations, rel, path_text(snapshot, path), passages)
 
