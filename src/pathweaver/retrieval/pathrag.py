@@ -66,6 +66,10 @@ class PathRAGParams:
     # the document entities on a served path bring their own passages (a title's description is its document):
     # "all" nodes, only the path's two "ends" (the retrieved nodes), or "none"
     node_passages: str = "all"
+    # "retrieved": paths join pairs of retrieved nodes (the paper); "reached" (ours): a path may also end at any
+    # node the start's pruned flow reached, so a document the question leads to without naming it can be served;
+    # "named": that only for the starts the question names
+    targets: str = "retrieved"
     max_walk_steps: int = 20000  # depth-first steps per start when enumerating flow paths (efficiency; ours)
     # ours: a passage's score from the served paths it lies on: "best" reliability or the "sum" of reliabilities
     chunk_score: str = "best"
@@ -81,6 +85,8 @@ class PathRAGParams:
             raise ConfigError(f"pathrag theta must be >= 0, got {self.theta}")
         if self.paths not in PATH_MODES:
             raise ConfigError(f"pathrag paths must be one of {PATH_MODES}, got {self.paths!r}")
+        if self.targets not in ("retrieved", "reached", "named"):
+            raise ConfigError(f"pathrag targets must be retrieved, reached or named, got {self.targets!r}")
         if self.node_passages not in ("all", "ends", "none"):
             raise ConfigError(f"pathrag node_passages must be all, ends or none, got {self.node_passages!r}")
         if self.chunk_score not in ("best", "sum"):
@@ -165,15 +171,17 @@ def retrieve_nodes(snapshot: GraphSnapshot, keyword_vecs: np.ndarray, n: int,
     return out
 
 
-def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams) -> tuple[list[int], list[str]]:
+def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams
+                ) -> tuple[list[int], list[str], frozenset[int]]:
     """The retrieved nodes V_q (N = ``top_nodes``) and the keywords: the document names the question mentions
     (``name_nodes``), the documents of the top ``dense_nodes`` dense passages, then the paper's keyword → node
-    retrieval over the entities of the graph walked (ours: the first two, issue 23)."""
+    retrieval over the entities of the graph walked (ours: the first two, issue 23). Also the named nodes."""
     snap = env.snapshot
     adjacency = path_adjacency(snap, params.statistical)
     nodes: list[int] = []
     if params.name_nodes and query.text:
         nodes += linked_entities(snap, query.text)
+    named = frozenset(nodes)
     if params.dense_nodes and snap.n_passages and snap.chunk_vecs.shape[0] == snap.n_passages:
         top = top_indices(dense_scores(snap, query.vec), params.dense_nodes).tolist()
         nodes += tied_entities(snap, top)
@@ -184,7 +192,7 @@ def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams) -> tuple
                         lambda: np.flatnonzero(np.diff(adjacency.indptr) > 0))
         found = retrieve_nodes(snap, _keyword_vectors(env, keywords), params.top_nodes, walked)
         nodes += [e for e in found if e not in nodes][: params.top_nodes - len(nodes)]
-    return nodes, keywords
+    return nodes, keywords, named
 
 
 def propagate(
@@ -318,7 +326,7 @@ def reliability(path: list[int], row: FlowRow) -> float:
 
 
 def candidate_paths(
-    snapshot: GraphSnapshot, nodes: list[int], params: PathRAGParams
+    snapshot: GraphSnapshot, nodes: list[int], params: PathRAGParams, named: frozenset[int] = frozenset()
 ) -> list[tuple[float, list[int]]]:
     """The pool of (reliability, path) over all ordered pairs of ``nodes``, best ``paths_per_pair`` per pair,
     a path and its reverse merged (highest reliability kept)."""
@@ -328,7 +336,9 @@ def candidate_paths(
     node_arr = np.array(nodes, dtype=np.int64)
     pool: dict[tuple[int, ...], tuple[float, list[int]]] = {}
     for start, row in zip(nodes, flow.rows, strict=True):
-        reached = [t for t in node_arr[row.find(node_arr) >= 0].tolist() if t != start]
+        open_ends = params.targets == "reached" or (params.targets == "named" and start in named)
+        ends = row.nodes if open_ends else node_arr[row.find(node_arr) >= 0]
+        reached = [t for t in ends.tolist() if t != start]
         if params.paths == "flow":
             found = flow_paths(adjacency, row, set(reached), params.max_hops, params.max_candidates_per_pair,
                                params.max_walk_steps)
@@ -440,8 +450,8 @@ def rank_chunks(
 def pathrag_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PathRAGParams) -> RetrievalResult:
     """PathRAG retrieval (see the module docstring); ``paths`` are in ascending reliability (Eq. 6)."""
     snap = env.snapshot
-    nodes, keywords = query_nodes(env, query, params)
-    pool = candidate_paths(snap, nodes, params) if len(nodes) >= 2 else []
+    nodes, keywords, named = query_nodes(env, query, params)
+    pool = candidate_paths(snap, nodes, params, named) if len(nodes) >= 2 or named else []
     pool.sort(key=lambda rp: (-rp[0], len(rp[1]), rp[1]))
     served = [make_path_hit(snap, path, rel, params.node_passages) for rel, path in pool[: params.top_paths]]
     served.reverse()  # Eq. 6: ascending reliability, the most reliable path last

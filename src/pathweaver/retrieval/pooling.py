@@ -26,7 +26,7 @@ import numpy as np
 from pathweaver.config import ConfigError
 from pathweaver.retrieval.graphs import relation_passages
 from pathweaver.retrieval.keywords import linked_entities, matched_entities
-from pathweaver.retrieval.namegraph import name_edges, passages_of
+from pathweaver.retrieval.namegraph import name_edges, own_passages, passages_of
 from pathweaver.retrieval.seeds import dense_scores, top_indices, top_triples
 from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
@@ -57,6 +57,9 @@ class PoolingParams:
     # the triples touching the names the question mentions join the coarse set, so the kernels start from them
     name_triples: int = 50
     tail_passages: bool = True  # a name triple also brings the passages of the document it names
+    # a name triple's score: (1 - w)·cos(query, the mentioning passage) + w·cos(query, the named document's best
+    # passage), w = tail_score (0 = the passage alone)
+    tail_score: float = 0.0
 
     def validate(self) -> None:
         if self.mode not in MODES:
@@ -69,8 +72,8 @@ class PoolingParams:
             raise ConfigError("pooling position_a must be non-zero (§3.3)")
         if min(self.coarse_m, self.top_triples, self.max_path_len, self.max_bfs_paths) < 1:
             raise ConfigError("pooling coarse_m, top_triples, max_path_len and max_bfs_paths must be >= 1")
-        if self.statistical < 0 or self.name_triples < 0:
-            raise ConfigError("pooling statistical and name_triples must be >= 0")
+        if self.statistical < 0 or self.name_triples < 0 or not 0.0 <= self.tail_score <= 1.0:
+            raise ConfigError("pooling statistical and name_triples must be >= 0, tail_score in [0, 1]")
         if self.query_entities < 0 or self.max_paths < 0:
             raise ConfigError("pooling query_entities and max_paths must be >= 0")
 
@@ -221,7 +224,10 @@ def coarse_triples(snap: GraphSnapshot, query: Query, params: PoolingParams, fir
     if params.statistical > 0 or not use_names:
         cands += [(s, r) for r, s in top_triples(snap, query.vec, first)]
     if use_names:
-        cos = dense_scores(snap, query.vec)[edges.passage].astype(np.float64)
+        dense = dense_scores(snap, query.vec).astype(np.float64)
+        cos = dense[edges.passage]
+        if params.tail_score > 0:
+            cos = (1.0 - params.tail_score) * cos + params.tail_score * _document_scores(snap, dense)[edges.dst]
         top = top_indices(cos, first).tolist()
         cands += [(float(cos[m]), -1 - m) for m in top]
         if named and params.name_triples:
@@ -242,6 +248,17 @@ def coarse_triples(snap: GraphSnapshot, query: Query, params: PoolingParams, fir
         return int(edges.src[-1 - i]), int(edges.dst[-1 - i])
 
     return Triples(items, [ends(i) for i in items], [s for _, s in ranked])
+
+
+def _document_scores(snap: GraphSnapshot, dense: np.ndarray) -> np.ndarray:
+    """Per entity, the best cosine of a passage of the document it names (0 for entities naming none)."""
+    ties = own_passages(snap)
+    out = np.zeros(snap.n_entities)
+    has = np.flatnonzero(np.diff(ties.indptr) > 0)
+    if has.size:
+        vals = dense[ties.indices]
+        out[has] = np.maximum.reduceat(vals, ties.indptr[has])
+    return out
 
 
 def item_passages(snap: GraphSnapshot, item: int, tail_passages: bool) -> list[int]:
