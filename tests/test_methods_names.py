@@ -98,7 +98,7 @@ def test_pathrag_reaches_passages_through_names() -> None:
     snap = _names()
     q = Query("Where was the director of Inherent Vice born?", np.array([0, 0, 1, 0], dtype=np.float32))
     # retrieved nodes: the named "inherent vice", then the document of the top dense passage (p2: los angeles)
-    result = run_method(_env(snap), q, "pathrag", 3, {"top_nodes": 2, "dense_nodes": 1, "name_nodes": True})
+    result = run_method(_env(snap), q, "pathrag", 3, {"top_nodes": 2, "dense_nodes": 1, "targets": "retrieved"})
     # flow from a = inherent vice (alpha 0.7): S(pta) = 0.7·1/1, S(la) = 0.7·0.7/2 = 0.245;
     # Eq. 4 (1 + 0.7 + 0.245)/2 = 0.9725 (the reverse direction ties and the first found is kept)
     assert [p.nodes for p in result.paths] == [[0, 1, 2]]
@@ -138,10 +138,24 @@ def test_pooling_name_triples_and_their_passages() -> None:
     assert tr.items == [-2, -1] and tr.scores == pytest.approx([0.8, 0.6])
     assert tr.ends == [(1, 2), (0, 1)]
     assert item_passages(snap, -1, True) == [0, 1] and item_passages(snap, -2, False) == [1]
-    result = run_method(_env(snap), q, "pooling", 3, {"query_entities": 0})
+    result = run_method(_env(snap), q, "pooling", 3, {"query_entities": 0, "pooling": "mean"})
     # kernels from the named "inherent vice" alone: [t(iv,pta)] and [t(iv,pta), t(pta,la)]; §3.3 mean pooling (a = 10):
     # t(iv,pta) = max(0.6 + 0.06, 0.7 + 0.06) = 0.76; t(pta,la) = 0.7 + 0.6/100 = 0.706
     assert result.info["query_entities"][0] == "inherent vice"
     assert [c.passage for c in result.chunks] == [0, 1, 2]
     assert [c.score for c in result.chunks] == pytest.approx([0.76, 0.76, 0.706])
     assert result.backfill_share() == 0.0
+
+
+def test_pathrag_named_targets_reach_unnamed_documents() -> None:
+    snap = _names()
+    q = Query("Where was the director of Inherent Vice born?", np.array([0, 0, 0, 1], dtype=np.float32))
+    # one retrieved node (the named film), no dense documents: the paper's pairs would give no path at all
+    assert run_method(_env(snap), q, "pathrag", 3, {"dense_nodes": 0, "top_nodes": 1, "targets": "retrieved"}
+                      ).paths == []
+    result = run_method(_env(snap), q, "pathrag", 3, {"dense_nodes": 0, "top_nodes": 1})
+    # targets "named": every node the film's flow reached ends a path; iv -> pta (1 + 0.7)/1 = 1.7 is served
+    # last (Eq. 6), iv -> pta -> la (1 + 0.7 + 0.245)/2 = 0.9725 first
+    assert [p.nodes for p in result.paths] == [[0, 1, 2], [0, 1]]
+    assert [p.reliability for p in result.paths] == pytest.approx([0.9725, 1.7])
+    assert [c.passage for c in result.chunks] == [0, 1, 2] and result.backfill_share() == 0.0

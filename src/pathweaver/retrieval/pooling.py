@@ -44,7 +44,9 @@ class PoolingParams:
     coarse_m: int = 100  # M: coarse top-M triples before reselection (§3.4; 100 = SubgraphRAG's default)
     top_triples: int = 25  # K: triples served (§4.2: gains from 25 triples on)
     position_a: float = 10.0  # a: positional score constant (§3.3; its value is not in our copy of the paper)
-    pooling: str = "mean"  # §4.3.2: "mean" (recommended) | "max"
+    # §4.3.2: "mean" (the paper's recommendation) | "max"; max was better on all three dev splits over the name
+    # layer (docs/design-notes.md "Paper methods over the names people wrote")
+    pooling: str = "max"
     kernel: str = "dijkstra"  # §3.3 / §4.3.1: "dijkstra" (recommended) | "bfs"
     max_path_len: int = 4  # §4.3.1: maximum BFS path length
     max_bfs_paths: int = 20000  # ours: BFS path budget (BFS paths grow fast, §4.3.1 Table 2)
@@ -53,7 +55,7 @@ class PoolingParams:
     # ours (issue 23), the name layer: name triples (a, mentions, b), one per passage of a's document that names
     # b, scored by cos(query, that passage) (the naive scorer with the passage standing in for the triple text).
     # ``statistical`` = 0: the name triples alone (when the store has any); > 0: with the statistical triples
-    statistical: float = 0.0
+    statistical: float = 1.0
     # the triples touching the names the question mentions join the coarse set, so the kernels start from them
     name_triples: int = 50
     tail_passages: bool = True  # a name triple also brings the passages of the document it names
