@@ -1,17 +1,24 @@
 """AGRAG's Minimum Cost Maximum Influence (MCMI) reasoning subgraph (AGRAG §III-C, Algorithms 2-3, Eq. 10-18).
 
 1. The query is mapped to its top ``k_triples`` (k_a) triples by cos(query, triple) (Eq. 7-8); their entities are
-   the terminals. (Eq. 9's LLM triple filter is not applied: no LLM at retrieval.)
-2. Node influence s_v is PPR over entities + passages seeded by those triples (Eq. 10-13, ``retrieval.ppr``), with
-   passage scores multiplied by 0.05 afterwards (§III-C after Eq. 12).
+   the terminals, and (ours, issue 23, ``name_seeds`` > 0) so are the document names the question mentions.
+   (Eq. 9's LLM triple filter is not applied: no LLM at retrieval.)
+2. Node influence s_v is PPR over entities + passages (Eq. 10, ``ppr.personalized_pagerank``) with AGRAG Eq. 11's
+   personalisation: p[u] = 1 for every terminal, 0 elsewhere (``personalization = "eq11"``; "hipporag" is the
+   earlier HippoRAG 2 style reset with every passage's dense score). The graph is ppr's node space with the name
+   layer (``name_links``, ``statistical``: 0 walks the name layer alone on a store with names). Passage scores are
+   multiplied by 0.05 afterwards (§III-C after Eq. 12).
 3. Edge costs (Eq. 14): c_e = (1 − MS(q, f_e)) / 2 with f_e the edge's triple. The paper embeds only relation
    triples; for the other edge kinds we use the nearest vector we store (our choice, documented):
-   Contains edge → the passage vector, synonym edge → the normalised sum of the two entity vectors. Passages hang
-   off a pseudo node by edges of cost ``connector_cost`` = 10 (§III-C after Eq. 14, after HippoRAG 2).
+   Contains edge → the passage vector, synonym edge → the normalised sum of the two entity vectors, name link
+   passage↔passage → the normalised sum of the two passage vectors. Passages hang off a pseudo node by edges of
+   cost ``connector_cost`` = 10 (§III-C after Eq. 14, after HippoRAG 2).
 4. MCST: Mehlhorn's Steiner tree over the terminals (Eq. 16, Algorithm 3 lines 1-10), then greedy growth (Eq. 17,
    lines 13-17): the 1-hop neighbour v with the lowest c_(MCMI,v) / s_v joins while that ratio is below
    r(G) = Σ_e c_e / (s_u + s_v) (Eq. 15), r recomputed after each addition.
-5. The subgraph is served as text (Eq. 18) together with hybrid chunks (Eq. 20-21, ``seeds.hybrid_chunk_scores``).
+5. The subgraph is served as text (Eq. 18). Chunks (``chunks``): the subgraph's passages by influence, then the
+   walk's highest-influence passages (ours, the default), or AGRAG's hybrid chunks (Eq. 20-21); hybrid chunks the
+   method did not reach are marked as back-fill.
 
 Everything runs on a bounded neighbourhood of the terminals (``ball_hops``, ``ball_max_nodes``) so a query never
 touches the whole graph; ``greedy_expand`` and ``cost_score_ratio`` are pure functions over a networkx graph.

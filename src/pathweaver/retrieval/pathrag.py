@@ -1,21 +1,31 @@
 """PathRAG (Chen et al., AAAI 2026, §Methodology): keyword → node retrieval, flow-based pruning, path reliability,
 paths served in ascending reliability.
 
-1. Node retrieval: each keyword (the agent's ``query.keywords``, else ``keywords.statistical_keywords``) is matched
-   to entities by cosine; the keywords take turns adding their next-nearest entity until N = ``top_nodes``.
-2. Flow-based pruning (Eq. 2-3) from every retrieved node s, over the snapshot's undirected entity adjacency
-   (relation and synonym edges): S(s) = 1; level by level, S(v) = Σ α·S(u)/|N(u,·)| over the nodes u of the
-   previous level that still spread; a node is updated at most once (the level it is first reached), and spreads
-   only if S(v)/|N(v,·)| ≥ θ (Eq. 3). Propagation stops after ``max_hops`` levels (the authors' code enumerates
-   paths of at most 3 hops). All starts propagate at once as a dense (N, E) array times the sparse adjacency.
-3. Paths s → t between retrieved nodes follow the propagation DAG; reliability S(P) = Σ_{v∈V_P} S(v) / |E_P|
-   (Eq. 4, as printed: node resources summed, divided by the edge count). The best ``paths_per_pair`` per ordered
-   pair enter the pool; a path and its reverse count once (the more reliable direction is kept); the top
-   K = ``top_paths`` are served in ascending reliability (Eq. 6: the best path is last, next to the answer).
-4. Textual paths (Eq. 5): node name, then the edge text (relation label and its supporting sentence), alternating.
+1. Node retrieval (N = ``top_nodes``): the document names the question mentions (the name layer's automaton,
+   ``name_nodes``), the documents of the top ``dense_nodes`` dense passages (a title entity's description is its
+   document, so its nearest-node test is the dense one), then the paper's keyword → node retrieval (the agent's
+   ``query.keywords``, else ``keywords.statistical_keywords``; keywords take turns adding their next-nearest
+   entity) over the entities of the graph walked.
+2. The graph walked (``namegraph.path_adjacency``): the name edges (a's document mentions b) and, with
+   ``statistical`` > 0 or on a store without names, the statistical relation and synonym edges.
+3. Flow-based pruning (Eq. 2-3) from every retrieved node s: S(s) = 1; level by level, S(v) = Σ α·S(u)/|N(u,·)|
+   over the nodes u of the previous level that still spread; a node is updated at most once (the level it is
+   first reached), and spreads only if S(v)/|N(v,·)| ≥ θ (Eq. 3). Propagation stops after ``max_hops`` levels (the
+   authors' code enumerates paths of at most 3 hops). All starts propagate at once as a sparse matrix product.
+4. Paths (``paths = "flow"``): every simple path of 1..``max_hops`` edges inside the pruned flow (each node on it
+   reached, each inner node spreading), so a pair is joined by paths of several lengths, not only the shortest
+   (``"hop-first"`` keeps the earlier minimum-hop paths, the paper's Table 3 ablation). Ends: pairs of retrieved
+   nodes (the paper, ``targets = "retrieved"``), or also any node the flow of a question-named start reached
+   (``targets = "named"``, ours, the default: a bridge document the question does not name). Reliability
+   S(P) = Σ_{v∈V_P} S(v) / |E_P| (Eq. 4, as printed: node resources summed, divided by the edge count). The best
+   ``paths_per_pair`` per ordered pair enter the pool; a path and its reverse count once (the more reliable
+   direction is kept); the top K = ``top_paths`` are served in ascending reliability (Eq. 6: the best path last).
+5. Textual paths (Eq. 5): node name, then the edge text (relation label and its supporting sentence, or the
+   document whose passage names the other end), alternating.
 
-``RetrievalResult.chunks``: the passages that support the served paths' edges (``rel_chunks``), ranked by the best
-reliability of a path they support (ties by dense cosine), then filled up to ``top_k`` with dense hits.
+``RetrievalResult.chunks``: the passages of the served paths (relation chunks, the passages behind name edges, and
+with ``node_passages`` the own passages of the document entities on them), ranked by the best reliability of a
+path they lie on (ties by dense cosine), then filled up to ``top_k`` with dense hits marked as back-fill.
 ``triples``: the relation indices on the served paths, in path order.
 """
 

@@ -1,6 +1,9 @@
 """Path Pooling (Wang et al. 2025, §3.3-3.4, §4.3): smooth triple scores along path kernels, then rerank/reselect.
 
 - Triple scores are cos(query, triple) (the "naive triple-based scorer", §3.2/§3.4) over the coarse top triples.
+  Over the name layer (issue 23, ``statistical``, ``name_triples``) the coarse set also holds name triples
+  (a, mentions, b), one per passage of a's document naming b, scored by cos(query, that passage); the triples
+  touching a name the question mentions join it, and those names seed the kernels first.
 - Path kernels (§3.3): paths from the query entities over the graph made of the retrieved triples (undirected),
   by Dijkstra (one shortest path per reached entity, edge length 1 − score: our choice, the paper does not say)
   or BFS (every simple path of up to ``max_path_len`` = 4 triples, §4.3.1). Triples on no kernel path, including
