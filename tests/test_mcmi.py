@@ -190,7 +190,7 @@ def test_mcmi_end_to_end_via_registry(curie_env: tuple) -> None:
     env, make_query = curie_env
     snap = env.snapshot
     q = make_query("Where was Marie Curie born?")
-    result = run_method(env, q, "mcmi", 5, {"k_triples": 3})
+    result = run_method(env, q, "mcmi", 5, {"k_triples": 3, "chunks": "hybrid"})
     sub = result.subgraph
     assert result.method == "mcmi" and sub is not None
     mapped = result.info["mapped_triples"]

@@ -15,7 +15,8 @@ import numpy as np
 
 COST = "cost"
 KIND_RELATION, KIND_SYNONYM, KIND_CONTAINS, KIND_PSEUDO = "relation", "synonym", "contains", "pseudo"
-KINDS = (KIND_RELATION, KIND_SYNONYM, KIND_CONTAINS, KIND_PSEUDO)
+KIND_LINK = "link"  # passage -> passage name link (issue 23): one passage mentions the other's document
+KINDS = (KIND_RELATION, KIND_SYNONYM, KIND_CONTAINS, KIND_PSEUDO, KIND_LINK)
 NO_KIND = -1  # an edge without a ``kind`` attribute (graphs handed in by callers)
 
 

@@ -1,17 +1,24 @@
 """AGRAG's Minimum Cost Maximum Influence (MCMI) reasoning subgraph (AGRAG §III-C, Algorithms 2-3, Eq. 10-18).
 
 1. The query is mapped to its top ``k_triples`` (k_a) triples by cos(query, triple) (Eq. 7-8); their entities are
-   the terminals. (Eq. 9's LLM triple filter is not applied: no LLM at retrieval.)
-2. Node influence s_v is PPR over entities + passages seeded by those triples (Eq. 10-13, ``retrieval.ppr``), with
-   passage scores multiplied by 0.05 afterwards (§III-C after Eq. 12).
+   the terminals, and (ours, issue 23, ``name_seeds`` > 0) so are the document names the question mentions.
+   (Eq. 9's LLM triple filter is not applied: no LLM at retrieval.)
+2. Node influence s_v is PPR over entities + passages (Eq. 10, ``ppr.personalized_pagerank``) with AGRAG Eq. 11's
+   personalisation: p[u] = 1 for every terminal, 0 elsewhere (``personalization = "eq11"``; "hipporag" is the
+   earlier HippoRAG 2 style reset with every passage's dense score). The graph is ppr's node space with the name
+   layer (``name_links``, ``statistical``: 0 walks the name layer alone on a store with names). Passage scores are
+   multiplied by 0.05 afterwards (§III-C after Eq. 12).
 3. Edge costs (Eq. 14): c_e = (1 − MS(q, f_e)) / 2 with f_e the edge's triple. The paper embeds only relation
    triples; for the other edge kinds we use the nearest vector we store (our choice, documented):
-   Contains edge → the passage vector, synonym edge → the normalised sum of the two entity vectors. Passages hang
-   off a pseudo node by edges of cost ``connector_cost`` = 10 (§III-C after Eq. 14, after HippoRAG 2).
+   Contains edge → the passage vector, synonym edge → the normalised sum of the two entity vectors, name link
+   passage↔passage → the normalised sum of the two passage vectors. Passages hang off a pseudo node by edges of
+   cost ``connector_cost`` = 10 (§III-C after Eq. 14, after HippoRAG 2).
 4. MCST: Mehlhorn's Steiner tree over the terminals (Eq. 16, Algorithm 3 lines 1-10), then greedy growth (Eq. 17,
    lines 13-17): the 1-hop neighbour v with the lowest c_(MCMI,v) / s_v joins while that ratio is below
    r(G) = Σ_e c_e / (s_u + s_v) (Eq. 15), r recomputed after each addition.
-5. The subgraph is served as text (Eq. 18) together with hybrid chunks (Eq. 20-21, ``seeds.hybrid_chunk_scores``).
+5. The subgraph is served as text (Eq. 18). Chunks (``chunks``): the subgraph's passages by influence, then the
+   walk's highest-influence passages (ours, the default), or AGRAG's hybrid chunks (Eq. 20-21); hybrid chunks the
+   method did not reach are marked as back-fill.
 
 Everything runs on a bounded neighbourhood of the terminals (``ball_hops``, ``ball_max_nodes``) so a query never
 touches the whole graph; ``greedy_expand`` and ``cost_score_ratio`` are pure functions over a networkx graph.
@@ -32,6 +39,7 @@ from pathweaver.config import ConfigError
 from pathweaver.retrieval.costgraph import (
     COST,
     KIND_CONTAINS,
+    KIND_LINK,
     KIND_PSEUDO,
     KIND_RELATION,
     KIND_SYNONYM,
@@ -40,13 +48,16 @@ from pathweaver.retrieval.costgraph import (
     edge_positions,
     pair_keys,
 )
-from pathweaver.retrieval.graphs import node_space_graph, relation_passages
-from pathweaver.retrieval.ppr import COARSE_TOL, SOLVERS, PPRParams, ppr_scores
-from pathweaver.retrieval.seeds import hybrid_chunk_scores
+from pathweaver.retrieval.graphs import name_link_matrix, node_space_graph, relation_passages, transition_rows
+from pathweaver.retrieval.keywords import linked_entities
+from pathweaver.retrieval.ppr import COARSE_TOL, SOLVERS, PPRParams, personalized_pagerank, ppr_scores
+from pathweaver.retrieval.projection import top_indices
+from pathweaver.retrieval.seeds import hybrid_chunk_scores, top_triples
 from pathweaver.retrieval.steiner import mehlhorn_edges
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult, Subgraph
 from pathweaver.store.snapshot import GraphSnapshot
 
+CHUNK_MODES = ("subgraph", "subgraph-hybrid", "hybrid")
 PSEUDO = -1  # node id of the pseudo node joining all passages (entities are 0..E-1, passages E..E+P-1)
 
 
@@ -71,10 +82,28 @@ class MCMIParams:
     hybrid_pool_factor: int = 4  # ... or this many times top_k when larger (as seeds.HybridParams)
     prefer_subgraph_passages: bool = False  # ours: rank hybrid chunks that the subgraph touches first
     # ours (issue 23): the document names the query mentions (extract/names.py) are terminals too, ahead of the
-    # mapped triples' entities, and seed the walk like ppr's name seeds (0 = AGRAG's triple-only seeds)
-    name_seeds: float = 0.0
+    # mapped triples' entities; with ``personalization="eq11"`` each gets p = 1 like a mapped triple's entity
+    name_seeds: float = 1.0
+    # "eq11": AGRAG Eq. 11, p[u] = 1 for every terminal, nothing else; "hipporag": the earlier HippoRAG 2 style
+    # reset (cosine-weighted triple entities / passage count, every passage's dense score × 0.05)
+    personalization: str = "eq11"
+    # ours (issue 23), the graph walked and searched, as ppr's: passage<->passage name links at this weight
+    # (0 = none) and the statistical layer's weight against the name layer (0 = the name layer alone, when the
+    # store has name mentions; 1 = AGRAG's statistical graph alone)
+    name_links: float = 3.0
+    statistical: float = 0.0
+    # "subgraph" (ours, default): the passages of the MCMI subgraph (and those its relations come from) by node
+    # influence s_v, then the walk's highest-influence passages; "subgraph-hybrid": the same passages ordered by
+    # the hybrid score HS (Eq. 21, 0 outside its pool) before influence; "hybrid": AGRAG Eq. 20's k_r hybrid
+    # chunks. Either way a hybrid chunk the method did not reach is reported as a back-fill
+    chunks: str = "subgraph"
 
     def validate(self) -> None:
+        if self.personalization not in ("eq11", "hipporag") or self.chunks not in CHUNK_MODES:
+            raise ConfigError(f"mcmi personalization must be eq11|hipporag and chunks one of {CHUNK_MODES}, got "
+                              f"{self.personalization!r}, {self.chunks!r}")
+        if self.name_links < 0 or not 0.0 <= self.statistical <= 1.0:
+            raise ConfigError("mcmi name_links must be >= 0 and statistical in [0, 1]")
         if self.k_triples < 1:
             raise ConfigError(f"mcmi k_triples must be >= 1, got {self.k_triples}")
         if not 0.0 <= self.damping < 1.0:
@@ -264,12 +293,15 @@ def _first_per_pair(keys: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 
 def cost_graph(
-    snapshot: GraphSnapshot, nodes: list[int], qvec: np.ndarray, scores: np.ndarray, connector_cost: float
+    snapshot: GraphSnapshot, nodes: list[int], qvec: np.ndarray, scores: np.ndarray, connector_cost: float,
+    contains: sp.csr_matrix | None = None, links: sp.csr_matrix | None = None,
 ) -> CostGraph:
     """The cost-weighted graph (Algorithm 2) over ``nodes`` (node-space ids), plus the pseudo node, as arrays.
 
     Labels are node-space ids (``PSEUDO`` last), scores s_v; edge costs are Eq. 14. Parallel relations keep the
     cheapest (ties: the lower relation index); a synonym edge is only added where no relation joins the pair.
+    ``contains`` (P, E) replaces the statistical Contains edges (the name layer's mentions and ties); ``links``
+    (P, P) adds passage<->passage name links, costed like a synonym edge on the summed passage vectors.
     """
     n_e = snapshot.n_entities
     q = qvec.astype(np.float32, copy=False)
@@ -317,7 +349,9 @@ def cost_graph(
     if pas.size:
         has_vecs = snapshot.chunk_vecs.shape[0] == snapshot.n_passages
         pcos = snapshot.chunk_vecs[pas] @ q if has_vecs else np.zeros(pas.size)
-        contains = snapshot.statistical_mentions if snapshot.statistical_mentions is not None else snapshot.mentions
+        if contains is None:
+            contains = snapshot.statistical_mentions if snapshot.statistical_mentions is not None \
+                else snapshot.mentions
         sub = contains[pas].tocsr()
         row = np.repeat(np.arange(pas.size), np.diff(sub.indptr))
         ent = sub.indices.astype(np.int64)
@@ -325,6 +359,13 @@ def cost_graph(
         keep = _first_per_pair(row * n_e + ent, np.arange(row.size))
         add(local[n_e + pas[row[keep]]], local[ent[keep]], edge_cost(pcos[row[keep]]), KIND_CONTAINS)
         add(np.full(pas.size, n - 1, dtype=np.int64), local[n_e + pas], np.full(pas.size, connector_cost), KIND_PSEUDO)
+        if links is not None and has_vecs and pas.size > 1:
+            pair = sp.triu(links[pas][:, pas], k=1).tocoo()
+            if pair.nnz:
+                vec = snapshot.chunk_vecs[pas[pair.row]] + snapshot.chunk_vecs[pas[pair.col]]
+                norm = np.linalg.norm(vec, axis=1)
+                cos = np.divide(vec @ q, norm, out=np.zeros(pair.nnz, dtype=np.float64), where=norm > 0)
+                add(local[n_e + pas[pair.row]], local[n_e + pas[pair.col]], edge_cost(cos), KIND_LINK)
     node_scores = np.asarray(scores, dtype=np.float64)[ids]
     return CostGraph(
         labels=labels,
@@ -371,6 +412,8 @@ def serialize(snapshot: GraphSnapshot, graph: nx.Graph) -> str:
         elif kind == KIND_CONTAINS:
             head, tail = (u, v) if u >= snapshot.n_entities else (v, u)
             label = "contains"
+        elif kind == KIND_LINK:
+            head, label, tail = min(u, v), "names", max(u, v)
         else:
             head, label, tail = min(u, v), "synonym", max(u, v)
         lines.append(f"({node_label(snapshot, head)}, {label}, {node_label(snapshot, tail)})")
@@ -392,39 +435,105 @@ def _rank_chunks(
     return [ChunkHit(int(p), float(s), backfill=int(p) not in touched) for p, s in ranked[:top_k]]
 
 
+def _subgraph_chunks(
+    env: RetrievalEnv, query: Query, top_k: int, params: MCMIParams, touched: set[int], passage_scores: np.ndarray
+) -> tuple[list[ChunkHit], int]:
+    """The subgraph's passages by node influence s_v (ties: passage index), then the walk's highest-influence
+    passages, then hybrid chunks (a back-fill): the chunks and how many came from the walk beyond the subgraph."""
+    hs: dict[int, float] = {}
+    if params.chunks == "subgraph-hybrid":
+        hs = hybrid_chunk_scores(env, query, max(params.hybrid_pool_min, params.hybrid_pool_factor * top_k))
+    order = sorted(touched, key=lambda p: (-hs.get(p, 0.0), -float(passage_scores[p]), p))[:top_k]
+    hits = [ChunkHit(int(p), float(passage_scores[p])) for p in order]
+    seen = set(order)
+    walked = 0
+    if len(hits) < top_k and passage_scores.size:
+        for p in top_indices(passage_scores, top_k + len(hits)).tolist():
+            if len(hits) >= top_k:
+                break
+            if p not in seen and passage_scores[p] > 0:
+                hits.append(ChunkHit(int(p), float(passage_scores[p])))
+                seen.add(p)
+                walked += 1
+    if len(hits) < top_k:
+        for hit in _rank_chunks(env, query, top_k + len(hits), params, set()):
+            if len(hits) >= top_k:
+                break
+            if hit.passage not in seen:
+                hits.append(hit)
+                seen.add(hit.passage)
+    return hits, walked
+
+
+def _layers(snap: GraphSnapshot, params: MCMIParams) -> tuple[float, float]:
+    """(name_links, statistical) of the graph walked: the statistical graph alone on a store without names."""
+    named_store = snap.name_mentions is not None and snap.name_mentions.nnz > 0
+    return (params.name_links, params.statistical) if named_store else (0.0, 1.0)
+
+
+def _contains_layer(snap: GraphSnapshot, statistical: float) -> sp.csr_matrix:
+    """The Contains edges of the graph walked: name mentions and ties, plus the statistical mentions when
+    ``statistical`` > 0 (structure only: the costs come from the passage vector)."""
+    assert snap.name_mentions is not None and snap.ties is not None
+    names = snap.name_mentions.maximum(snap.ties).tocsr()
+    if statistical > 0:
+        stat = snap.statistical_mentions if snap.statistical_mentions is not None else snap.mentions
+        names = names.maximum(stat).tocsr()
+    return names
+
+
+def eq11_scores(snap: GraphSnapshot, terminals: list[int], params: MCMIParams) -> np.ndarray:
+    """AGRAG Eq. 10-11: PPR over the node space with p[u] = 1 for every terminal u (the nodes of the mapped
+    triples, and the names the query mentions), 0 elsewhere; sums to 1."""
+    name_links, statistical = _layers(snap, params)
+    graph = node_space_graph(snap, "count", "count", name_links, statistical)
+    rows = transition_rows(snap, "count", "count", name_links, statistical)
+    reset = np.zeros(snap.n_entities + snap.n_passages, dtype=np.float64)
+    reset[terminals] = 1.0
+    return personalized_pagerank(rows, reset, params.damping, params.ppr_tol, params.ppr_max_iter, graph.dangling,
+                                 params.ppr_coarse_tol, params.ppr_solver)
+
+
 def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParams) -> RetrievalResult:
-    """AGRAG graph retrieval: the MCMI subgraph (as text, Eq. 18) and ``top_k`` hybrid chunks (k_r, Eq. 20).
+    """AGRAG graph retrieval: the MCMI subgraph (as text, Eq. 18) and ``top_k`` chunks (``params.chunks``).
 
     ``triples`` are the relation indices on the subgraph's edges, cheapest first.
     """
     snap = env.snapshot
     t0 = time.perf_counter()
-    ppr_params = PPRParams(  # AGRAG seeds the walk from the mapped triples only (Eq. 11): no name seeds
-        damping=params.damping,
-        top_triples=params.k_triples,
-        tol=params.ppr_tol,
-        max_iter=params.ppr_max_iter,
-        coarse_tol=params.ppr_coarse_tol,
-        solver=params.ppr_solver,
-        name_seeds=params.name_seeds,
-        # AGRAG's walk (Eq. 10-12): the whole graph, every passage at the 0.05 balance, no name-layer additions
-        passage_weight=0.05, dense_pool=0, name_links=0.0, name_passages=0.0, statistical=1.0,
+    triples_f = top_triples(snap, query.vec, params.k_triples)  # Eq. 7-8 (no LLM filter, Eq. 9)
+    named = linked_entities(snap, query.text) if params.name_seeds > 0 and query.text else []
+    terminals = list(
+        dict.fromkeys([*named, *(t for r, _ in triples_f for t in (int(snap.rel_src[r]), int(snap.rel_dst[r])))])
     )
-    raw, seeds = ppr_scores(env, query, ppr_params)
+    if params.personalization == "eq11":
+        raw = eq11_scores(snap, terminals, params) if terminals else np.zeros(snap.n_entities + snap.n_passages)
+    else:
+        ppr_params = PPRParams(  # the HippoRAG 2 style reset of ppr.py over AGRAG's statistical graph
+            damping=params.damping, top_triples=params.k_triples, tol=params.ppr_tol, max_iter=params.ppr_max_iter,
+            coarse_tol=params.ppr_coarse_tol, solver=params.ppr_solver, name_seeds=params.name_seeds,
+            passage_weight=0.05, dense_pool=0, name_links=0.0, name_passages=0.0, statistical=1.0,
+        )
+        raw, _ = ppr_scores(env, query, ppr_params)
     scores = np.asarray(raw, dtype=np.float64).copy()
     scores[snap.n_entities :] *= params.passage_score_factor  # §III-C after Eq. 12
-    info: dict[str, object] = {"ms_ppr": _ms(t0)}
-    named = seeds.named if params.name_seeds > 0 else []
-    terminals = list(
-        dict.fromkeys([*named, *(t for r, _ in seeds.triples for t in (int(snap.rel_src[r]), int(snap.rel_dst[r])))])
-    )
+    info: dict[str, object] = {"ms_ppr": _ms(t0), "mapped_triples": [r for r, _ in triples_f],
+                               "named_entities": [snap.entity_names[e] for e in named]}
     if not terminals:
         chunks = _rank_chunks(env, query, top_k, params, set())
         return RetrievalResult("mcmi", chunks, info={**info, "reason": "no triples to map the query to"})
     t1 = time.perf_counter()
-    adjacency = node_space_graph(snap).adjacency
+    name_links, statistical = _layers(snap, params)
+    if params.personalization == "eq11":
+        adjacency = node_space_graph(snap, "count", "count", name_links, statistical).adjacency
+    else:
+        adjacency = node_space_graph(snap).adjacency
     ball = neighbourhood(adjacency, terminals, scores, params.ball_hops, params.ball_max_nodes)
-    graph = cost_graph(snap, ball, query.vec, scores, params.connector_cost)
+    contains = links = None
+    if params.personalization == "eq11" and statistical < 1.0:
+        contains = _contains_layer(snap, statistical)
+        links = name_link_matrix(snap) if name_links > 0 else None
+    graph = cost_graph(snap, ball, query.vec, scores, params.connector_cost, contains, links)
     info["ms_graph"] = _ms(t1)
     t2 = time.perf_counter()
     term_nodes = list(range(len(terminals)))  # the ball lists the terminals first
@@ -458,7 +567,9 @@ def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParam
         },
         node_scores={node_label(snap, n): float(d["score"]) for n, d in sub.nodes(data=True)},
     )
-    chunks = _rank_chunks(env, query, top_k, params, touched)
+    if params.chunks != "hybrid":
+        chunks, info["walk_fill"] = _subgraph_chunks(env, query, top_k, params, touched, raw[snap.n_entities:])
+    else:
+        chunks = _rank_chunks(env, query, top_k, params, touched)
     info["ms_total"] = _ms(t0)
-    info["mapped_triples"] = [r for r, _ in seeds.triples]
     return RetrievalResult("mcmi", chunks, subgraph=subgraph, triples=triples, info=info)

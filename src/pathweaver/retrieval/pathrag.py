@@ -1,21 +1,31 @@
 """PathRAG (Chen et al., AAAI 2026, §Methodology): keyword → node retrieval, flow-based pruning, path reliability,
 paths served in ascending reliability.
 
-1. Node retrieval: each keyword (the agent's ``query.keywords``, else ``keywords.statistical_keywords``) is matched
-   to entities by cosine; the keywords take turns adding their next-nearest entity until N = ``top_nodes``.
-2. Flow-based pruning (Eq. 2-3) from every retrieved node s, over the snapshot's undirected entity adjacency
-   (relation and synonym edges): S(s) = 1; level by level, S(v) = Σ α·S(u)/|N(u,·)| over the nodes u of the
-   previous level that still spread; a node is updated at most once (the level it is first reached), and spreads
-   only if S(v)/|N(v,·)| ≥ θ (Eq. 3). Propagation stops after ``max_hops`` levels (the authors' code enumerates
-   paths of at most 3 hops). All starts propagate at once as a dense (N, E) array times the sparse adjacency.
-3. Paths s → t between retrieved nodes follow the propagation DAG; reliability S(P) = Σ_{v∈V_P} S(v) / |E_P|
-   (Eq. 4, as printed: node resources summed, divided by the edge count). The best ``paths_per_pair`` per ordered
-   pair enter the pool; a path and its reverse count once (the more reliable direction is kept); the top
-   K = ``top_paths`` are served in ascending reliability (Eq. 6: the best path is last, next to the answer).
-4. Textual paths (Eq. 5): node name, then the edge text (relation label and its supporting sentence), alternating.
+1. Node retrieval (N = ``top_nodes``): the document names the question mentions (the name layer's automaton,
+   ``name_nodes``), the documents of the top ``dense_nodes`` dense passages (a title entity's description is its
+   document, so its nearest-node test is the dense one), then the paper's keyword → node retrieval (the agent's
+   ``query.keywords``, else ``keywords.statistical_keywords``; keywords take turns adding their next-nearest
+   entity) over the entities of the graph walked.
+2. The graph walked (``namegraph.path_adjacency``): the name edges (a's document mentions b) and, with
+   ``statistical`` > 0 or on a store without names, the statistical relation and synonym edges.
+3. Flow-based pruning (Eq. 2-3) from every retrieved node s: S(s) = 1; level by level, S(v) = Σ α·S(u)/|N(u,·)|
+   over the nodes u of the previous level that still spread; a node is updated at most once (the level it is
+   first reached), and spreads only if S(v)/|N(v,·)| ≥ θ (Eq. 3). Propagation stops after ``max_hops`` levels (the
+   authors' code enumerates paths of at most 3 hops). All starts propagate at once as a sparse matrix product.
+4. Paths (``paths = "flow"``): every simple path of 1..``max_hops`` edges inside the pruned flow (each node on it
+   reached, each inner node spreading), so a pair is joined by paths of several lengths, not only the shortest
+   (``"hop-first"`` keeps the earlier minimum-hop paths, the paper's Table 3 ablation). Ends: pairs of retrieved
+   nodes (the paper, ``targets = "retrieved"``), or also any node the flow of a question-named start reached
+   (``targets = "named"``, ours, the default: a bridge document the question does not name). Reliability
+   S(P) = Σ_{v∈V_P} S(v) / |E_P| (Eq. 4, as printed: node resources summed, divided by the edge count). The best
+   ``paths_per_pair`` per ordered pair enter the pool; a path and its reverse count once (the more reliable
+   direction is kept); the top K = ``top_paths`` are served in ascending reliability (Eq. 6: the best path last).
+5. Textual paths (Eq. 5): node name, then the edge text (relation label and its supporting sentence, or the
+   document whose passage names the other end), alternating.
 
-``RetrievalResult.chunks``: the passages that support the served paths' edges (``rel_chunks``), ranked by the best
-reliability of a path they support (ties by dense cosine), then filled up to ``top_k`` with dense hits.
+``RetrievalResult.chunks``: the passages of the served paths (relation chunks, the passages behind name edges, and
+with ``node_passages`` the own passages of the document entities on them), ranked by the best reliability of a
+path they lie on (ties by dense cosine), then filled up to ``top_k`` with dense hits marked as back-fill.
 ``triples``: the relation indices on the served paths, in path order.
 """
 
@@ -28,19 +38,24 @@ import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
 from pathweaver.extract.entities import normalize
-from pathweaver.retrieval.graphs import entity_degrees, pair_relations, relation_passages
-from pathweaver.retrieval.keywords import DEFAULT_KEYWORDS, statistical_keywords
+from pathweaver.retrieval.graphs import cached, pair_relations, relation_passages
+from pathweaver.retrieval.keywords import DEFAULT_KEYWORDS, linked_entities, statistical_keywords
+from pathweaver.retrieval.namegraph import name_edges, passages_of, path_adjacency, tied_entities
 from pathweaver.retrieval.parallel import matmul
 from pathweaver.retrieval.seeds import SeedError, dense_scores, top_indices
 from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
+
+PATH_MODES = ("flow", "hop-first")
 
 
 @dataclass
 class PathRAGParams:
     """PathRAG hyper-parameters; N, K and α are fixed in the paper's §Experiments (Implementation Details)."""
 
-    top_nodes: int = 40  # N, retrieved nodes
+    # N, retrieved nodes: the paper's experiments use N in [10, 60] (§Complexity Analysis); 10 (its lower end) was
+    # best on the dev splits over the name layer (40 before issue 23; docs/design-notes.md "Paper methods ...")
+    top_nodes: int = 10
     top_paths: int = 15  # K, served paths
     alpha: float = 0.7  # α, decay rate (paper text; the authors' code uses 0.8)
     # θ, pruning threshold of Eq. 3. The paper gives no value; the authors' code uses 0.3, but there |N(v,·)|
@@ -52,16 +67,44 @@ class PathRAGParams:
     paths_per_pair: int = 2
     max_candidates_per_pair: int = 64  # DAG paths enumerated per pair before scoring (efficiency; ours)
     n_keywords: int = DEFAULT_KEYWORDS  # statistical keywords when the query brings none (ours)
+    # ours (issue 23): "hop-first" keeps only minimum-hop paths (the pre-issue-23 behaviour, PathRAG Table 3's
+    # ablation); "flow" (default) takes every simple path of 1..max_hops edges whose inner nodes the flow kept
+    paths: str = "flow"
+    # ours (issue 23), the name layer: weight of the statistical relation/synonym edges next to the name edges
+    # (0 = the name edges alone, when the store has any; > 0 = both, as 0/1 structure)
+    statistical: float = 0.0
+    name_nodes: bool = True  # the document names the question mentions lead the retrieved nodes
+    dense_nodes: int = 5  # the documents of the top n dense passages join the retrieved nodes (0 = off)
+    # the document entities on a served path bring their own passages (a title's description is its document):
+    # "all" nodes, only the path's two "ends" (the retrieved nodes), or "none"
+    node_passages: str = "all"
+    # "retrieved": paths join pairs of retrieved nodes (the paper); "reached" (ours): a path may also end at any
+    # node the start's pruned flow reached, so a document the question leads to without naming it can be served;
+    # "named": that only for the starts the question names
+    targets: str = "named"
+    max_walk_steps: int = 20000  # depth-first steps per start when enumerating flow paths (efficiency; ours)
+    # ours: a passage's score from the served paths it lies on: "best" reliability or the "sum" of reliabilities
+    chunk_score: str = "best"
 
     def validate(self) -> None:
-        if self.top_nodes < 2 or self.top_paths < 1:
+        if self.top_nodes < 1 or self.top_paths < 1:
             raise ConfigError(
-                f"pathrag needs top_nodes >= 2 and top_paths >= 1, got {self.top_nodes}, {self.top_paths}"
+                f"pathrag needs top_nodes >= 1 and top_paths >= 1, got {self.top_nodes}, {self.top_paths}"
             )
         if not 0.0 < self.alpha <= 1.0:
             raise ConfigError(f"pathrag alpha must be in (0, 1], got {self.alpha}")
         if self.theta < 0.0:
             raise ConfigError(f"pathrag theta must be >= 0, got {self.theta}")
+        if self.paths not in PATH_MODES:
+            raise ConfigError(f"pathrag paths must be one of {PATH_MODES}, got {self.paths!r}")
+        if self.targets not in ("retrieved", "reached", "named"):
+            raise ConfigError(f"pathrag targets must be retrieved, reached or named, got {self.targets!r}")
+        if self.node_passages not in ("all", "ends", "none"):
+            raise ConfigError(f"pathrag node_passages must be all, ends or none, got {self.node_passages!r}")
+        if self.chunk_score not in ("best", "sum"):
+            raise ConfigError(f"pathrag chunk_score must be best or sum, got {self.chunk_score!r}")
+        if self.statistical < 0 or self.dense_nodes < 0:
+            raise ConfigError("pathrag statistical and dense_nodes must be >= 0")
         if (
             self.max_hops < 1
             or self.paths_per_pair < 1
@@ -111,13 +154,23 @@ class Flow:
     rows: list[FlowRow]
 
 
-def retrieve_nodes(snapshot: GraphSnapshot, keyword_vecs: np.ndarray, n: int) -> list[int]:
-    """PathRAG node retrieval: keywords take turns adding their next-nearest entity until ``n`` are retrieved."""
+def retrieve_nodes(snapshot: GraphSnapshot, keyword_vecs: np.ndarray, n: int,
+                   candidates: np.ndarray | None = None) -> list[int]:
+    """PathRAG node retrieval: keywords take turns adding their next-nearest entity until ``n`` are retrieved.
+    ``candidates`` (sorted entity indices) limits the search to them (the entities of the graph walked)."""
     if snapshot.n_entities == 0 or keyword_vecs.shape[0] == 0:
         return []
-    n = min(n, snapshot.n_entities)
-    sims = matmul(snapshot.entity_vecs, keyword_vecs.T)  # (E, K)
-    ranked = [top_indices(sims[:, k], n).tolist() for k in range(sims.shape[1])]
+    if candidates is None:
+        ids, vecs = np.arange(snapshot.n_entities), snapshot.entity_vecs
+    else:
+        ids = candidates
+        vecs = cached(snapshot, ("pathrag_candidate_vecs", ids.size, int(ids.sum())),
+                      lambda: np.ascontiguousarray(snapshot.entity_vecs[ids]))
+    n = min(n, ids.size)
+    if n == 0:
+        return []
+    sims = matmul(vecs, keyword_vecs.T)  # (E, K)
+    ranked = [ids[top_indices(sims[:, k], n)].tolist() for k in range(sims.shape[1])]
     out: list[int] = []
     seen: set[int] = set()
     for rank in range(n):
@@ -128,6 +181,30 @@ def retrieve_nodes(snapshot: GraphSnapshot, keyword_vecs: np.ndarray, n: int) ->
                 if len(out) == n:
                     return out
     return out
+
+
+def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams
+                ) -> tuple[list[int], list[str], frozenset[int]]:
+    """The retrieved nodes V_q (N = ``top_nodes``) and the keywords: the document names the question mentions
+    (``name_nodes``), the documents of the top ``dense_nodes`` dense passages, then the paper's keyword → node
+    retrieval over the entities of the graph walked (ours: the first two, issue 23). Also the named nodes."""
+    snap = env.snapshot
+    adjacency = path_adjacency(snap, params.statistical)
+    nodes: list[int] = []
+    if params.name_nodes and query.text:
+        nodes += linked_entities(snap, query.text)
+    named = frozenset(nodes)
+    if params.dense_nodes and snap.n_passages and snap.chunk_vecs.shape[0] == snap.n_passages:
+        top = top_indices(dense_scores(snap, query.vec), params.dense_nodes).tolist()
+        nodes += tied_entities(snap, top)
+    nodes = list(dict.fromkeys(nodes))[: params.top_nodes]
+    keywords = list(query.keywords) or statistical_keywords(snap, query.text, query.vec, params.n_keywords)
+    if keywords and len(nodes) < params.top_nodes:
+        walked = cached(snap, ("pathrag_walked", params.statistical > 0),
+                        lambda: np.flatnonzero(np.diff(adjacency.indptr) > 0))
+        found = retrieve_nodes(snap, _keyword_vectors(env, keywords), params.top_nodes, walked)
+        nodes += [e for e in found if e not in nodes][: params.top_nodes - len(nodes)]
+    return nodes, keywords, named
 
 
 def propagate(
@@ -211,6 +288,47 @@ def _dag_paths(adjacency: sp.csr_matrix, row: FlowRow, target: int, cap: int) ->
     return out
 
 
+def flow_paths(adjacency: sp.csr_matrix, row: FlowRow, targets: set[int], max_hops: int, cap: int,
+               max_steps: int = 20000) -> dict[int, list[list[int]]]:
+    """Every simple path of 1..``max_hops`` edges from one start to each node of ``targets`` inside its pruned
+    flow (PathRAG §Path Retrieval: paths of several lengths between a pair, not only the shortest): every node
+    on the path was reached by the flow (Eq. 2), and every inner node spread (it passed Eq. 3's threshold). At
+    most ``cap`` paths per target, found depth first in neighbour order, in at most ``max_steps`` expansions."""
+    out: dict[int, list[list[int]]] = {}
+    if row.nodes.size == 0:
+        return out
+    start = int(row.nodes[row.level == 0][0])
+    full = {t: 0 for t in targets}
+    steps = [0]
+
+    def neighbours(node: int) -> tuple[list[int], list[bool]]:
+        nbrs = adjacency.indices[adjacency.indptr[node] : adjacency.indptr[node + 1]].astype(np.int64)
+        pos = row.find(nbrs)
+        ok = pos >= 0
+        return nbrs[ok].tolist(), row.spread[pos[ok]].tolist()
+
+    def walk(path: list[int], on: set[int]) -> None:
+        steps[0] += 1
+        if steps[0] > max_steps:
+            return
+        nbrs, spreads = neighbours(path[-1])
+        for v, spreads_v in zip(nbrs, spreads, strict=True):
+            if v in on:
+                continue
+            if v in full and full[v] < cap:
+                out.setdefault(v, []).append([*path, v])
+                full[v] += 1
+            if spreads_v and len(path) < max_hops:
+                on.add(v)
+                path.append(v)
+                walk(path, on)
+                path.pop()
+                on.discard(v)
+
+    walk([start], {start})
+    return out
+
+
 def reliability(path: list[int], row: FlowRow) -> float:
     """PathRAG Eq. 4: S(P) = (1/|E_P|) Σ_{v∈V_P} S(v), with S from the path's start."""
     pos = row.find(np.asarray(path, dtype=np.int64))
@@ -220,24 +338,26 @@ def reliability(path: list[int], row: FlowRow) -> float:
 
 
 def candidate_paths(
-    snapshot: GraphSnapshot, nodes: list[int], params: PathRAGParams
+    snapshot: GraphSnapshot, nodes: list[int], params: PathRAGParams, named: frozenset[int] = frozenset()
 ) -> list[tuple[float, list[int]]]:
     """The pool of (reliability, path) over all ordered pairs of ``nodes``, best ``paths_per_pair`` per pair,
     a path and its reverse merged (highest reliability kept)."""
-    adjacency = snapshot.adjacency
-    assert adjacency is not None
-    flow = propagate(adjacency, entity_degrees(snapshot), nodes, params.alpha, params.theta, params.max_hops)
+    adjacency = path_adjacency(snapshot, params.statistical)
+    degrees = np.diff(adjacency.indptr).astype(np.float64)  # |N(v,·)|, distinct neighbours
+    flow = propagate(adjacency, degrees, nodes, params.alpha, params.theta, params.max_hops)
     node_arr = np.array(nodes, dtype=np.int64)
     pool: dict[tuple[int, ...], tuple[float, list[int]]] = {}
     for start, row in zip(nodes, flow.rows, strict=True):
-        reached = node_arr[row.find(node_arr) >= 0]
-        for t in reached.tolist():
-            if t == start:
-                continue
-            scored = [
-                (reliability(p, row), p)
-                for p in _dag_paths(adjacency, row, t, params.max_candidates_per_pair)
-            ]
+        open_ends = params.targets == "reached" or (params.targets == "named" and start in named)
+        ends = row.nodes if open_ends else node_arr[row.find(node_arr) >= 0]
+        reached = [t for t in ends.tolist() if t != start]
+        if params.paths == "flow":
+            found = flow_paths(adjacency, row, set(reached), params.max_hops, params.max_candidates_per_pair,
+                               params.max_walk_steps)
+        else:
+            found = {t: _dag_paths(adjacency, row, t, params.max_candidates_per_pair) for t in reached}
+        for t in reached:
+            scored = [(reliability(p, row), p) for p in found.get(t, [])]
             scored.sort(key=lambda rp: (-rp[0], rp[1]))
             for rel, path in scored[: params.paths_per_pair]:
                 key = tuple(min(path, path[::-1]))
@@ -250,34 +370,51 @@ def _edge_relations(snapshot: GraphSnapshot, u: int, v: int) -> list[int]:
     return pair_relations(snapshot).between(u, v)
 
 
+def _edge_text(snapshot: GraphSnapshot, u: int, v: int) -> str:
+    rels = _edge_relations(snapshot, u, v)
+    if rels:
+        r = rels[0]
+        desc = snapshot.rel_descriptions[r].strip()
+        return f"{snapshot.rel_labels[r]}: {desc}" if desc else snapshot.rel_labels[r]
+    named = name_edges(snapshot).passages_between(u, v)
+    if named:
+        return f"mentioned in {snapshot.chunk_titles[named[0]]}"
+    return "synonym of"
+
+
 def path_text(snapshot: GraphSnapshot, path: list[int]) -> str:
-    """PathRAG Eq. 5: node text, edge text, node text, ... (edge text = relation label and supporting sentence)."""
+    """PathRAG Eq. 5: node text, edge text, node text, ... (edge text = relation label and supporting sentence,
+    or for a name edge the document whose passage mentions the other name)."""
     parts = [snapshot.entity_names[path[0]]]
     for u, v in zip(path[:-1], path[1:], strict=True):
-        rels = _edge_relations(snapshot, u, v)
-        if rels:
-            r = rels[0]
-            desc = snapshot.rel_descriptions[r].strip()
-            edge = f"{snapshot.rel_labels[r]}: {desc}" if desc else snapshot.rel_labels[r]
-        else:
-            edge = "synonym of"
-        parts.append(f"--[{edge}]-->")
+        parts.append(f"--[{_edge_text(snapshot, u, v)}]-->")
         parts.append(snapshot.entity_names[v])
     return " ".join(parts)
 
 
-def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float) -> PathHit:
-    """A served path: per-edge relation index (-1 = synonym edge), text, and the passages supporting its edges."""
+def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, node_passages: str = "none") -> PathHit:
+    """A served path: per-edge relation index (-1 = synonym or name edge), text, and its passages: those
+    supporting its edges (relation chunks, the passages behind name edges) and, with ``node_passages`` "all" or
+    "ends", the own passages of the document entities on it or at its ends (a title's description is its
+    document)."""
     rel_chunks = relation_passages(snapshot)
+    names = name_edges(snapshot)
     relations: list[int] = []
     passages: list[int] = []
+
+    def add(ps: list[int]) -> None:
+        passages.extend(p for p in ps if p not in passages)
+
     for u, v in zip(path[:-1], path[1:], strict=True):
         rels = _edge_relations(snapshot, u, v)
         relations.append(rels[0] if rels else -1)
         for r in rels:
-            for p in rel_chunks.indices[rel_chunks.indptr[r] : rel_chunks.indptr[r + 1]].tolist():
-                if p not in passages:
-                    passages.append(p)
+            add(rel_chunks.indices[rel_chunks.indptr[r] : rel_chunks.indptr[r + 1]].tolist())
+        if names.size:
+            add(names.passages_between(u, v))
+    if node_passages != "none":
+        for node in path if node_passages == "all" else [path[0], path[-1]]:
+            add(passages_of(snapshot, node))
     return PathHit(list(path), relations, rel, path_text(snapshot, path), passages)
 
 
@@ -300,13 +437,17 @@ def _keyword_vectors(env: RetrievalEnv, keywords: list[str]) -> np.ndarray:
 
 
 def rank_chunks(
-    snapshot: GraphSnapshot, paths: list[PathHit], dense: np.ndarray, top_k: int
+    snapshot: GraphSnapshot, paths: list[PathHit], dense: np.ndarray, top_k: int, chunk_score: str = "best"
 ) -> list[ChunkHit]:
-    """Passages supporting ``paths`` by best path reliability (ties: dense cosine), filled with dense hits."""
+    """Passages of ``paths`` by best (or summed) path reliability (ties: dense cosine), filled with dense hits
+    (back-fill)."""
     best: dict[int, float] = {}
     for hit in paths:
         for p in hit.passages:
-            best[p] = max(best.get(p, 0.0), hit.reliability)
+            if chunk_score == "sum":
+                best[p] = best.get(p, 0.0) + hit.reliability
+            else:
+                best[p] = max(best.get(p, 0.0), hit.reliability)
     order = sorted(best, key=lambda p: (-best[p], -float(dense[p]) if dense.size else 0.0, p))
     chunks = [ChunkHit(p, best[p]) for p in order[:top_k]]
     if len(chunks) < top_k and dense.size:
@@ -321,18 +462,18 @@ def rank_chunks(
 def pathrag_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PathRAGParams) -> RetrievalResult:
     """PathRAG retrieval (see the module docstring); ``paths`` are in ascending reliability (Eq. 6)."""
     snap = env.snapshot
-    keywords = list(query.keywords) or statistical_keywords(snap, query.text, query.vec, params.n_keywords)
-    nodes = retrieve_nodes(snap, _keyword_vectors(env, keywords), params.top_nodes) if keywords else []
-    pool = candidate_paths(snap, nodes, params) if len(nodes) >= 2 else []
+    nodes, keywords, named = query_nodes(env, query, params)
+    pool = candidate_paths(snap, nodes, params, named) if len(nodes) >= 2 or named else []
     pool.sort(key=lambda rp: (-rp[0], len(rp[1]), rp[1]))
-    served = [make_path_hit(snap, path, rel) for rel, path in pool[: params.top_paths]]
+    served = [make_path_hit(snap, path, rel, params.node_passages) for rel, path in pool[: params.top_paths]]
     served.reverse()  # Eq. 6: ascending reliability, the most reliable path last
     triples = [r for hit in served for r in hit.relations if r >= 0]
     dense = dense_scores(snap, query.vec) if snap.n_passages else np.zeros(0)
     return RetrievalResult(
         "pathrag",
-        rank_chunks(snap, served, dense, top_k),
+        rank_chunks(snap, served, dense, top_k, params.chunk_score),
         paths=served,
         triples=triples,
-        info={"keywords": keywords, "nodes": len(nodes), "candidate_paths": len(pool)},
+        info={"keywords": keywords, "nodes": len(nodes), "candidate_paths": len(pool),
+              "named_nodes": [snap.entity_names[e] for e in nodes[:5]]},
     )

@@ -1,6 +1,9 @@
 """Path Pooling (Wang et al. 2025, §3.3-3.4, §4.3): smooth triple scores along path kernels, then rerank/reselect.
 
 - Triple scores are cos(query, triple) (the "naive triple-based scorer", §3.2/§3.4) over the coarse top triples.
+  Over the name layer (issue 23, ``statistical``, ``name_triples``) the coarse set also holds name triples
+  (a, mentions, b), one per passage of a's document naming b, scored by cos(query, that passage); the triples
+  touching a name the question mentions join it, and those names seed the kernels first.
 - Path kernels (§3.3): paths from the query entities over the graph made of the retrieved triples (undirected),
   by Dijkstra (one shortest path per reached entity, edge length 1 − score: our choice, the paper does not say)
   or BFS (every simple path of up to ``max_path_len`` = 4 triples, §4.3.1). Triples on no kernel path, including
@@ -25,7 +28,8 @@ import numpy as np
 
 from pathweaver.config import ConfigError
 from pathweaver.retrieval.graphs import relation_passages
-from pathweaver.retrieval.keywords import matched_entities
+from pathweaver.retrieval.keywords import linked_entities, matched_entities
+from pathweaver.retrieval.namegraph import name_edges, own_passages, passages_of
 from pathweaver.retrieval.seeds import dense_scores, top_indices, top_triples
 from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
@@ -43,12 +47,24 @@ class PoolingParams:
     coarse_m: int = 100  # M: coarse top-M triples before reselection (§3.4; 100 = SubgraphRAG's default)
     top_triples: int = 25  # K: triples served (§4.2: gains from 25 triples on)
     position_a: float = 10.0  # a: positional score constant (§3.3; its value is not in our copy of the paper)
-    pooling: str = "mean"  # §4.3.2: "mean" (recommended) | "max"
+    # §4.3.2: "mean" (the paper's recommendation) | "max"; max was better on all three dev splits over the name
+    # layer (docs/design-notes.md "Paper methods over the names people wrote")
+    pooling: str = "max"
     kernel: str = "dijkstra"  # §3.3 / §4.3.1: "dijkstra" (recommended) | "bfs"
     max_path_len: int = 4  # §4.3.1: maximum BFS path length
     max_bfs_paths: int = 20000  # ours: BFS path budget (BFS paths grow fast, §4.3.1 Table 2)
     query_entities: int = 3  # ours: entities of the retrieved triples nearest the query seed the kernels
     max_paths: int = 20  # ours: kernel paths returned as PathHit, best first
+    # ours (issue 23), the name layer: name triples (a, mentions, b), one per passage of a's document that names
+    # b, scored by cos(query, that passage) (the naive scorer with the passage standing in for the triple text).
+    # ``statistical`` = 0: the name triples alone (when the store has any); > 0: with the statistical triples
+    statistical: float = 1.0
+    # the triples touching the names the question mentions join the coarse set, so the kernels start from them
+    name_triples: int = 50
+    tail_passages: bool = True  # a name triple also brings the passages of the document it names
+    # a name triple's score: (1 - w)·cos(query, the mentioning passage) + w·cos(query, the named document's best
+    # passage), w = tail_score (0 = the passage alone)
+    tail_score: float = 0.0
 
     def validate(self) -> None:
         if self.mode not in MODES:
@@ -61,6 +77,8 @@ class PoolingParams:
             raise ConfigError("pooling position_a must be non-zero (§3.3)")
         if min(self.coarse_m, self.top_triples, self.max_path_len, self.max_bfs_paths) < 1:
             raise ConfigError("pooling coarse_m, top_triples, max_path_len and max_bfs_paths must be >= 1")
+        if self.statistical < 0 or self.name_triples < 0 or not 0.0 <= self.tail_score <= 1.0:
+            raise ConfigError("pooling statistical and name_triples must be >= 0, tail_score in [0, 1]")
         if self.query_entities < 0 or self.max_paths < 0:
             raise ConfigError("pooling query_entities and max_paths must be >= 0")
 
@@ -191,29 +209,102 @@ def query_entity_seeds(snapshot: GraphSnapshot, query: Query, candidates: Sequen
     return seeds
 
 
-def _path_hit(snapshot: GraphSnapshot, k: Kernel, rels: list[int], base: float) -> PathHit:
-    relations = [rels[t] for t in k.triples]
+@dataclass(frozen=True)
+class Triples:
+    """The coarse triples of one query: ``items[i]`` >= 0 is a relation index, -1 - m the name edge m
+    (``namegraph.NameEdges`` row); ``ends[i]`` its (head, tail) entities, ``scores[i]`` its cosine."""
+
+    items: list[int]
+    ends: list[tuple[int, int]]
+    scores: list[float]
+
+
+def coarse_triples(snap: GraphSnapshot, query: Query, params: PoolingParams, first: int, named: list[int]
+                   ) -> Triples:
+    """The coarse top ``first`` triples (statistical, name triples or both, ``params.statistical``), plus the
+    best ``name_triples`` name triples touching a name the question mentions."""
+    edges = name_edges(snap)
+    use_names = edges.size > 0
+    cands: list[tuple[float, int]] = []
+    if params.statistical > 0 or not use_names:
+        cands += [(s, r) for r, s in top_triples(snap, query.vec, first)]
+    if use_names:
+        dense = dense_scores(snap, query.vec).astype(np.float64)
+        cos = dense[edges.passage]
+        if params.tail_score > 0:
+            cos = (1.0 - params.tail_score) * cos + params.tail_score * _document_scores(snap, dense)[edges.dst]
+        top = top_indices(cos, first).tolist()
+        cands += [(float(cos[m]), -1 - m) for m in top]
+        if named and params.name_triples:
+            touch = np.flatnonzero(np.isin(edges.src, named) | np.isin(edges.dst, named))
+            order = touch[np.argsort(-cos[touch], kind="stable")][: params.name_triples]
+            cands += [(float(cos[m]), -1 - int(m)) for m in order]
+    best: dict[int, float] = {}
+    for sc, item in cands:
+        best[item] = max(best.get(item, -np.inf), sc)
+    ranked = sorted(best.items(), key=lambda it: (-it[1], it[0]))
+    if not named or not params.name_triples:
+        ranked = ranked[:first]
+    items = [i for i, _ in ranked]
+
+    def ends(i: int) -> tuple[int, int]:
+        if i >= 0:
+            return int(snap.rel_src[i]), int(snap.rel_dst[i])
+        return int(edges.src[-1 - i]), int(edges.dst[-1 - i])
+
+    return Triples(items, [ends(i) for i in items], [s for _, s in ranked])
+
+
+def _document_scores(snap: GraphSnapshot, dense: np.ndarray) -> np.ndarray:
+    """Per entity, the best cosine of a passage of the document it names (0 for entities naming none)."""
+    ties = own_passages(snap)
+    out = np.zeros(snap.n_entities)
+    has = np.flatnonzero(np.diff(ties.indptr) > 0)
+    if has.size:
+        vals = dense[ties.indices]
+        out[has] = np.maximum.reduceat(vals, ties.indptr[has])
+    return out
+
+
+def item_passages(snap: GraphSnapshot, item: int, tail_passages: bool) -> list[int]:
+    """The passages behind a coarse triple: a relation's chunks, or a name triple's passage (and, with
+    ``tail_passages``, the passages of the document it names)."""
+    if item >= 0:
+        rp = relation_passages(snap)
+        return [int(p) for p in rp[item].indices.tolist()]
+    edges = name_edges(snap)
+    out = [int(edges.passage[-1 - item])]
+    if tail_passages:
+        out += [p for p in passages_of(snap, int(edges.dst[-1 - item])) if p not in out]
+    return out
+
+
+def _label(snap: GraphSnapshot, item: int) -> str:
+    return snap.rel_labels[item] if item >= 0 else "mentions"
+
+
+def _path_hit(snapshot: GraphSnapshot, k: Kernel, tr: Triples, base: float, tail_passages: bool) -> PathHit:
+    items = [tr.items[t] for t in k.triples]
     parts = [snapshot.entity_names[k.nodes[0]]]
-    for node, r in zip(k.nodes[1:], relations, strict=True):
-        forward = int(snapshot.rel_dst[r]) == node
-        parts.append(f"-{snapshot.rel_labels[r]}->" if forward else f"<-{snapshot.rel_labels[r]}-")
+    for node, t in zip(k.nodes[1:], k.triples, strict=True):
+        forward = tr.ends[t][1] == node
+        label = _label(snapshot, tr.items[t])
+        parts.append(f"-{label}->" if forward else f"<-{label}-")
         parts.append(snapshot.entity_names[node])
     passages: list[int] = []
-    rp = relation_passages(snapshot)
-    for r in relations:
-        passages.extend(int(p) for p in rp[r].indices.tolist() if int(p) not in passages)
-    return PathHit(list(k.nodes), relations, base, " ".join(parts), passages)
+    for item in items:
+        passages.extend(p for p in item_passages(snapshot, item, tail_passages) if p not in passages)
+    return PathHit(list(k.nodes), [i if i >= 0 else -1 for i in items], base, " ".join(parts), passages)
 
 
 def _chunks(
-    env: RetrievalEnv, query: Query, rels: list[int], pooled: dict[int, float], top_k: int
+    env: RetrievalEnv, query: Query, items: list[int], pooled: dict[int, float], top_k: int, tail_passages: bool
 ) -> list[ChunkHit]:
-    """Passages supporting the served triples, by their best pooled triple score; dense chunks fill up to top_k."""
+    """Passages behind the served triples, by their best pooled triple score; dense chunks fill up to top_k."""
     best: dict[int, float] = {}
-    rp = relation_passages(env.snapshot)
-    for r in rels:
-        for p in rp[r].indices.tolist():
-            best[int(p)] = max(best.get(int(p), -np.inf), pooled[r])
+    for item in items:
+        for p in item_passages(env.snapshot, item, tail_passages):
+            best[p] = max(best.get(p, -np.inf), pooled[item])
     hits = [ChunkHit(p, float(s)) for p, s in sorted(best.items(), key=lambda it: (-it[1], it[0]))[:top_k]]
     if len(hits) < top_k and env.snapshot.n_passages:
         dense = dense_scores(env.snapshot, query.vec)
@@ -226,41 +317,43 @@ def _chunks(
 
 
 def pooling_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PoolingParams) -> RetrievalResult:
-    """Path Pooling over the query's top triples; ``triples`` in prompt order (best last), ``paths`` = kernels."""
+    """Path Pooling over the query's top triples; ``triples`` in prompt order (best last), ``paths`` = kernels.
+    ``triples`` and ``triple_scores`` list relation indices only (name triples have none)."""
     snap = env.snapshot
     first = params.coarse_m if params.mode == "reselect" else params.top_triples
-    coarse = top_triples(snap, query.vec, first)
-    rels = [r for r, _ in coarse]
-    scores = [s for _, s in coarse]
-    triples = [(int(snap.rel_src[r]), int(snap.rel_dst[r])) for r in rels]
-    entities = sorted({e for pair in triples for e in pair})
-    sources = query_entity_seeds(snap, query, entities, params.query_entities)
+    named = linked_entities(snap, query.text) if query.text else []
+    tr = coarse_triples(snap, query, params, first, named)
+    entities = sorted({e for pair in tr.ends for e in pair})
+    sources = [e for e in named if e in set(entities)]
+    sources += [e for e in query_entity_seeds(snap, query, entities, params.query_entities) if e not in sources]
     if params.kernel == "dijkstra":
-        kernels = dijkstra_kernels(triples, scores, sources)
+        kernels = dijkstra_kernels(tr.ends, tr.scores, sources)
     else:
-        kernels = bfs_kernels(triples, sources, params.max_path_len, params.max_bfs_paths)
-    pooled, bases = pool_scores(kernels, scores, params.position_a, params.pooling)
-    chosen = list(range(len(rels)))
+        kernels = bfs_kernels(tr.ends, sources, params.max_path_len, params.max_bfs_paths)
+    pooled, bases = pool_scores(kernels, tr.scores, params.position_a, params.pooling)
+    chosen = list(range(len(tr.items)))
     if params.mode == "reselect":
         chosen = sorted(chosen, key=lambda i: (-pooled[i], i))[: params.top_triples]
     order = recency_order(pooled, chosen)
-    served = [rels[i] for i in order]
-    pooled_by_rel = {rels[i]: float(pooled[i]) for i in range(len(rels))}
+    served = [tr.items[i] for i in order]
+    pooled_by_item = {tr.items[i]: float(pooled[i]) for i in range(len(tr.items))}
     keep = set(chosen)
     ranked = sorted(
         (i for i, k in enumerate(kernels) if keep.intersection(k.triples)), key=lambda i: (-bases[i], i)
     )
-    paths = [_path_hit(snap, kernels[i], rels, bases[i]) for i in ranked[: params.max_paths]]
+    paths = [_path_hit(snap, kernels[i], tr, bases[i], params.tail_passages) for i in ranked[: params.max_paths]]
+    relations = [r for r in served if r >= 0]
     return RetrievalResult(
         "pooling",
-        _chunks(env, query, served, pooled_by_rel, top_k),
+        _chunks(env, query, served, pooled_by_item, top_k, params.tail_passages),
         paths=paths,
-        triples=served,
-        triple_scores={r: pooled_by_rel[r] for r in served},
+        triples=relations,
+        triple_scores={r: pooled_by_item[r] for r in relations},
         info={
             "query_entities": [snap.entity_names[e] for e in sources],
             "kernels": len(kernels),
-            "coarse": len(rels),
-            "pooled": {int(r): round(s, 6) for r, s in pooled_by_rel.items() if r in set(served)},
+            "coarse": len(tr.items),
+            "name_triples": sum(1 for i in served if i < 0),
+            "pooled": {int(r): round(pooled_by_item[r], 6) for r in relations},
         },
     )

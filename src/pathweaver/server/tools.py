@@ -288,7 +288,7 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
             list[str] | None, Field(description="Entity keywords for node retrieval; extracted when omitted.")
         ] = None,
         top_nodes: Annotated[int, Field(ge=1, description="N: nodes retrieved from the keywords (PathRAG).")] = pr.get(
-            "top_nodes", 40
+            "top_nodes", 10
         ),
         top_paths: Annotated[int, Field(ge=1, description="K: relational paths served (PathRAG).")] = pr.get(
             "top_paths", 15

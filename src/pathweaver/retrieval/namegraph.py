@@ -1,0 +1,135 @@
+"""The name layer as an entity graph, for the path methods (PathRAG, Path Pooling) and MCMI (issue 23).
+
+A *name edge* (a, b, p): passage ``p`` is tied to the document named by entity ``a`` (its title or an alias) and
+mentions the name ``b`` (the automaton of extract/names.py). It is the structure people wrote: "a's document
+mentions b". Built from the snapshot's ``ties`` and ``name_mentions`` (both (P, E)), whatever the entity tables
+hold; a store without names has no name edges. Cached per snapshot; nothing here runs per query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from pathweaver.retrieval.graphs import cached
+from pathweaver.store.snapshot import GraphSnapshot
+
+
+@dataclass(frozen=True)
+class NameEdges:
+    """Name edges as parallel arrays (one row per (a, b, p), a != b), sorted by the unordered pair key."""
+
+    src: np.ndarray  # (M,) int64 entity whose document holds the passage
+    dst: np.ndarray  # (M,) int64 entity the passage mentions
+    passage: np.ndarray  # (M,) int64 the mentioning passage
+    keys: np.ndarray  # (M,) int64 min(a, b)·E + max(a, b), sorted
+    n_entities: int
+
+    @property
+    def size(self) -> int:
+        return int(self.src.size)
+
+    def passages_between(self, u: int, v: int) -> list[int]:
+        """The passages behind the name edges joining ``u`` and ``v`` (either direction), lowest first."""
+        key = min(u, v) * self.n_entities + max(u, v)
+        lo, hi = np.searchsorted(self.keys, [key, key + 1])
+        return sorted(set(self.passage[lo:hi].tolist()))
+
+
+def name_edges(snapshot: GraphSnapshot) -> NameEdges:
+    """Every name edge of ``snapshot`` (see the module docstring)."""
+
+    def build() -> NameEdges:
+        n_e = snapshot.n_entities
+        empty = np.zeros(0, dtype=np.int64)
+        ties, mentions = snapshot.ties, snapshot.name_mentions
+        if ties is None or mentions is None or not ties.nnz or not mentions.nnz:
+            return NameEdges(empty, empty, empty, empty, n_e)
+        t = ties.tocsr()
+        m = mentions.tocsr()
+        t_rows = np.repeat(np.arange(t.shape[0]), np.diff(t.indptr))
+        m_rows = np.repeat(np.arange(m.shape[0]), np.diff(m.indptr))
+        # join the (passage, own entity) and (passage, mentioned entity) lists on the passage
+        t_order = np.argsort(t_rows, kind="stable")
+        t_p, t_e = t_rows[t_order], t.indices[t_order].astype(np.int64)
+        lo = np.searchsorted(t_p, m_rows, side="left")
+        hi = np.searchsorted(t_p, m_rows, side="right")
+        counts = hi - lo
+        rep = np.repeat(np.arange(m_rows.size), counts)
+        offs = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        src = t_e[np.repeat(lo, counts) + offs]
+        dst = m.indices.astype(np.int64)[rep]
+        pas = m_rows[rep].astype(np.int64)
+        keep = src != dst
+        src, dst, pas = src[keep], dst[keep], pas[keep]
+        keys = np.minimum(src, dst) * n_e + np.maximum(src, dst)
+        order = np.lexsort((pas, keys))
+        return NameEdges(src[order], dst[order], pas[order], keys[order], n_e)
+
+    return cached(snapshot, ("name_edges",), build, synonym_free=True)
+
+
+def name_adjacency(snapshot: GraphSnapshot) -> sp.csr_matrix:
+    """(E, E) undirected 0/1 entity adjacency of the name edges."""
+
+    def build() -> sp.csr_matrix:
+        edges = name_edges(snapshot)
+        n = snapshot.n_entities
+        adj = sp.coo_matrix((np.ones(edges.size), (edges.src, edges.dst)), shape=(n, n)).tocsr()
+        adj = (adj + adj.T).tocsr()
+        adj.data[:] = 1.0
+        return adj
+
+    return cached(snapshot, ("name_adjacency",), build, synonym_free=True)
+
+
+def own_passages(snapshot: GraphSnapshot) -> sp.csc_matrix:
+    """``ties`` as CSC: column e lists the passages of the document entity e names (empty for other entities)."""
+    return cached(snapshot, ("ties_csc",), lambda: sp.csc_matrix(snapshot.ties), synonym_free=True)
+
+
+def passages_of(snapshot: GraphSnapshot, entity: int) -> list[int]:
+    """The passages of the document ``entity`` names (its title or alias), in passage order."""
+    ties = own_passages(snapshot)
+    if entity >= ties.shape[1]:
+        return []
+    return ties.indices[ties.indptr[entity] : ties.indptr[entity + 1]].astype(int).tolist()
+
+
+def has_names(snapshot: GraphSnapshot) -> bool:
+    """Whether the store has any name edge (titles that occur in other documents' text)."""
+    return name_edges(snapshot).size > 0
+
+
+def path_adjacency(snapshot: GraphSnapshot, statistical: float) -> sp.csr_matrix:
+    """(E, E) 0/1 adjacency the path methods walk: the name edges, plus the statistical relation and synonym edges
+    when ``statistical`` > 0 (or when the store has no name edges at all)."""
+
+    def build() -> sp.csr_matrix:
+        stat = snapshot.adjacency
+        assert stat is not None
+        if not has_names(snapshot):
+            return stat.tocsr()
+        adj = name_adjacency(snapshot)
+        if statistical > 0:
+            adj = (adj + stat).tocsr()
+            adj.data[:] = 1.0
+        return adj
+
+    return cached(snapshot, ("path_adjacency", statistical > 0), build)
+
+
+def tied_entities(snapshot: GraphSnapshot, passages: list[int]) -> list[int]:
+    """The document entities (title, aliases) tied to ``passages``, in passage order."""
+    ties = snapshot.ties
+    if ties is None or not ties.nnz:
+        return []
+    t = ties.tocsr()
+    out: list[int] = []
+    for p in passages:
+        for e in t.indices[t.indptr[p] : t.indptr[p + 1]].tolist():
+            if e not in out:
+                out.append(int(e))
+    return out

@@ -1,0 +1,161 @@
+"""The paper methods over the name layer (issue 23): PathRAG's paths of several lengths inside the pruned flow
+(Eq. 2-4), MCMI's Eq. 11 personalisation, Path Pooling's name triples, worked out by hand on small graphs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from pathweaver.retrieval.graphs import node_space_graph
+from pathweaver.retrieval.mcmi import MCMIParams, eq11_scores
+from pathweaver.retrieval.namegraph import name_edges, path_adjacency
+from pathweaver.retrieval.pathrag import PathRAGParams, candidate_paths, flow_paths, propagate, reliability
+from pathweaver.retrieval.pooling import PoolingParams, coarse_triples, item_passages
+from pathweaver.retrieval.registry import run_method
+from pathweaver.retrieval.types import Query, RetrievalEnv
+from pathweaver.store.snapshot import GraphSnapshot
+
+A, B, C, D = range(4)
+
+
+def _triangle() -> GraphSnapshot:
+    """a - b - c - a, plus c - d. Degrees: a 2, b 2, c 3, d 1."""
+    return GraphSnapshot.from_arrays(["a", "b", "c", "d"], [(A, B, "x"), (B, C, "x"), (A, C, "x"), (C, D, "x")])
+
+
+def test_flow_paths_of_several_lengths_by_hand() -> None:
+    snap = _triangle()
+    adj = snap.adjacency
+    deg = np.diff(adj.indptr).astype(np.float64)
+    row = propagate(adj, deg, [A], alpha=0.8, theta=0.0, max_hops=3).rows[0]
+    # Eq. 2: S(b) = S(c) = 0.8·1/2 = 0.4 (level 1, each updated once); S(d) = 0.8·0.4/3 = 0.106667
+    assert row.resources(4) == pytest.approx([1.0, 0.4, 0.4, 0.32 / 3])
+    found = flow_paths(adj, row, {C, D}, max_hops=3, cap=10)
+    assert sorted(found[C], key=len) == [[A, C], [A, B, C]]
+    assert sorted(found[D], key=len) == [[A, C, D], [A, B, C, D]]
+    # Eq. 4 on each: [a,c] (1 + 0.4)/1; [a,b,c] (1 + 0.4 + 0.4)/2; [a,c,d] (1 + 0.4 + 0.10667)/2;
+    # [a,b,c,d] (1 + 0.4 + 0.4 + 0.10667)/3
+    assert reliability([A, C], row) == pytest.approx(1.4)
+    assert reliability([A, B, C], row) == pytest.approx(0.9)
+    assert reliability([A, C, D], row) == pytest.approx((1.4 + 0.32 / 3) / 2)
+    assert reliability([A, B, C, D], row) == pytest.approx((1.8 + 0.32 / 3) / 3)
+    # max_hops 2 drops the 3-edge path
+    assert sorted(flow_paths(adj, row, {D}, max_hops=2, cap=10)[D]) == [[A, C, D]]
+
+
+def test_pruned_nodes_carry_no_path_and_hop_first_keeps_the_shortest() -> None:
+    snap = _triangle()
+    adj = snap.adjacency
+    deg = np.diff(adj.indptr).astype(np.float64)
+    # theta 0.15: b spreads (0.4/2 = 0.2), c does not (0.4/3 = 0.1333 < 0.15, Eq. 3), so d is never reached
+    row = propagate(adj, deg, [A], alpha=0.8, theta=0.15, max_hops=3).rows[0]
+    found = flow_paths(adj, row, {C, D}, max_hops=3, cap=10)
+    assert sorted(found[C], key=len) == [[A, C], [A, B, C]] and D not in found
+    # the pool keeps the best paths_per_pair per pair: with 2, the flow mode serves both a-c paths; hop-first
+    # (the earlier behaviour) only the 1-edge one
+    flow_pool = candidate_paths(snap, [A, C], PathRAGParams(alpha=0.8, theta=0.15, paths_per_pair=2))
+    hop_pool = candidate_paths(snap, [A, C], PathRAGParams(alpha=0.8, theta=0.15, paths="hop-first"))
+    assert sorted(len(p) for _, p in flow_pool) == [2, 3]
+    assert [p for _, p in hop_pool] == [[A, C]] or [p for _, p in hop_pool] == [[C, A]]
+
+
+def _names() -> GraphSnapshot:
+    """Three documents and their title entities: "inherent vice" (p0) names "paul thomas anderson" (p1), whose
+    passage names "los angeles" (p2). No statistical relation. One-hot vectors (dim 4)."""
+    ents = ["inherent vice", "paul thomas anderson", "los angeles", "film"]
+    passages = [
+        "Inherent Vice is a film directed by Paul Thomas Anderson.",
+        "Paul Thomas Anderson was born in Studio City, Los Angeles.",
+        "Los Angeles is a city in California.",
+    ]
+    eye = np.eye(4, dtype=np.float32)
+    snap = GraphSnapshot.from_arrays(
+        ents, [], passages=passages, mentions=[(0, 0, 1), (0, 1, 1), (1, 1, 1), (1, 2, 1), (2, 2, 1), (0, 3, 1)],
+        entity_vecs=eye, rel_vecs=np.zeros((0, 4), dtype=np.float32), chunk_vecs=eye[:3].copy(),
+    )
+    ties = sp.csr_matrix((np.ones(3, dtype=np.float32), ([0, 1, 2], [0, 1, 2])), shape=(3, 4))
+    named = sp.csr_matrix((np.ones(2, dtype=np.float32), ([0, 1], [1, 2])), shape=(3, 4))
+    return dataclasses.replace(snap, ties=ties, name_mentions=named)
+
+
+def _env(snap: GraphSnapshot) -> RetrievalEnv:
+    return RetrievalEnv(snap, lambda t, k: [], lambda texts: np.zeros((len(texts), 4), dtype=np.float32))
+
+
+def test_name_edges_join_a_document_to_the_names_it_mentions() -> None:
+    snap = _names()
+    edges = name_edges(snap)
+    assert list(zip(edges.src.tolist(), edges.dst.tolist(), edges.passage.tolist(), strict=True)) == [
+        (0, 1, 0), (1, 2, 1)]
+    assert edges.passages_between(1, 0) == [0]
+    assert path_adjacency(snap, 0.0).toarray()[:3, :3].tolist() == [[0, 1, 0], [1, 0, 1], [0, 1, 0]]
+
+
+def test_pathrag_reaches_passages_through_names() -> None:
+    snap = _names()
+    q = Query("Where was the director of Inherent Vice born?", np.array([0, 0, 1, 0], dtype=np.float32))
+    # retrieved nodes: the named "inherent vice", then the document of the top dense passage (p2: los angeles)
+    result = run_method(_env(snap), q, "pathrag", 3, {"top_nodes": 2, "dense_nodes": 1, "targets": "retrieved"})
+    # flow from a = inherent vice (alpha 0.7): S(pta) = 0.7·1/1, S(la) = 0.7·0.7/2 = 0.245;
+    # Eq. 4 (1 + 0.7 + 0.245)/2 = 0.9725 (the reverse direction ties and the first found is kept)
+    assert [p.nodes for p in result.paths] == [[0, 1, 2]]
+    assert result.paths[0].reliability == pytest.approx(0.9725)
+    assert "mentioned in" in result.paths[0].text
+    # passages: the two mentioning passages and the three documents on the path, ties by dense cosine
+    assert [c.passage for c in result.chunks] == [2, 0, 1]
+    assert result.backfill_share() == 0.0
+
+
+def test_mcmi_personalisation_is_eq11() -> None:
+    snap = _names()
+    params = MCMIParams()
+    scores = eq11_scores(snap, [0], params)
+    # the fixed point of Eq. 10 with p = 1 on the terminal, solved directly: s = (1-d) (I - d·M')^{-1} p, where
+    # M' sends each dangling node's mass back to p
+    graph = node_space_graph(snap, "count", "count", params.name_links, params.statistical)
+    m = graph.transition.toarray()
+    p = np.zeros(m.shape[0])
+    p[0] = 1.0
+    m = m + np.outer(p, graph.dangling.astype(float))
+    d = params.damping
+    expected = (1 - d) * np.linalg.solve(np.eye(m.shape[0]) - d * m, p)
+    assert scores == pytest.approx(expected, abs=1e-6)
+    # nothing but the terminals personalises the walk: the query vector plays no part in it
+    q = Query("Where was the director of Inherent Vice born?", np.array([0, 0, 1, 0], dtype=np.float32))
+    result = run_method(_env(snap), q, "mcmi", 2, {})
+    assert result.info["named_entities"] == ["inherent vice"]
+    assert [c.passage for c in result.chunks][:1] == [0] and result.backfill_share() == 0.0
+
+
+def test_pooling_name_triples_and_their_passages() -> None:
+    snap = _names()
+    q = Query("Where was the director of Inherent Vice born?", np.array([0.6, 0.8, 0, 0], dtype=np.float32))
+    tr = coarse_triples(snap, q, PoolingParams(), 10, [0])
+    # name triple m scored by cos(query, its passage): (iv, pta, p0) 0.6, (pta, la, p1) 0.8
+    assert tr.items == [-2, -1] and tr.scores == pytest.approx([0.8, 0.6])
+    assert tr.ends == [(1, 2), (0, 1)]
+    assert item_passages(snap, -1, True) == [0, 1] and item_passages(snap, -2, False) == [1]
+    result = run_method(_env(snap), q, "pooling", 3, {"query_entities": 0, "pooling": "mean"})
+    # kernels from the named "inherent vice" alone: [t(iv,pta)] and [t(iv,pta), t(pta,la)]; §3.3 mean pooling (a = 10):
+    # t(iv,pta) = max(0.6 + 0.06, 0.7 + 0.06) = 0.76; t(pta,la) = 0.7 + 0.6/100 = 0.706
+    assert result.info["query_entities"][0] == "inherent vice"
+    assert [c.passage for c in result.chunks] == [0, 1, 2]
+    assert [c.score for c in result.chunks] == pytest.approx([0.76, 0.76, 0.706])
+    assert result.backfill_share() == 0.0
+
+
+def test_pathrag_named_targets_reach_unnamed_documents() -> None:
+    snap = _names()
+    q = Query("Where was the director of Inherent Vice born?", np.array([0, 0, 0, 1], dtype=np.float32))
+    # one retrieved node (the named film), no dense documents: the paper's pairs would give no path at all
+    assert run_method(_env(snap), q, "pathrag", 3, {"dense_nodes": 0, "top_nodes": 1, "targets": "retrieved"}
+                      ).paths == []
+    result = run_method(_env(snap), q, "pathrag", 3, {"dense_nodes": 0, "top_nodes": 1})
+    # targets "named": every node the film's flow reached ends a path; iv -> pta (1 + 0.7)/1 = 1.7 is served
+    # last (Eq. 6), iv -> pta -> la (1 + 0.7 + 0.245)/2 = 0.9725 first
+    assert [p.nodes for p in result.paths] == [[0, 1, 2], [0, 1]]
+    assert [p.reliability for p in result.paths] == pytest.approx([0.9725, 1.7])
+    assert [c.passage for c in result.chunks] == [0, 1, 2] and result.backfill_share() == 0.0
