@@ -34,6 +34,7 @@ from pathweaver.models.precision import check_precision, resolve_precision
 # Which kind an entity keeps when several sources name it (authored structure beats statistics).
 KIND_RANK = {"title": 0, "alias": 1, "heading": 2, "link": 3, "ner": 4, "ngram": 5}
 ENTITY_SOURCES = ("names", "ner", "statistical")
+NER_NAMES_VERSION = 2  # how ``ner_names`` turns spans into names; a change re-derives every store's graph
 
 
 def parse_sources(value: str) -> frozenset[str]:
@@ -74,7 +75,9 @@ class ExtractParams:
     def entity_settings(self) -> str:
         """What decides which entities chunks yield (kept in meta; a change re-derives the graph)."""
         srcs = ",".join(sorted(self.sources))
-        return f"{srcs};{self.ner_model};{','.join(sorted(self.ner_labels))}" if self.uses_ner else srcs
+        if not self.uses_ner:
+            return srcs
+        return f"{srcs};{self.ner_model};{','.join(sorted(self.ner_labels))};names:{NER_NAMES_VERSION}"
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the bad setting."""
@@ -160,11 +163,14 @@ def chunk_stats(text: str, ngram_max: int) -> tuple[dict[str, int], int]:
 
 
 def ner_names(spans: Sequence[str]) -> dict[str, int]:
-    """{entity name: occurrences} of a chunk's entity span texts: ``names.display_name`` form, linkable only
-    (no stopword-only, number-only or one-letter names)."""
+    """{entity name: occurrences} of a chunk's entity span texts: ``names.display_name`` form without a leading
+    "the" (spaCy's "the United States" is Wikipedia's "United States"), linkable only (no stopword-only,
+    number-only or one-letter names)."""
     out: dict[str, int] = {}
     for text in spans:
         name = display_name(text)
+        if name.startswith("the "):
+            name = name[4:]
         if name and linkable(name):
             out[name] = out.get(name, 0) + 1
     return out
