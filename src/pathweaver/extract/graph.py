@@ -170,7 +170,7 @@ def ner_names(spans: Sequence[str]) -> dict[str, int]:
     for text in spans:
         name = display_name(text)
         if name.startswith("the "):
-            name = name[4:]
+            name = display_name(name[4:])  # again: "the 'Lex Burgundionum'" keeps a quote until "the" goes
         if name and linkable(name):
             out[name] = out.get(name, 0) + 1
     return out
