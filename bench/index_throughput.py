@@ -93,7 +93,27 @@ def raw_seconds(emb: Any, texts: list[str], batch_size: int) -> float:
     return time.perf_counter() - start
 
 
-def run(name: str, limit: int | None, workdir: Path) -> dict[str, Any]:
+def timed_ner(seconds: dict[str, float]) -> None:
+    """Count the seconds the pipeline spends in the spaCy pass (``extract.ner.entity_spans``) into ``seconds``."""
+    from pathweaver.extract import ner
+
+    plain = ner.entity_spans
+
+    def spans(texts: Any, model: str, batch_size: int = ner.BATCH_SIZE) -> Any:
+        start = time.perf_counter()
+        try:
+            return plain(texts, model, batch_size)
+        finally:
+            seconds["ner"] = seconds.get("ner", 0.0) + time.perf_counter() - start
+
+    ner.entity_spans = spans
+
+
+def store_bytes(store: Path) -> int:
+    return sum(f.stat().st_size for f in store.rglob("*") if f.is_file())
+
+
+def run(name: str, limit: int | None, workdir: Path, entities: str | None = None) -> dict[str, Any]:
     from pathweaver.config import Settings
     from pathweaver.ingest.pipeline import Indexer
     from pathweaver.models.embedder import configure_threads, get_embedder
@@ -105,9 +125,12 @@ def run(name: str, limit: int | None, workdir: Path) -> dict[str, Any]:
     emb = get_embedder()
     emb.encode(["warm up the model"])
     settings = Settings(store_dir=store)
+    if entities:
+        settings.extract.entities = entities
     planned = chunk_texts(folder, settings, emb)
     raw_before = raw_seconds(emb, planned, settings.ingest.batch_size)
     timed = TimedEmbedder(emb)
+    timed_ner(timed.seconds)
     with Database(store) as db:
         indexer = Indexer(db, settings, timed)
         start = time.perf_counter()
@@ -122,7 +145,8 @@ def run(name: str, limit: int | None, workdir: Path) -> dict[str, Any]:
         raw_after = raw_seconds(emb, texts, settings.ingest.batch_size)
         raw_s = (raw_before + raw_after) / 2
         out: dict[str, Any] = {
-            "corpus": name, "files": len(list(folder.iterdir())), **stats,
+            "corpus": name, "entities_setting": settings.extract.entities, "files": len(list(folder.iterdir())),
+            **stats, "store_mb": round(store_bytes(store) / 2**20, 1),
             "pipeline_seconds": round(pipeline_s, 2), "refresh_seconds": round(
                 (indexer.last_refresh or {}).get("seconds", 0.0), 2),
             "pipeline_model_seconds": {k: round(v, 2) for k, v in model_s.items()},
@@ -155,10 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="index only the first N documents of each corpus")
     parser.add_argument("--corpus", choices=("ultradomain", "2wiki", "both"), default="both")
     parser.add_argument("--json", action="store_true", help="print JSON only")
+    parser.add_argument("--entities", default=None, help="extract.entities for the pipeline (default: the setting's)")
     args = parser.parse_args(argv)
     names = ["ultradomain", "2wiki"] if args.corpus == "both" else [args.corpus]
     with tempfile.TemporaryDirectory(prefix="pw-bench-") as tmp:
-        results = [run(n, args.limit, Path(tmp)) for n in names]
+        results = [run(n, args.limit, Path(tmp), args.entities) for n in names]
     if args.json:
         print(json.dumps(results, indent=2))
         return 0

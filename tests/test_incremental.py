@@ -36,15 +36,16 @@ def embedder():  # type: ignore[no-untyped-def]
     return get_embedder()
 
 
-def settings(store: Path) -> Settings:
+def settings(store: Path, entities: str = "statistical") -> Settings:
     s = Settings(store_dir=store)
+    s.extract.entities = entities
     s.extract.auto_refresh_ratio = 1.0  # never refresh on its own: the final explicit refresh must do the work
     return s
 
 
-def fresh_graph(folder: Path, store: Path, embedder) -> dict:  # type: ignore[no-untyped-def]
+def fresh_graph(folder: Path, store: Path, embedder, entities: str = "statistical") -> dict:  # type: ignore[no-untyped-def]
     with Database(store) as db:
-        Indexer(db, settings(store), embedder).index_paths([folder])
+        Indexer(db, settings(store, entities), embedder).index_paths([folder])
         return StoreReader(db).canonical_graph()
 
 
@@ -74,14 +75,18 @@ def random_step(rng: random.Random, folder: Path) -> tuple[set[Path], set[Path]]
     return set(), {target}
 
 
-@pytest.mark.parametrize("seed", range(8))
-def test_incremental_then_refresh_equals_fresh_index(seed: int, tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+# the statistical graph (AGRAG §III-B) and the named-entity one (spaCy NER entities, sentence relations)
+CASES = [(seed, "statistical") for seed in range(8)] + [(seed, "names,ner") for seed in range(4)]
+
+
+@pytest.mark.parametrize(("seed", "entities"), CASES)
+def test_incremental_then_refresh_equals_fresh_index(seed: int, entities: str, tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
     rng = random.Random(seed)
     folder = tmp_path / "notes"
     folder.mkdir()
     store = tmp_path / "store"
     with Database(store) as db:
-        indexer = Indexer(db, settings(store), embedder)
+        indexer = Indexer(db, settings(store, entities), embedder)
         for _ in range(rng.randint(3, 6)):
             changed, removed = random_step(rng, folder)
             if rng.random() < 0.5:
@@ -92,7 +97,7 @@ def test_incremental_then_refresh_equals_fresh_index(seed: int, tmp_path: Path, 
         got = StoreReader(db).canonical_graph()
         docs = {d["path"] for d in StoreReader(db).documents()}
     assert docs == {str(p) for p in folder.iterdir()}
-    want = fresh_graph(folder, tmp_path / "fresh", embedder)
+    want = fresh_graph(folder, tmp_path / "fresh", embedder, entities)
     assert got["entities"] == want["entities"]
     assert got["relations"] == want["relations"]
     assert got["mentions"] == want["mentions"]
@@ -100,6 +105,8 @@ def test_incremental_then_refresh_equals_fresh_index(seed: int, tmp_path: Path, 
     assert got["doc_names"] == want["doc_names"] and got["name_mentions"] == want["name_mentions"]
     if any(folder.iterdir()):
         assert got["entities"] and got["mentions"]
+    if entities == "names,ner" and got["entities"]:  # names and named entities only, never n-gram phrases
+        assert "ngram" not in {kind for _, kind in got["entities"]} and "ner" in {k for _, k in got["entities"]}
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -298,3 +305,4 @@ def test_dense_and_hybrid_search_run_on_the_chunks_without_the_graph(tmp_path: P
         assert all(h["doc"] != str(folder / "quokka.txt") for h in pw.search("quokka marsupial", "dense", 8))
         assert pw.reader.cache.builds == builds, "search built the graph snapshot"
         assert pw.search("quokka", "dense", 8) == pw.retrieve_json("quokka", "dense", 8)["chunks"]
+

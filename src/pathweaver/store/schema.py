@@ -147,7 +147,16 @@ SCHEMA_NAMES: list[str] = [
     "CREATE INDEX name_mentions_chunk ON name_mentions(chunk_id)",
 ]
 
-MIGRATIONS: list[list[str]] = [SCHEMA_V1, SCHEMA_FOLDERS_AND_FILE_SPANS, SCHEMA_NAMES]
+# Named entities (issue 23): spaCy's entity spans of a chunk text, keyed by ``text_hash(text, "ner:<model>")``;
+# like ``embed_cache`` a pure function of the text, not graph state, so refreshes and re-indexes run no model.
+SCHEMA_NER: list[str] = [
+    """CREATE TABLE ner_cache (
+        text_hash TEXT PRIMARY KEY,
+        spans TEXT NOT NULL
+    ) WITHOUT ROWID""",
+]
+
+MIGRATIONS: list[list[str]] = [SCHEMA_V1, SCHEMA_FOLDERS_AND_FILE_SPANS, SCHEMA_NAMES, SCHEMA_NER]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 VECTOR_TABLES = ("chunk_vec", "entity_vec", "relation_vec")

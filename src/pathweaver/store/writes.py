@@ -125,6 +125,26 @@ def cache_put(conn: Connection, vectors: Mapping[str, np.ndarray], space: str = 
     )
 
 
+def ner_cache_get(conn: Connection, texts: Iterable[str], space: str) -> dict[str, list[tuple[str, str]]]:
+    """Cached entity spans [(label, text)] for those of ``texts`` that have them (``space`` = "ner:<model>")."""
+    by_hash = {text_hash(t, space): t for t in texts}
+    out: dict[str, list[tuple[str, str]]] = {}
+    keys = list(by_hash)
+    for part in _chunks(keys):
+        marks = ",".join("?" * len(part))
+        for h, spans in conn.execute(f"SELECT text_hash, spans FROM ner_cache WHERE text_hash IN ({marks})", part):
+            out[by_hash[h]] = [(label, text) for label, text in json.loads(spans)]
+    return out
+
+
+def ner_cache_put(conn: Connection, spans: Mapping[str, Sequence[tuple[str, str]]], space: str) -> None:
+    """Cache entity spans by text, in key order (as ``cache_put``)."""
+    conn.executemany(
+        "INSERT OR IGNORE INTO ner_cache(text_hash, spans) VALUES (?, ?)",
+        sorted((text_hash(t, space), json.dumps([list(x) for x in v], ensure_ascii=False)) for t, v in spans.items()),
+    )
+
+
 @contextlib.contextmanager
 def savepoint(conn: Connection) -> Iterator[None]:
     """A transaction nested in the open one: when the block raises, what it wrote is undone and the rest stays."""

