@@ -135,3 +135,44 @@ def test_render_for_question_on_a_real_store(indexed, tmp_path: Path) -> None:
          "--host-resolver-rules=MAP * ~NOTFOUND", "--virtual-time-budget=5000", "--dump-dom", html_file.as_uri()],
         capture_output=True, text=True, timeout=120)
     assert f'<span id="pw-rendered-nodes">{count}</span>' in dom.stdout
+
+
+FILMS = {
+    "Inherent Vice (film)": "Inherent Vice is a 2014 American neo-noir film written and directed by Paul Thomas "
+                            "Anderson, based on the novel by Thomas Pynchon.",
+    "Paul Thomas Anderson": "Paul Thomas Anderson is an American filmmaker. He was born in Studio City, "
+                            "California, and grew up in the San Fernando Valley.",
+    "Studio City": "Studio City is a neighborhood of Los Angeles in the San Fernando Valley.",
+    "The Master (2012 film)": "The Master is a 2012 American drama film starring Joaquin Phoenix.",
+    "Jaws (film)": "Jaws is a 1975 American thriller film directed by Steven Spielberg, born in Cincinnati.",
+    "Steven Spielberg": "Steven Spielberg is an American film director born in Cincinnati, Ohio.",
+    "Blade Runner": "Blade Runner is a 1982 science fiction film directed by Ridley Scott, born in South Shields.",
+}
+
+
+def test_mcmi_picture_shows_the_film_its_director_and_his_birthplace(tmp_path: Path) -> None:
+    """The issue's example question: MCMI's chunks, drawn as the picture's chunk nodes, are the film, its
+    director and his birthplace, reached from the title the question names through the names the notes mention."""
+    from pathweaver.service import Pathweaver
+    from pathweaver.viz.show import render_for_question
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i, (title, body) in enumerate(FILMS.items()):
+        (notes / f"{i:02d}.md").write_text(f"---\ntitle: {title}\n---\n# {title}\n\n{body}\n", "utf-8")
+    pw = Pathweaver.open(tmp_path / "store", overrides={"models": {"llm_backend": "none"}})
+    try:
+        pw.index([notes])
+        question = "Where was the director of film Inherent Vice born?"
+        snapshot = pw.snapshot()
+        result = pw.shape(pw.retrieve(question, method="mcmi", top_k=3), snapshot)
+        page = render_for_question(pw, question, "mcmi", top_k=3)
+    finally:
+        pw.close()
+    assert [c["title"] for c in result["chunks"]] == ["Inherent Vice (film)", "Paul Thomas Anderson", "Studio City"]
+    assert "inherent vice" in result["subgraph"]["nodes"]  # the named title is a terminal of the subgraph
+    labels = [e["data"].get("label", "") for e in build_elements(result, snapshot, ShowParams())
+              if e["group"] == "nodes"]
+    drawn = [label for label in labels if label.startswith("[")]
+    assert drawn == ["[1] Inherent Vice (film)", "[2] Paul Thomas Anderson", "[3] Studio City"]
+    assert all(label in page for label in drawn)

@@ -550,6 +550,10 @@ def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParam
     rp = relation_passages(snap)
     for r in triples:
         touched.update(int(p) for p in rp[r].indices.tolist())
+    if named and snap.ties is not None:  # a named terminal stands for its own document's passages (its ties)
+        ties = snap.ties.tocsc()
+        for ent in named:
+            touched.update(int(p) for p in ties.indices[ties.indptr[ent]:ties.indptr[ent + 1]])
     tree_nodes = set(term_nodes) | {int(x) for e in tree_edges for x in (graph.head[e], graph.tail[e])}
     subgraph = Subgraph(
         nodes=[node_label(snap, n) for n in sub.nodes],
