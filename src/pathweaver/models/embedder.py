@@ -13,8 +13,9 @@ text's vector is the same bits whatever else shares its call, on any CPU's kerne
 fresh index then make the same graph vectors, hence the same synonym edges (threshold decisions, AGRAG Eq. 5).
 ``batch_invariant(precision)`` checks that on probe texts.
 
-Single questions (``encode_one``) go through ``query_encoder.QueryEncoder`` while the full model is not loaded: the
-same vector without importing sentence-transformers, so a cold CLI query starts seconds sooner.
+Questions (``encode_one``, ``remember``) and other query-time texts (``encode_queries``) go through
+``query_encoder.QueryEncoder`` while the full model is not loaded: the same vectors without importing
+sentence-transformers, so a cold CLI query starts seconds sooner. Indexing always uses the full model.
 """
 
 from __future__ import annotations

@@ -230,8 +230,9 @@ class PPRParams:
     name_links: float = 3.0
     name_passages: float = 2.0
     statistical: float = 0.0
-    # a question that names no document in full seeds the documents whose multi-word name contains one of its
-    # capitalised words ("Scrooge" -> "Ebenezer Scrooge"), when at most this many names do (0 = off; ours)
+    # a question that names no document in full seeds the names of two or three words ending in a capitalised
+    # word it writes alone ("Scrooge" -> "Ebenezer Scrooge"), when at most this many names end so (0 = off; ours;
+    # keywords.partly_named_entities)
     name_parts: int = 3
 
     def validate(self) -> None:
