@@ -17,6 +17,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from pathweaver.cli import parse_param
 from pathweaver.eval.datasets import BENCH_SUBSETS, load_graphrag_bench, split_by_type
 from pathweaver.eval.ledger import Ledger
 from pathweaver.eval.metrics import EvidenceMatch, evidence_recall
@@ -56,7 +57,8 @@ def run_subset(subset: str, args: argparse.Namespace, rule: EvidenceMatch) -> li
     rows = []
     for method in [m for m in args.methods.split(",") if m]:
         try:
-            results, seconds = run_questions(pw, [q.text for q in questions], method, args.top_k, None)
+            params = dict(parse_param(p) for p in args.param or []) or None
+            results, seconds = run_questions(pw, [q.text for q in questions], method, args.top_k, params)
         except Exception as exc:
             print(f"{method} | error: {type(exc).__name__}: {exc}")
             continue
@@ -102,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-overlap", type=float, default=EvidenceMatch().min_overlap)
     parser.add_argument("--store-root", default=".pathweaver-bench")
     parser.add_argument("--no-ledger", action="store_true")
+    parser.add_argument("--param", action="append", metavar="NAME=VALUE", help="method parameter (repeatable)")
     args = parser.parse_args(argv)
     rule = EvidenceMatch(min_overlap=args.min_overlap)
     rule.validate()

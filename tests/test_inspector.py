@@ -74,7 +74,7 @@ def test_inspector_lists_tools(setup: dict[str, Any]) -> None:
     out = inspect(setup, "--method", "tools/list")
     tools = {t["name"]: t for t in out["tools"]}
     assert {"decompose_query", "retrieve_paths", "build_mcmi", "answer", "index_status"} <= set(tools)
-    assert tools["retrieve_paths"]["inputSchema"]["properties"]["top_nodes"]["default"] == 10
+    assert tools["retrieve_paths"]["inputSchema"]["properties"]["top_nodes"].get("default") is None
     assert "outputSchema" in tools["search"]
 
 

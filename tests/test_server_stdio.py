@@ -186,7 +186,7 @@ def test_tools_are_listed_with_schemas(env: dict[str, Any]) -> None:
         assert {"method", "chunks", "paths", "subgraph", "triples"} <= set(tools[name].output_schema["properties"])
     assert "results" in tools["search"].output_schema["properties"]
     props = tools["retrieve_paths"].input_schema["properties"]
-    assert props["top_nodes"]["default"] == 10 and props["top_paths"]["default"] == 15  # PathRAG N, K
+    assert props["top_nodes"].get("default") is None and props["top_paths"]["default"] == 15  # PathRAG N (by store), K
     assert props["alpha"]["default"] == 0.7
     assert tools["search"].input_schema["properties"]["mode"]["enum"] == ["dense", "bm25", "hybrid"]
     assert "lego:sbe+isar" in str(tools["answer"].input_schema["properties"]["method"])

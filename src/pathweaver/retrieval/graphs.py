@@ -136,6 +136,20 @@ def name_link_matrix(snapshot: GraphSnapshot) -> sp.csr_matrix:
     return cached(snapshot, ("name_links",), build, synonym_free=True)
 
 
+def documents_link(snapshot: GraphSnapshot) -> bool:
+    """Whether some passage mentions a name of another document (``name_link_matrix`` across documents), i.e. the
+    documents of this store name each other."""
+
+    def build() -> bool:
+        if snapshot.name_mentions is None or snapshot.name_mentions.nnz == 0:
+            return False
+        links = name_link_matrix(snapshot).tocoo()
+        _, doc = np.unique(np.asarray(snapshot.chunk_docs, dtype=object).astype(str), return_inverse=True)
+        return bool((doc[links.row] != doc[links.col]).any())
+
+    return cached(snapshot, ("documents_link",), build, synonym_free=True)
+
+
 def _build_node_space(snapshot: GraphSnapshot, relation_weight: str, contains_weight: str,
                       name_links: float = 0.0, statistical: float = 1.0) -> NodeSpaceGraph:
     n_e, n_p = snapshot.n_entities, snapshot.n_passages

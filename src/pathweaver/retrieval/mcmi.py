@@ -48,7 +48,13 @@ from pathweaver.retrieval.costgraph import (
     edge_positions,
     pair_keys,
 )
-from pathweaver.retrieval.graphs import name_link_matrix, node_space_graph, relation_passages, transition_rows
+from pathweaver.retrieval.graphs import (
+    documents_link,
+    name_link_matrix,
+    node_space_graph,
+    relation_passages,
+    transition_rows,
+)
 from pathweaver.retrieval.keywords import linked_entities
 from pathweaver.retrieval.ppr import COARSE_TOL, SOLVERS, PPRParams, personalized_pagerank, ppr_scores
 from pathweaver.retrieval.projection import top_indices
@@ -57,7 +63,7 @@ from pathweaver.retrieval.steiner import mehlhorn_edges
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult, Subgraph
 from pathweaver.store.snapshot import GraphSnapshot
 
-CHUNK_MODES = ("subgraph", "subgraph-hybrid", "hybrid")
+CHUNK_MODES = ("auto", "subgraph", "subgraph-hybrid", "hybrid")
 PSEUDO = -1  # node id of the pseudo node joining all passages (entities are 0..E-1, passages E..E+P-1)
 
 
@@ -92,11 +98,13 @@ class MCMIParams:
     # store has name mentions; 1 = AGRAG's statistical graph alone)
     name_links: float = 3.0
     statistical: float = 0.0
-    # "subgraph" (ours, default): the passages of the MCMI subgraph (and those its relations come from) by node
+    # "subgraph" (ours): the passages of the MCMI subgraph (and those its relations come from) by node
     # influence s_v, then the walk's highest-influence passages; "subgraph-hybrid": the same passages ordered by
     # the hybrid score HS (Eq. 21, 0 outside its pool) before influence; "hybrid": AGRAG Eq. 20's k_r hybrid
-    # chunks. Either way a hybrid chunk the method did not reach is reported as a back-fill
-    chunks: str = "subgraph"
+    # chunks; "auto" (default): "subgraph" when the walk is over the name layer and the store's documents name
+    # each other (``graphs.documents_link``), else "hybrid", since n-gram subgraphs alone pick passages poorly. Either way a hybrid chunk the method did not
+    # reach is reported as a back-fill
+    chunks: str = "auto"
 
     def validate(self) -> None:
         if self.personalization not in ("eq11", "hipporag") or self.chunks not in CHUNK_MODES:
@@ -436,12 +444,13 @@ def _rank_chunks(
 
 
 def _subgraph_chunks(
-    env: RetrievalEnv, query: Query, top_k: int, params: MCMIParams, touched: set[int], passage_scores: np.ndarray
+    env: RetrievalEnv, query: Query, top_k: int, params: MCMIParams, touched: set[int], passage_scores: np.ndarray,
+    mode: str,
 ) -> tuple[list[ChunkHit], int]:
     """The subgraph's passages by node influence s_v (ties: passage index), then the walk's highest-influence
     passages, then hybrid chunks (a back-fill): the chunks and how many came from the walk beyond the subgraph."""
     hs: dict[int, float] = {}
-    if params.chunks == "subgraph-hybrid":
+    if mode == "subgraph-hybrid":
         hs = hybrid_chunk_scores(env, query, max(params.hybrid_pool_min, params.hybrid_pool_factor * top_k))
     order = sorted(touched, key=lambda p: (-hs.get(p, 0.0), -float(passage_scores[p]), p))[:top_k]
     hits = [ChunkHit(int(p), float(passage_scores[p])) for p in order]
@@ -571,8 +580,11 @@ def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParam
         },
         node_scores={node_label(snap, n): float(d["score"]) for n, d in sub.nodes(data=True)},
     )
-    if params.chunks != "hybrid":
-        chunks, info["walk_fill"] = _subgraph_chunks(env, query, top_k, params, touched, raw[snap.n_entities:])
+    named_graph = statistical < 1.0 and documents_link(snap)
+    mode = params.chunks if params.chunks != "auto" else ("subgraph" if named_graph else "hybrid")
+    if mode != "hybrid":
+        chunks, info["walk_fill"] = _subgraph_chunks(env, query, top_k, params, touched, raw[snap.n_entities:],
+                                                     mode)
     else:
         chunks = _rank_chunks(env, query, top_k, params, touched)
     info["ms_total"] = _ms(t0)

@@ -38,7 +38,7 @@ import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
 from pathweaver.extract.entities import normalize
-from pathweaver.retrieval.graphs import cached, pair_relations, relation_passages
+from pathweaver.retrieval.graphs import cached, documents_link, pair_relations, relation_passages
 from pathweaver.retrieval.keywords import DEFAULT_KEYWORDS, linked_entities, statistical_keywords
 from pathweaver.retrieval.namegraph import name_edges, passages_of, path_adjacency, tied_entities
 from pathweaver.retrieval.parallel import matmul
@@ -47,15 +47,18 @@ from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, R
 from pathweaver.store.snapshot import GraphSnapshot
 
 PATH_MODES = ("flow", "hop-first")
+TOP_NODES_LINKED, TOP_NODES_UNLINKED = 10, 40  # N when ``top_nodes`` is None (see PathRAGParams)
 
 
 @dataclass
 class PathRAGParams:
     """PathRAG hyper-parameters; N, K and α are fixed in the paper's §Experiments (Implementation Details)."""
 
-    # N, retrieved nodes: the paper's experiments use N in [10, 60] (§Complexity Analysis); 10 (its lower end) was
-    # best on the dev splits over the name layer (40 before issue 23; docs/design-notes.md "Paper methods ...")
-    top_nodes: int = 10
+    # N, retrieved nodes: the paper's experiments use N in [10, 60] (§Complexity Analysis). None: 10 where the
+    # store's documents name each other (``graphs.documents_link``; best on the dev splits over the name layer),
+    # else 40 (the default before issue 23, where keyword nodes carry the search; GraphRAG-Bench medical kept its
+    # recall); docs/design-notes.md "Paper methods over the names people wrote"
+    top_nodes: int | None = None
     top_paths: int = 15  # K, served paths
     alpha: float = 0.7  # α, decay rate (paper text; the authors' code uses 0.8)
     # θ, pruning threshold of Eq. 3. The paper gives no value; the authors' code uses 0.3, but there |N(v,·)|
@@ -87,7 +90,7 @@ class PathRAGParams:
     chunk_score: str = "best"
 
     def validate(self) -> None:
-        if self.top_nodes < 1 or self.top_paths < 1:
+        if (self.top_nodes is not None and self.top_nodes < 1) or self.top_paths < 1:
             raise ConfigError(
                 f"pathrag needs top_nodes >= 1 and top_paths >= 1, got {self.top_nodes}, {self.top_paths}"
             )
@@ -185,7 +188,7 @@ def retrieve_nodes(snapshot: GraphSnapshot, keyword_vecs: np.ndarray, n: int,
 
 def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams
                 ) -> tuple[list[int], list[str], frozenset[int]]:
-    """The retrieved nodes V_q (N = ``top_nodes``) and the keywords: the document names the question mentions
+    """The retrieved nodes V_q (N = ``top_nodes``) and the keywords: the names the question mentions
     (``name_nodes``), the documents of the top ``dense_nodes`` dense passages, then the paper's keyword → node
     retrieval over the entities of the graph walked (ours: the first two, issue 23). Also the named nodes."""
     snap = env.snapshot
@@ -197,13 +200,14 @@ def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams
     if params.dense_nodes and snap.n_passages and snap.chunk_vecs.shape[0] == snap.n_passages:
         top = top_indices(dense_scores(snap, query.vec), params.dense_nodes).tolist()
         nodes += tied_entities(snap, top)
-    nodes = list(dict.fromkeys(nodes))[: params.top_nodes]
+    n = params.top_nodes or (TOP_NODES_LINKED if documents_link(snap) else TOP_NODES_UNLINKED)
+    nodes = list(dict.fromkeys(nodes))[:n]
     keywords = list(query.keywords) or statistical_keywords(snap, query.text, query.vec, params.n_keywords)
-    if keywords and len(nodes) < params.top_nodes:
+    if keywords and len(nodes) < n:
         walked = cached(snap, ("pathrag_walked", params.statistical > 0),
                         lambda: np.flatnonzero(np.diff(adjacency.indptr) > 0))
-        found = retrieve_nodes(snap, _keyword_vectors(env, keywords), params.top_nodes, walked)
-        nodes += [e for e in found if e not in nodes][: params.top_nodes - len(nodes)]
+        found = retrieve_nodes(snap, _keyword_vectors(env, keywords), n, walked)
+        nodes += [e for e in found if e not in nodes][: n - len(nodes)]
     return nodes, keywords, named
 
 

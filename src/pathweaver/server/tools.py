@@ -287,9 +287,11 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
         keywords: Annotated[
             list[str] | None, Field(description="Entity keywords for node retrieval; extracted when omitted.")
         ] = None,
-        top_nodes: Annotated[int, Field(ge=1, description="N: nodes retrieved from the keywords (PathRAG).")] = pr.get(
-            "top_nodes", 10
-        ),
+        top_nodes: Annotated[
+            int | None,
+            Field(ge=1, description="N: nodes retrieved (PathRAG); omit for 10 where the documents name each other, "
+                  "else 40."),
+        ] = pr.get("top_nodes"),
         top_paths: Annotated[int, Field(ge=1, description="K: relational paths served (PathRAG).")] = pr.get(
             "top_paths", 15
         ),
@@ -303,7 +305,9 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
     ) -> Annotated[CallToolResult, RetrievalOut]:
         """Relational paths between the question's entities (PathRAG flow pruning), most reliable last, each with
         citations. Use for 'how is X related to Y' and multi-hop questions where the chain of facts matters."""
-        params = {"top_nodes": top_nodes, "top_paths": top_paths, "alpha": alpha, "theta": theta}
+        params = {"top_paths": top_paths, "alpha": alpha, "theta": theta}
+        if top_nodes is not None:
+            params["top_nodes"] = top_nodes
         return structured(await call(svc.retrieve_json, question, "pathrag", top_k, params, keywords))
 
     @server.tool(annotations=READ_ONLY)
