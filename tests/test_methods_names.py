@@ -159,3 +159,26 @@ def test_pathrag_named_targets_reach_unnamed_documents() -> None:
     assert [p.nodes for p in result.paths] == [[0, 1, 2], [0, 1]]
     assert [p.reliability for p in result.paths] == pytest.approx([0.9725, 1.7])
     assert [c.passage for c in result.chunks] == [0, 1, 2] and result.backfill_share() == 0.0
+
+
+def test_name_layer_defaults_apply_only_where_documents_name_each_other(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pathweaver.retrieval import pathrag
+    from pathweaver.retrieval.graphs import documents_link
+
+    linked = _names()  # three documents, two of which name another
+    alone = dataclasses.replace(linked, chunk_docs=["one.md"] * 3)  # the same mentions inside one document
+    assert documents_link(linked) and not documents_link(alone)
+    q = Query("Where was the director of Inherent Vice born?", np.array([0, 0, 1, 0], dtype=np.float32),
+              keywords=["a", "b", "c", "d"])
+    # pathrag's N when top_nodes is None: one constant where documents name each other, the other elsewhere
+    monkeypatch.setattr(pathrag, "TOP_NODES_LINKED", 1)
+    monkeypatch.setattr(pathrag, "TOP_NODES_UNLINKED", 2)
+    keyword_nodes = PathRAGParams(dense_nodes=0, name_nodes=False)
+    assert len(pathrag.query_nodes(_env(linked), q, keyword_nodes)[0]) == 1
+    assert len(pathrag.query_nodes(_env(alone), q, keyword_nodes)[0]) == 2
+    assert len(pathrag.query_nodes(_env(alone), q, dataclasses.replace(keyword_nodes, top_nodes=3))[0]) == 3
+    # mcmi's "auto" chunks: the subgraph's over documents that name each other, AGRAG's hybrid ones otherwise
+    for snap, mode in ((linked, "subgraph"), (alone, "hybrid")):
+        auto = run_method(_env(snap), q, "mcmi", 2, {})
+        fixed = run_method(_env(snap), q, "mcmi", 2, {"chunks": mode})
+        assert [c.passage for c in auto.chunks] == [c.passage for c in fixed.chunks]
