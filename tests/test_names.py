@@ -13,7 +13,8 @@ from pathweaver.extract.names import NameLinker, document_names
 from pathweaver.ingest.parsers import parse_file
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
-from pathweaver.retrieval.keywords import linked_entities
+from pathweaver.retrieval.keywords import linked_entities, question_names
+from pathweaver.retrieval.pathrag import PathRAGParams, query_nodes
 from pathweaver.retrieval.registry import run_method
 from pathweaver.retrieval.types import Query, RetrievalEnv
 from pathweaver.store.db import Database
@@ -189,3 +190,14 @@ def test_a_question_naming_part_of_a_title_seeds_that_document(tmp_path: Path, e
         assert ppr("Where was Anderson born?", name_parts=1) == []
         # a question that names a title in full seeds it alone
         assert ppr("Where was Wes Anderson born, and was he like Scrooge?") == ["wes anderson"]
+        # the other methods start from the same names
+        question = "Who was Scrooge's clerk?"
+        assert [snap.entity_names[e] for e in question_names(snap, question)] == ["ebenezer scrooge"]
+        assert question_names(snap, question, 0) == []
+        query = Query(question, embedder.encode([question])[0])
+        assert run_method(env, query, "mcmi", 2, {}).info["named_entities"] == ["ebenezer scrooge"]
+        scrooge = snap.entity_index["ebenezer scrooge"]
+        assert query_nodes(env, query, PathRAGParams(dense_nodes=0))[0][0] == scrooge  # PathRAG's first node
+        for method in ("mcmi", "pooling"):
+            top = run_method(env, query, method, 2, {}).chunks[0].passage
+            assert snap.chunk_titles[top] == "Ebenezer Scrooge", method

@@ -49,6 +49,7 @@ def linked_entities(snapshot: GraphSnapshot, text: str) -> list[int]:
     return [snapshot.entity_index[n] for n in sorted(found) if n in snapshot.entity_index]
 
 
+NAME_PARTS = 3  # default ``name_parts`` of the methods: a last word ending more names than this links none
 PART_MIN_CHARS = 3  # a name part shorter than this ("Al", "Jr") identifies nobody
 PART_MAX_WORDS = 3  # names longer than this are titles of works and events, not people called by a surname
 
@@ -87,6 +88,14 @@ def partly_named_entities(snapshot: GraphSnapshot, text: str, max_names: int) ->
         if capital[i] and alone and 0 < len(owners) <= max_names:
             out.extend(e for e in owners if e not in out)
     return out
+
+
+def question_names(snapshot: GraphSnapshot, text: str, name_parts: int = NAME_PARTS) -> list[int]:
+    """The document names a question mentions (``linked_entities``), or, when it names none in full, those it
+    calls by their last word (``partly_named_entities``; ``name_parts`` 0 turns that off)."""
+    if not text:
+        return []
+    return linked_entities(snapshot, text) or partly_named_entities(snapshot, text, name_parts)
 
 
 def statistical_keywords(

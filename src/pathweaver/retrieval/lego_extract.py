@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from pathweaver.config import ConfigError
 from pathweaver.extract.entities import normalize
 from pathweaver.retrieval.graphs import cached
-from pathweaver.retrieval.keywords import linked_entities, matched_entities
+from pathweaver.retrieval.keywords import matched_entities, question_names
 from pathweaver.retrieval.parallel import SparseRows, degree_order, threads
 from pathweaver.retrieval.ppr import COARSE_TOL, personalized_pagerank
 from pathweaver.retrieval.seeds import top_entities, top_indices, top_triples
@@ -66,7 +66,7 @@ def query_seeds(snapshot: GraphSnapshot, query: Query, n: int) -> list[int]:
     seeds: list[int] = []
     named = [snapshot.entity_index.get(normalize(k)) for k in query.keywords]
     # document names the query mentions (extract/names.py) come before its n-gram matches
-    named += (linked_entities(snapshot, query.text) + matched_entities(snapshot, query.text)) if query.text else []
+    named += (question_names(snapshot, query.text) + matched_entities(snapshot, query.text)) if query.text else []
     for ent in named:
         if ent is not None and ent not in seeds and len(seeds) < n:
             seeds.append(ent)

@@ -55,7 +55,7 @@ from pathweaver.retrieval.graphs import (
     relation_passages,
     transition_rows,
 )
-from pathweaver.retrieval.keywords import linked_entities
+from pathweaver.retrieval.keywords import NAME_PARTS, question_names
 from pathweaver.retrieval.ppr import COARSE_TOL, SOLVERS, PPRParams, personalized_pagerank, ppr_scores
 from pathweaver.retrieval.projection import top_indices
 from pathweaver.retrieval.seeds import hybrid_chunk_scores, top_triples
@@ -90,6 +90,7 @@ class MCMIParams:
     # ours (issue 23): the document names the query mentions (extract/names.py) are terminals too, ahead of the
     # mapped triples' entities; with ``personalization="eq11"`` each gets p = 1 like a mapped triple's entity
     name_seeds: float = 1.0
+    name_parts: int = NAME_PARTS  # names the question calls by their last word, as ppr's (0 = off; ours)
     # "eq11": AGRAG Eq. 11, p[u] = 1 for every terminal, nothing else; "hipporag": the earlier HippoRAG 2 style
     # reset (cosine-weighted triple entities / passage count, every passage's dense score × 0.05)
     personalization: str = "eq11"
@@ -120,8 +121,8 @@ class MCMIParams:
             raise ConfigError("mcmi ppr_tol must be > 0, ppr_coarse_tol >= 0 and ppr_max_iter >= 1")
         if self.ppr_solver not in SOLVERS:
             raise ConfigError(f"mcmi ppr_solver must be one of {SOLVERS}, got {self.ppr_solver!r}")
-        if self.passage_score_factor < 0 or self.connector_cost < 0 or self.name_seeds < 0:
-            raise ConfigError("mcmi passage_score_factor, connector_cost and name_seeds must be >= 0")
+        if min(self.passage_score_factor, self.connector_cost, self.name_seeds, self.name_parts) < 0:
+            raise ConfigError("mcmi passage_score_factor, connector_cost, name_seeds and name_parts must be >= 0")
         if (
             self.ball_hops < 1
             or self.ball_max_nodes < 2
@@ -511,7 +512,7 @@ def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParam
     snap = env.snapshot
     t0 = time.perf_counter()
     triples_f = top_triples(snap, query.vec, params.k_triples)  # Eq. 7-8 (no LLM filter, Eq. 9)
-    named = linked_entities(snap, query.text) if params.name_seeds > 0 and query.text else []
+    named = question_names(snap, query.text, params.name_parts) if params.name_seeds > 0 else []
     terminals = list(
         dict.fromkeys([*named, *(t for r, _ in triples_f for t in (int(snap.rel_src[r]), int(snap.rel_dst[r])))])
     )

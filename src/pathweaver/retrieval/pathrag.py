@@ -39,7 +39,7 @@ import scipy.sparse as sp
 from pathweaver.config import ConfigError
 from pathweaver.extract.entities import normalize
 from pathweaver.retrieval.graphs import cached, documents_link, pair_relations, relation_passages
-from pathweaver.retrieval.keywords import DEFAULT_KEYWORDS, linked_entities, statistical_keywords
+from pathweaver.retrieval.keywords import DEFAULT_KEYWORDS, NAME_PARTS, question_names, statistical_keywords
 from pathweaver.retrieval.namegraph import name_edges, passages_of, path_adjacency, tied_entities
 from pathweaver.retrieval.parallel import matmul
 from pathweaver.retrieval.seeds import SeedError, dense_scores, top_indices
@@ -77,6 +77,7 @@ class PathRAGParams:
     # (0 = the name edges alone, when the store has any; > 0 = both, as 0/1 structure)
     statistical: float = 0.0
     name_nodes: bool = True  # the document names the question mentions lead the retrieved nodes
+    name_parts: int = NAME_PARTS  # names the question calls by their last word, as ppr's (0 = off; ours)
     dense_nodes: int = 5  # the documents of the top n dense passages join the retrieved nodes (0 = off)
     # the document entities on a served path bring their own passages (a title's description is its document):
     # "all" nodes, only the path's two "ends" (the retrieved nodes), or "none"
@@ -106,8 +107,8 @@ class PathRAGParams:
             raise ConfigError(f"pathrag node_passages must be all, ends or none, got {self.node_passages!r}")
         if self.chunk_score not in ("best", "sum"):
             raise ConfigError(f"pathrag chunk_score must be best or sum, got {self.chunk_score!r}")
-        if self.statistical < 0 or self.dense_nodes < 0:
-            raise ConfigError("pathrag statistical and dense_nodes must be >= 0")
+        if min(self.statistical, self.dense_nodes, self.name_parts) < 0:
+            raise ConfigError("pathrag statistical, dense_nodes and name_parts must be >= 0")
         if (
             self.max_hops < 1
             or self.paths_per_pair < 1
@@ -195,7 +196,7 @@ def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams
     adjacency = path_adjacency(snap, params.statistical)
     nodes: list[int] = []
     if params.name_nodes and query.text:
-        nodes += linked_entities(snap, query.text)
+        nodes += question_names(snap, query.text, params.name_parts)
     named = frozenset(nodes)
     if params.dense_nodes and snap.n_passages and snap.chunk_vecs.shape[0] == snap.n_passages:
         top = top_indices(dense_scores(snap, query.vec), params.dense_nodes).tolist()

@@ -28,7 +28,7 @@ import numpy as np
 
 from pathweaver.config import ConfigError
 from pathweaver.retrieval.graphs import relation_passages
-from pathweaver.retrieval.keywords import linked_entities, matched_entities
+from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, question_names
 from pathweaver.retrieval.namegraph import name_edges, own_passages, passages_of
 from pathweaver.retrieval.seeds import dense_scores, top_indices, top_triples
 from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult
@@ -61,6 +61,7 @@ class PoolingParams:
     statistical: float = 1.0
     # the triples touching the names the question mentions join the coarse set, so the kernels start from them
     name_triples: int = 50
+    name_parts: int = NAME_PARTS  # names the question calls by their last word, as ppr's (0 = off; ours)
     tail_passages: bool = True  # a name triple also brings the passages of the document it names
     # a name triple's score: (1 - w)·cos(query, the mentioning passage) + w·cos(query, the named document's best
     # passage), w = tail_score (0 = the passage alone)
@@ -77,8 +78,8 @@ class PoolingParams:
             raise ConfigError("pooling position_a must be non-zero (§3.3)")
         if min(self.coarse_m, self.top_triples, self.max_path_len, self.max_bfs_paths) < 1:
             raise ConfigError("pooling coarse_m, top_triples, max_path_len and max_bfs_paths must be >= 1")
-        if self.statistical < 0 or self.name_triples < 0 or not 0.0 <= self.tail_score <= 1.0:
-            raise ConfigError("pooling statistical and name_triples must be >= 0, tail_score in [0, 1]")
+        if min(self.statistical, self.name_triples, self.name_parts) < 0 or not 0.0 <= self.tail_score <= 1.0:
+            raise ConfigError("pooling statistical, name_triples and name_parts must be >= 0, tail_score in [0, 1]")
         if self.query_entities < 0 or self.max_paths < 0:
             raise ConfigError("pooling query_entities and max_paths must be >= 0")
 
@@ -321,7 +322,7 @@ def pooling_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: Poolin
     ``triples`` and ``triple_scores`` list relation indices only (name triples have none)."""
     snap = env.snapshot
     first = params.coarse_m if params.mode == "reselect" else params.top_triples
-    named = linked_entities(snap, query.text) if query.text else []
+    named = question_names(snap, query.text, params.name_parts)
     tr = coarse_triples(snap, query, params, first, named)
     entities = sorted({e for pair in tr.ends for e in pair})
     sources = [e for e in named if e in set(entities)]

@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
 from pathweaver.retrieval.graphs import entity_passage_counts, node_space_graph, transition_rows
-from pathweaver.retrieval.keywords import linked_entities, matched_entities, partly_named_entities
+from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, question_names
 from pathweaver.retrieval.parallel import SparseRows
 from pathweaver.retrieval.seeds import dense_scores, minmax, top_entities, top_indices, top_triples
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
@@ -232,8 +232,8 @@ class PPRParams:
     statistical: float = 0.0
     # a question that names no document in full seeds the names of two or three words ending in a capitalised
     # word it writes alone ("Scrooge" -> "Ebenezer Scrooge"), when at most this many names end so (0 = off; ours;
-    # keywords.partly_named_entities)
-    name_parts: int = 3
+    # keywords.question_names)
+    name_parts: int = NAME_PARTS
 
     def validate(self) -> None:
         if not 0.0 <= self.damping < 1.0:
@@ -272,9 +272,7 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
             weights[ent] = weights.get(ent, 0.0) + max(cos, 0.0)
     for ent, cos in top_entities(snap, query.vec, params.seed_entities):
         weights[ent] = weights.get(ent, 0.0) + max(cos, 0.0)
-    named = linked_entities(snap, query.text) if query.text else []
-    if not named and query.text:
-        named = partly_named_entities(snap, query.text, params.name_parts)
+    named = question_names(snap, query.text, params.name_parts)
     if params.name_seeds > 0 and query.text:
         for ent in dict.fromkeys(named + matched_entities(snap, query.text)):
             weights[ent] = weights.get(ent, 0.0) + params.name_seeds
