@@ -27,9 +27,8 @@ QUESTION = "Where was the director of film Inherent Vice born?"
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ, PYTHONPATH=str(SRC), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               OPENBLAS_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
-    return env
+    return dict(os.environ, PYTHONPATH=str(SRC), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+                OPENBLAS_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
 
 
 def cold_run(store: Path, method: str, question: str) -> tuple[float, float]:

@@ -56,6 +56,7 @@ from pathweaver.retrieval.graphs import (
     transition_rows,
 )
 from pathweaver.retrieval.keywords import NAME_PARTS, question_names
+from pathweaver.retrieval.namegraph import passages_of
 from pathweaver.retrieval.ppr import COARSE_TOL, SOLVERS, PPRParams, personalized_pagerank, ppr_scores
 from pathweaver.retrieval.projection import top_indices
 from pathweaver.retrieval.seeds import hybrid_chunk_scores, top_triples
@@ -560,10 +561,8 @@ def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParam
     rp = relation_passages(snap)
     for r in triples:
         touched.update(int(p) for p in rp[r].indices.tolist())
-    if named and snap.ties is not None:  # a named terminal stands for its own document's passages (its ties)
-        ties = snap.ties.tocsc()
-        for ent in named:
-            touched.update(int(p) for p in ties.indices[ties.indptr[ent]:ties.indptr[ent + 1]])
+    for ent in named:  # a named terminal stands for its own document's passages (its ties)
+        touched.update(passages_of(snap, ent))
     tree_nodes = set(term_nodes) | {int(x) for e in tree_edges for x in (graph.head[e], graph.tail[e])}
     subgraph = Subgraph(
         nodes=[node_label(snap, n) for n in sub.nodes],

@@ -24,6 +24,7 @@ import scipy.sparse as sp
 from pathweaver.config import ConfigError
 from pathweaver.retrieval.graphs import entity_passage_counts, node_space_graph, transition_rows
 from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, question_names
+from pathweaver.retrieval.namegraph import passages_of
 from pathweaver.retrieval.parallel import SparseRows
 from pathweaver.retrieval.seeds import dense_scores, minmax, top_entities, top_indices, top_triples
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
@@ -289,12 +290,11 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
         idx = top_indices(dense, params.dense_pool) if params.dense_pool else np.arange(n_p)
         pw = minmax(dense[idx]) * params.passage_weight
         reset[n_e + idx] = pw
-    if params.name_passages > 0 and named and snap.ties is not None:
-        ties = snap.ties.tocsc()
+    if params.name_passages > 0:
         for ent in named:
-            own = ties.indices[ties.indptr[ent]:ties.indptr[ent + 1]]
-            if own.size:
-                reset[n_e + own] += params.name_passages / own.size
+            own = passages_of(snap, ent)
+            if own:
+                reset[n_e + np.asarray(own)] += params.name_passages / len(own)
     info.named = named
     if reset.sum() <= 0:  # nothing matched: fall back to a uniform walk start over passages, or all nodes
         if n_p:

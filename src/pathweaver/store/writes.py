@@ -14,6 +14,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -104,16 +105,22 @@ def add_meta_int(conn: Connection, key: str, delta: int) -> None:
 
 
 # -- embed cache ---------------------------------------------------------------------------------------------
-def cache_get(conn: Connection, texts: Iterable[str], space: str = "") -> dict[str, np.ndarray]:
-    """Cached vectors for those of ``texts`` that have one (in key space ``space``, see ``text_hash``)."""
+def _cached_by_text(conn: Connection, table: str, column: str, texts: Iterable[str], space: str) -> dict[str, Any]:
+    """``column`` of the rows of a cache ``table`` keyed by ``text_hash(text, space)``, for the texts that have one."""
     by_hash = {text_hash(t, space): t for t in texts}
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, Any] = {}
     keys = list(by_hash)
     for part in _chunks(keys):
         marks = ",".join("?" * len(part))
-        for h, blob in conn.execute(f"SELECT text_hash, vector FROM embed_cache WHERE text_hash IN ({marks})", part):
-            out[by_hash[h]] = np.frombuffer(blob, dtype=np.float32)
+        for h, value in conn.execute(f"SELECT text_hash, {column} FROM {table} WHERE text_hash IN ({marks})", part):
+            out[by_hash[h]] = value
     return out
+
+
+def cache_get(conn: Connection, texts: Iterable[str], space: str = "") -> dict[str, np.ndarray]:
+    """Cached vectors for those of ``texts`` that have one (in key space ``space``, see ``text_hash``)."""
+    blobs = _cached_by_text(conn, "embed_cache", "vector", texts, space)
+    return {t: np.frombuffer(blob, dtype=np.float32) for t, blob in blobs.items()}
 
 
 def cache_put(conn: Connection, vectors: Mapping[str, np.ndarray], space: str = "") -> None:
@@ -127,14 +134,8 @@ def cache_put(conn: Connection, vectors: Mapping[str, np.ndarray], space: str = 
 
 def ner_cache_get(conn: Connection, texts: Iterable[str], space: str) -> dict[str, list[tuple[str, str]]]:
     """Cached entity spans [(label, text)] for those of ``texts`` that have them (``space`` = "ner:<model>")."""
-    by_hash = {text_hash(t, space): t for t in texts}
-    out: dict[str, list[tuple[str, str]]] = {}
-    keys = list(by_hash)
-    for part in _chunks(keys):
-        marks = ",".join("?" * len(part))
-        for h, spans in conn.execute(f"SELECT text_hash, spans FROM ner_cache WHERE text_hash IN ({marks})", part):
-            out[by_hash[h]] = [(label, text) for label, text in json.loads(spans)]
-    return out
+    found = _cached_by_text(conn, "ner_cache", "spans", texts, space)
+    return {t: [(label, text) for label, text in json.loads(spans)] for t, spans in found.items()}
 
 
 def ner_cache_put(conn: Connection, spans: Mapping[str, Sequence[tuple[str, str]]], space: str) -> None:
