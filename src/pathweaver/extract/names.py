@@ -1,8 +1,11 @@
 """Names people wrote (document titles and their aliases) and mention linking with one Aho-Corasick automaton.
 
 A document's names: its title, the title without a trailing parenthetical ("Inherent Vice (film)" -> "Inherent
-Vice"), and its front-matter ``aliases:``. Each name is an entity (kind "title" or "alias") tied to its
-document's chunks. ``NameLinker`` finds every occurrence of every name in a text:
+Vice"), its front-matter ``aliases:``, and its headings that read as names (``heading_names``). Each is an entity
+(kind "title", "alias" or "heading") tied to its document's chunks. The display text of a link,
+``[[Target|display]]``, is how its writer calls Target: a name (kind "link") of the documents named Target
+(``link_names``). Headings and display texts are written for readers, not as names, so they count only in the
+form people write names: ``proper_form``. ``NameLinker`` finds every occurrence of every name in a text:
 - on whole words: text and names are both cut into ``entities.word_spans`` words and each distinct name word is
   one character of the automaton's alphabet, so a match can only start and end on word boundaries;
 - words joined by punctuation or a line break are kept apart by a separator, in names and in texts alike
@@ -22,8 +25,9 @@ from dataclasses import dataclass
 
 from pathweaver.extract.entities import WordSpan, normalize, word_spans
 from pathweaver.extract.stopwords import STOPWORDS
+from pathweaver.extract.structure import heading_name
 
-TITLE, ALIAS = "title", "alias"
+TITLE, ALIAS, HEADING, LINK = "title", "alias", "heading", "link"
 _PAREN_RE = re.compile(r"^(.*?\S)\s*\([^()]*\)$")
 _SEPARATOR = "\x01"  # between two words not joined by plain spaces
 _UNKNOWN = "\x02"  # a text word that is no name's word
@@ -36,9 +40,10 @@ def display_name(name: str) -> str:
     return name if any(ch.isalpha() for ch in name) else ""
 
 
-def document_names(title: str, aliases: Sequence[str] = ()) -> dict[str, str]:
-    """{entity name: "title" | "alias"} of a document: its title, the title without a trailing "(...)", and its
-    front-matter aliases; names that can never be linked are still returned (they tie to the document)."""
+def document_names(title: str, aliases: Sequence[str] = (), headings: Sequence[str] = ()) -> dict[str, str]:
+    """{entity name: "title" | "alias" | "heading"} of a document: its title, the title without a trailing "(...)",
+    its front-matter aliases and its ``heading_names``; names that can never be linked are still returned (they
+    tie to the document)."""
     out: dict[str, str] = {}
     main = display_name(title)
     if main:
@@ -49,6 +54,43 @@ def document_names(title: str, aliases: Sequence[str] = ()) -> dict[str, str]:
         name = display_name(raw)
         if name and name not in out:
             out[name] = ALIAS
+    for name in heading_names(headings):
+        out.setdefault(name, HEADING)
+    return out
+
+
+def proper_form(text: str) -> bool:
+    """Whether ``text`` is written as a name: some word has a letter, and every word with a letter that is not a
+    stopword starts with a capital ("Paul Thomas Anderson", "The Lord of the Rings", "Anderson"; not "his film",
+    "Early life", "here"). A trailing "(...)" is not looked at ("The Master (2012 film)")."""
+    bare = _PAREN_RE.match(text.strip())
+    body = bare.group(1) if bare else text
+    content = [body[s.start:s.end] for s in word_spans(body)
+               if s.word not in STOPWORDS and any(ch.isalpha() for ch in s.word)]
+    return bool(content) and all(raw[0].isupper() for raw in content)
+
+
+def heading_names(headings: Sequence[str]) -> list[str]:
+    """The headings that name something: at least two words, in ``proper_form``, linkable, section numbers
+    dropped ("2.1 Project Apollo" -> "project apollo"); a one-word heading ("Usage", "Summary") labels a section
+    and is left out. Named as ``structure.structural_entities`` names them, so both layers share the entity."""
+    out: list[str] = []
+    for raw in headings:
+        name = heading_name(raw)
+        stripped = raw.strip()
+        if name and len(word_spans(name)) >= 2 and proper_form(stripped) and linkable(name) and name not in out:
+            out.append(name)
+    return out
+
+
+def link_names(link_texts: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+    """(target name, display name) of each ``[[Target|display]]`` whose display text differs from its target, is
+    in ``proper_form`` and is ``linkable`` ("here", "this", "his film", "1999" name nothing)."""
+    out: set[tuple[str, str]] = set()
+    for target, display in link_texts:
+        t, d = display_name(target), display_name(display)
+        if t and d and d != t and proper_form(display) and linkable(d):
+            out.add((t, d))
     return out
 
 

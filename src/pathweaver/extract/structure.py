@@ -17,6 +17,11 @@ def _clean(name: str) -> str:
     return name if any(ch.isalpha() for ch in name) else ""
 
 
+def heading_name(text: str) -> str:
+    """The entity name of a heading (as ``structural_entities`` gives it); '' if unusable."""
+    return _clean(text)
+
+
 def structural_entities(
     title: str, headings: list[tuple[int, str]], links: list[str]
 ) -> list[tuple[str, str]]:

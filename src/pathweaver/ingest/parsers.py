@@ -39,6 +39,8 @@ class ParsedDocument:
     source: str | None = None
     units: list[tuple[int, str]] = field(default_factory=list)
     aliases: list[str] = field(default_factory=list)  # other names of the document (Markdown front-matter aliases:)
+    # (link target, display text) of Markdown links that show a text of their own: ``[[Target|text]]``, ``[text](t.md)``
+    link_texts: list[tuple[str, str]] = field(default_factory=list)
 
 
 def stem_title(path: Path) -> str:
@@ -149,18 +151,24 @@ def _wiki_target(raw: str) -> str:
     return PurePosixPath(name).stem if PurePosixPath(name).suffix.lower() in SUPPORTED_SUFFIXES else name
 
 
-def _md_inline(line: str, links: list[str]) -> str:
-    """Inline Markdown -> readable text; local link targets are appended to ``links``."""
+def _md_inline(line: str, links: list[str], texts: list[tuple[str, str]] | None = None) -> str:
+    """Inline Markdown -> readable text; local link targets are appended to ``links``, (target, display text) of
+    links with a display text of their own to ``texts``."""
 
     def wiki(m: re.Match[str]) -> str:
         target = _wiki_target(m.group(1))
         links.append(target)
-        return (m.group(2) or "").strip() or target
+        shown = (m.group(2) or "").strip()
+        if shown and texts is not None and not m.group(0).startswith("!"):
+            texts.append((target, shown))
+        return shown or target
 
     def md_link(m: re.Match[str]) -> str:
         target = local_link_target(m.group(2))
         if target:
             links.append(target)
+            if texts is not None and m.group(1).strip():
+                texts.append((target, m.group(1).strip()))
         return m.group(1)
 
     line = _CODE_RE.sub(lambda m: m.group(1), line)
@@ -208,6 +216,7 @@ def _parse_markdown(path: Path, data: bytes) -> ParsedDocument:
     headings: list[tuple[int, str]] = []
     h1 = ""
     links: list[str] = []
+    link_texts: list[tuple[str, str]] = []
     fence: str | None = None
     prev: tuple[int, str] | None = (
         None  # (offset, text) of the previous plain paragraph line: setext candidate
@@ -241,7 +250,7 @@ def _parse_markdown(path: Path, data: bytes) -> ParsedDocument:
             continue
         atx = _ATX_RE.match(raw)
         if atx:
-            heading = _md_inline(atx.group(2) or "", links).strip()
+            heading = _md_inline(atx.group(2) or "", links, link_texts).strip()
             if heading:
                 headings.append((emit(heading), heading))
                 if len(atx.group(1)) == 1 and not h1:
@@ -253,7 +262,7 @@ def _parse_markdown(path: Path, data: bytes) -> ParsedDocument:
             continue
         line = _QUOTE_RE.sub("", raw)
         line = _LIST_RE.sub("", line)
-        line = _md_inline(line, links).strip().strip("|").strip()
+        line = _md_inline(line, links, link_texts).strip().strip("|").strip()
         if not line:
             if out and out[-1] != "":
                 emit("")
@@ -263,7 +272,8 @@ def _parse_markdown(path: Path, data: bytes) -> ParsedDocument:
         is_plain = not _LIST_RE.match(raw) and not _QUOTE_RE.match(raw)
         prev = (start, line) if is_plain and len(line) < 200 else None
     body = "\n".join(out).rstrip()
-    return ParsedDocument(body, fm_title or h1 or stem_title(path), headings, _dedupe(links), aliases=aliases)
+    return ParsedDocument(body, fm_title or h1 or stem_title(path), headings, _dedupe(links), aliases=aliases,
+                          link_texts=list(dict.fromkeys(link_texts)))
 
 
 # ---------------------------------------------------------------- reStructuredText

@@ -60,7 +60,7 @@ from pathweaver.extract.vectors import (
 from pathweaver.ingest.chunker import chunk_text
 from pathweaver.ingest.confine import Confinement
 from pathweaver.ingest.ignore import TEXT_SUFFIXES, IgnoreRules, iter_files, looks_binary
-from pathweaver.ingest.linking import LinkerCache, apply_names, names_of, relink
+from pathweaver.ingest.linking import NO_NAMES, LinkerCache, apply_names, names_of, names_to_prepare, relink
 from pathweaver.ingest.parsers import ParsedDocument, ParseError, parse_file
 from pathweaver.ingest.scanner import (
     FileEntry,
@@ -79,7 +79,15 @@ from pathweaver.models.packing import RECIPE
 from pathweaver.store import writes as w
 from pathweaver.store.cache import cache_for
 from pathweaver.store.db import Connection, Database
-from pathweaver.store.reads import EntityRows, entity_rows, folder_states, gram_df, indexed_paths, vocabulary
+from pathweaver.store.reads import (
+    EntityRows,
+    entity_ids_of,
+    entity_rows,
+    folder_states,
+    gram_df,
+    indexed_paths,
+    vocabulary,
+)
 
 log = logging.getLogger(__name__)
 ProgressFn = Callable[[int, int, str], None]
@@ -112,7 +120,7 @@ def delete_documents(conn: Connection, doc_ids: Sequence[int], ensure: Callable[
                      linker: LinkerCache | None = None) -> None:
     """Delete documents with their chunks and the graph only they supported (inside the caller's transaction)."""
     if doc_ids:  # their names go first: what only they named is re-linked where it occurred
-        apply_names(conn, {d: {} for d in doc_ids}, [], ensure or (lambda kinds: None), linker or LinkerCache())
+        apply_names(conn, {d: NO_NAMES for d in doc_ids}, [], ensure or (lambda kinds: None), linker or LinkerCache())
     ents: set[int] = set()
     rels: set[int] = set()
     for doc_id in doc_ids:
@@ -597,7 +605,7 @@ class Indexer:
             doc_id = w.upsert_document(conn, entry.path, title=Path(entry.path).name, mtime=entry.mtime,
                                        size=entry.size, status="skipped", reason=entry.reason or "unknown",
                                        indexed_at=time.time())
-            apply_names(conn, {doc_id: {}}, [], self._no_new_names, self._linker)
+            apply_names(conn, {doc_id: NO_NAMES}, [], self._no_new_names, self._linker)
             removed = w.delete_document_chunks(conn, doc_id)
             w.add_meta_int(conn, "changed_chunks", removed)
             w.collect_garbage(conn, ents, rels)
@@ -618,17 +626,20 @@ class Indexer:
 
         return ensure
 
-    @staticmethod
-    def _no_new_names(kinds: Mapping[str, str]) -> None:
-        if kinds:  # a removal never adds or strengthens a name
-            raise RuntimeError(f"names added by a removal: {sorted(kinds)}")
+    def _no_new_names(self, kinds: Mapping[str, str]) -> None:
+        """What a removal may add: only a heading it un-shares, whose entity its own document's graph already
+        holds; no vector is made (``apply_names`` marks a refresh for one whose entity is missing)."""
+        have = entity_ids_of(self.db.conn, kinds)
+        if have:
+            w.ensure_entities(self.db.conn, {n: kinds[n] for n in have}, {}, KIND_RANK)
 
     def _write_file(self, prep: _Prepared, known: KnownDoc | None, deferred: bool,
                     batch: Connection | None = None) -> None:
         graph, vectors = (None, {}) if deferred else self._file_graph(prep, known)
         doc = prep.doc
-        names = names_of(doc.title, doc.aliases)
-        ensure = self._no_new_names if deferred else self._name_entities(names)
+        names = names_of(doc.title, doc.aliases, doc.headings, doc.link_texts)
+        ensure = self._no_new_names if deferred else self._name_entities(
+            names_to_prepare(self.db.conn, known.id if known else None, names))
         with self._writing(batch) as conn:
             ents, rels = w.chunk_dependents(conn, known.id) if known else (set(), set())
             doc_id = w.upsert_document(
@@ -640,7 +651,7 @@ class Indexer:
             # in a batch transaction (no graph derived in it) the batch adds every file's gram_df at its end
             ids = w.insert_chunks(conn, doc_id, doc.title, prep.rows, prep.vecs, count_grams=batch is None)
             if graph is None:
-                w.set_doc_names(conn, doc_id, names)  # the refresh that is due links every chunk
+                w.set_doc_names(conn, doc_id, names.names, names.links)  # the refresh that is due links every chunk
                 w.set_meta(conn, "refresh_pending", "1")
             else:
                 self._write_graph(conn, graph, dict(enumerate(ids)), vectors)
@@ -706,13 +717,13 @@ class Indexer:
                                     self.params)
             keys = {c.key: c.key for c in chunks}
             vectors = self._doc_graph_vectors(graph)
-        names = names_of(parsed.title, parsed.aliases)
-        ensure = None if deferred else self._name_entities(names)
+        names = names_of(parsed.title, parsed.aliases, parsed.headings, parsed.link_texts)
+        ensure = None if deferred else self._name_entities(names_to_prepare(self.db.conn, doc.id, names))
         with self.db.write() as conn:
             w.rename_document(conn, doc.id, entry.path, entry.mtime, entry.size, parsed.title, parsed.headings,
                               parsed.links)
             if ensure is None:
-                w.set_doc_names(conn, doc.id, names)
+                w.set_doc_names(conn, doc.id, names.names, names.links)
             else:
                 apply_names(conn, {doc.id: names}, [], ensure, self._linker)
             if not same:

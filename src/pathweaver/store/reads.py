@@ -360,14 +360,15 @@ def gram_df(conn: Connection, grams: list[str]) -> dict[str, int]:
 
 
 # -- names (extract/names.py) --------------------------------------------------------------------------------
-NAME_TIES = ("(SELECT c.id AS chunk_id, e.id AS entity_id FROM doc_names n JOIN entities e ON e.name = n.name "
+NAME_TIES = ("(SELECT DISTINCT c.id AS chunk_id, e.id AS entity_id FROM name_rows n JOIN entities e ON e.name = n.name "
              "JOIN chunks c ON c.doc_id = n.doc_id)")
 
 
 def vocabulary(conn: Connection, rank: Mapping[str, int]) -> dict[str, str]:
-    """Every document name with its strongest kind (lowest ``rank``)."""
+    """Every document name (the ``name_rows`` view: titles, aliases, headings no other document shares, link
+    texts whose target is some document's name) with its strongest kind (lowest ``rank``)."""
     out: dict[str, str] = {}
-    for name, kind in conn.execute("SELECT name, kind FROM doc_names ORDER BY name"):
+    for name, kind in conn.execute("SELECT name, kind FROM name_rows ORDER BY name"):
         if name not in out or rank.get(kind, 9) < rank.get(out[name], 9):
             out[name] = kind
     return out
@@ -375,6 +376,11 @@ def vocabulary(conn: Connection, rank: Mapping[str, int]) -> dict[str, str]:
 
 def doc_names_of(conn: Connection, doc_id: int) -> dict[str, str]:
     return dict(conn.execute("SELECT name, kind FROM doc_names WHERE doc_id = ?", (doc_id,)).fetchall())
+
+
+def link_names_to(conn: Connection, targets: Iterable[str]) -> set[str]:
+    """The link texts (``link_names``) any document writes for one of ``targets``."""
+    return set(_pairs_in(conn, "SELECT name, target FROM link_names WHERE target IN ({marks})", sorted(set(targets))))
 
 
 def fts_chunk_ids(conn: Connection, query: str) -> set[int]:
@@ -757,6 +763,10 @@ class StoreReader:
         return {
             "doc_names": set(conn.execute(
                 "SELECT d.path, n.name, n.kind FROM doc_names n JOIN documents d ON d.id = n.doc_id").fetchall()),
+            "link_names": set(conn.execute(
+                "SELECT d.path, n.target, n.name FROM link_names n JOIN documents d ON d.id = n.doc_id").fetchall()),
+            "name_rows": set(conn.execute(
+                "SELECT d.path, n.name, n.kind FROM name_rows n JOIN documents d ON d.id = n.doc_id").fetchall()),
             "name_mentions": set(conn.execute(
                 "SELECT e.name, c.text, m.count FROM name_mentions m JOIN entities e ON e.id = m.entity_id "
                 "JOIN chunks c ON c.id = m.chunk_id").fetchall()),

@@ -156,7 +156,30 @@ SCHEMA_NER: list[str] = [
     ) WITHOUT ROWID""",
 ]
 
-MIGRATIONS: list[list[str]] = [SCHEMA_V1, SCHEMA_FOLDERS_AND_FILE_SPANS, SCHEMA_NAMES, SCHEMA_NER]
+# Names from links and headings (issue 23): the display text of ``[[Target|display]]`` (and ``[display](target.md)``)
+# names the documents that have Target as a title or alias; a heading names its own document when no other
+# document has the same heading ("References", "Early life" in every article name nothing). ``name_rows`` is the
+# one definition of "the names a document has" that vocabulary, ties and garbage collection all read, so each
+# global rule is applied at read time and every stored row stays a fact of one document.
+SCHEMA_LINK_NAMES: list[str] = [
+    """CREATE TABLE link_names (
+        doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        target TEXT NOT NULL,
+        name TEXT NOT NULL,
+        PRIMARY KEY (doc_id, target, name)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX link_names_target ON link_names(target)",
+    """CREATE VIEW name_rows(doc_id, name, kind) AS
+        SELECT doc_id, name, kind FROM doc_names WHERE kind != 'heading'
+        UNION ALL
+        SELECT doc_id, name, kind FROM doc_names WHERE kind = 'heading' AND name IN (
+            SELECT name FROM doc_names WHERE kind = 'heading' GROUP BY name HAVING count(*) = 1)
+        UNION ALL
+        SELECT DISTINCT n.doc_id, l.name, 'link' FROM link_names l
+            JOIN doc_names n ON n.name = l.target AND n.kind IN ('title', 'alias')""",
+]
+
+MIGRATIONS: list[list[str]] = [SCHEMA_V1, SCHEMA_FOLDERS_AND_FILE_SPANS, SCHEMA_NAMES, SCHEMA_NER, SCHEMA_LINK_NAMES]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 VECTOR_TABLES = ("chunk_vec", "entity_vec", "relation_vec")

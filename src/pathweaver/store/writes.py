@@ -412,11 +412,15 @@ def clear_derived(conn: Connection) -> None:
 
 
 # -- names (extract/names.py) --------------------------------------------------------------------------------
-def set_doc_names(conn: Connection, doc_id: int, names: Mapping[str, str]) -> None:
-    """Replace a document's names ({entity name: kind})."""
+def set_doc_names(conn: Connection, doc_id: int, names: Mapping[str, str],
+                  links: Iterable[tuple[str, str]] = ()) -> None:
+    """Replace a document's names ({entity name: kind}) and the link texts it writes ((target, name) pairs)."""
     conn.execute("DELETE FROM doc_names WHERE doc_id = ?", (doc_id,))
     conn.executemany("INSERT INTO doc_names(doc_id, name, kind) VALUES (?, ?, ?)",
                      [(doc_id, n, k) for n, k in sorted(names.items())])
+    conn.execute("DELETE FROM link_names WHERE doc_id = ?", (doc_id,))
+    conn.executemany("INSERT INTO link_names(doc_id, target, name) VALUES (?, ?, ?)",
+                     [(doc_id, t, n) for t, n in sorted(set(links))])
 
 
 def replace_name_mentions(conn: Connection, chunk_ids: Sequence[int], rows: Iterable[tuple[int, int, int]]) -> None:
@@ -447,7 +451,7 @@ def chunk_dependents(conn: Connection, doc_id: int) -> tuple[set[int], set[int]]
 def collect_garbage(conn: Connection, entity_ids: Iterable[int] | None = None,
                     relation_ids: Iterable[int] | None = None, keep_named: bool = True) -> dict[str, int]:
     """Remove relations without sources, then entities with neither mentions nor relations (their synonyms
-    cascade), with their FTS and vector rows; an entity some document names (``doc_names``) stays unless
+    cascade), with their FTS and vector rows; an entity some document names (``name_rows``) stays unless
     ``keep_named`` is False. With candidate ids only those are checked (plus the endpoints of
     removed relations); with None, the whole store. Returns how many of each were removed."""
     if entity_ids is not None and relation_ids is not None and not entity_ids and not relation_ids:
@@ -458,7 +462,7 @@ def collect_garbage(conn: Connection, entity_ids: Iterable[int] | None = None,
               "AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.src_id = e.id) " \
               "AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.dst_id = e.id)"
     if keep_named:
-        ent_sql += " AND NOT EXISTS (SELECT 1 FROM doc_names n WHERE n.name = e.name)"
+        ent_sql += " AND NOT EXISTS (SELECT 1 FROM name_rows n WHERE n.name = e.name)"
     if relation_ids is None:
         dead_rels = conn.execute(rel_sql).fetchall()
     else:
