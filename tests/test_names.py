@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from pathweaver.config import Settings
-from pathweaver.extract.names import NameLinker, document_names
+from pathweaver.extract.names import NameLinker, document_names, proper_form
+from pathweaver.ingest.linking import names_of
 from pathweaver.ingest.parsers import parse_file
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
@@ -111,6 +112,83 @@ def test_titles_aliases_and_incremental_links_without_refresh(tmp_path: Path, em
         assert {"inherent vice", "gravity rainbow", "studio notes"} <= names
 
 
+def test_link_texts_and_headings_written_as_names() -> None:
+    doc = parse_file(Path("b.md"), (
+        b"# Boogie Nights\n\nBy [[Paul Thomas Anderson|PTA]], see [[Paul Thomas Anderson|here]] and "
+        b"[[Paul Thomas Anderson|his work]]; [Magnolia](magnolia.md) too.\n\n## Project Apollo\n\nx\n\n"
+        b"## Early life\n\ny\n\n## Usage\n\nz\n"))
+    assert doc.link_texts == [("Paul Thomas Anderson", "PTA"), ("Paul Thomas Anderson", "here"),
+                              ("Paul Thomas Anderson", "his work"), ("magnolia", "Magnolia")]
+    got = names_of(doc.title, doc.aliases, doc.headings, doc.link_texts)
+    # "here" and "his work" are not written as names, "Magnolia" is its target's own name, "Early life" is
+    # not in name form and "Usage" is one word: none of them names anything
+    assert got.links == {("paul thomas anderson", "pta")}
+    assert got.names == {"boogie nights": "title", "project apollo": "heading"}
+    assert proper_form("The Lord of the Rings") and proper_form("The Master (2012 film)")
+    assert not proper_form("his film") and not proper_form("Nolan's film") and not proper_form("1999")
+
+
+def test_link_texts_and_headings_link_incrementally(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    """Display texts of ``[[Target|text]]`` name Target; headings name their note unless another note shares them;
+    adding, changing and removing either re-links old chunks at once (no refresh) and equals a fresh index."""
+    folder, store = tmp_path / "notes", tmp_path / "store"
+    folder.mkdir()
+    (folder / "pta.md").write_text(note("Paul Thomas Anderson", "An American director."), "utf-8")
+    (folder / "boogie.md").write_text(note("Boogie Nights", "A film by [[Paul Thomas Anderson|PTA]]."), "utf-8")
+    (folder / "log.txt").write_text("PTA met Kubrick fans. The Project Apollo Guidance team; their Early Life "
+                                    "chapter; kubrick in lower case.", "utf-8")
+    (folder / "space.md").write_text(note("Space Notes", "Rockets.\n\n## Project Apollo\n\nThe Moon."), "utf-8")
+    (folder / "bio1.md").write_text(note("Ann Lee", "A dancer.\n\n## Early Life\n\nIn Paris."), "utf-8")
+    (folder / "bio2.md").write_text(note("Bob Ray", "A singer.\n\n## Early Life\n\nIn Rome."), "utf-8")
+    (folder / "fans.md").write_text(note("Fans", "They love [[Stanley Kubrick|Kubrick]]."), "utf-8")
+
+    def step_equals_fresh(tag: str) -> dict[str, set[str]]:
+        with Database(tmp_path / f"fresh-{tag}") as fresh:
+            Indexer(fresh, settings(tmp_path / f"fresh-{tag}"), embedder).index_paths([folder])
+            assert StoreReader(db).canonical_names() == StoreReader(fresh).canonical_names(), tag
+        return mentions(db)
+
+    with Database(store) as db:
+        indexer = Indexer(db, settings(store), embedder)
+        indexer.index_paths([folder])
+        got = step_equals_fresh("first")
+        assert got["pta"] == {"Boogie Nights", "log"}  # the display text names its target wherever it is written
+        assert got["project apollo"] == {"log", "Space Notes"}  # a heading names its note
+        assert "early life" not in got  # two notes share that heading: it names neither
+        assert "kubrick" not in got  # no note is called Stanley Kubrick yet
+        snap = StoreReader(db).snapshot()
+        assert [snap.entity_names[e] for e in linked_entities(snap, "Who is PTA?")] == ["pta"]
+        pta = snap.entity_index["pta"]
+        tied = {snap.chunk_titles[p] for p in snap.ties[:, pta].nonzero()[0]}
+        assert tied == {"Paul Thomas Anderson"}
+        # the target appears after the note that links to it: its display text links old chunks at once
+        (folder / "kubrick.md").write_text(note("Stanley Kubrick", "A director."), "utf-8")
+        assert not indexer.index_paths([folder]).refreshed
+        got = step_equals_fresh("target")
+        assert got["kubrick"] == {"log", "Fans"}  # one word: only where it is capitalised
+        # a longer name takes over a shorter one's occurrences
+        (folder / "guidance.md").write_text(note("Project Apollo Guidance", "Computers."), "utf-8")
+        indexer.index_paths([folder])
+        got = step_equals_fresh("longer")
+        assert got["project apollo"] == {"Space Notes"} and "log" in got["project apollo guidance"]
+        # one of the two notes that share a heading goes: the other's heading becomes its name
+        (folder / "bio2.md").unlink()
+        indexer.index_paths([folder])
+        got = step_equals_fresh("unshared")
+        assert got["early life"] == {"log", "Ann Lee"}
+        # the link is edited away and the heading renamed: what only they supported goes
+        (folder / "boogie.md").write_text(note("Boogie Nights", "A film by [[Paul Thomas Anderson]]."), "utf-8")
+        (folder / "space.md").write_text(note("Space Notes", "Rockets.\n\n## Project Gemini\n\nOrbit."), "utf-8")
+        indexer.index_paths([folder])
+        got = step_equals_fresh("removed")
+        assert "pta" not in got and "project apollo" not in got
+        assert db.conn.execute("SELECT count(*) FROM entities WHERE name = 'pta'").fetchone()[0] == 0
+        # the target goes: its display texts name nothing
+        (folder / "kubrick.md").unlink()
+        indexer.index_paths([folder])
+        assert "kubrick" not in step_equals_fresh("target-gone")
+
+
 POOL = [
     "Marie Curie was born in Warsaw. She studied physics in Paris with Pierre Curie.",
     "Pierre Curie married Marie Curie in 1895. The Vistula flows through Warsaw.",
@@ -121,8 +199,17 @@ TITLES = ["Marie Curie", "Warsaw (city)", "Paris", "Pierre Curie", "Radium", "No
 ALIASES = ["Curie", "Vistula", "Krakow", "Polonium", "The Sorbonne"]
 
 
+LINKS = ["[[Marie Curie|Madame Curie]]", "[[Warsaw (city)|Old Town]]", "[[Paris|here]]", "[[Radium|Element 88]]",
+         "[[Poland|Polish Republic]]", "[[Nobel Prize]]"]
+HEADINGS = ["Early Life", "Radium Institute", "Old Town", "Usage", "Later years"]
+
+
 def random_note(rng: random.Random) -> str:
     body = rng.choice(POOL) + " " + rng.choice(POOL)
+    if rng.random() < 0.5:  # link texts: names of their target once a note carries it
+        body += " See " + " and ".join(rng.sample(LINKS, rng.randint(1, 2))) + "."
+    if rng.random() < 0.5:  # headings: names of their note unless another note shares them
+        body += "".join(f"\n\n## {h}\n\n{rng.choice(POOL)}" for h in rng.sample(HEADINGS, rng.randint(1, 2)))
     if rng.random() < 0.3:
         return body  # a note without front matter: titled by its file name
     return note(rng.choice(TITLES), body, rng.sample(ALIASES, rng.randint(0, 2)))
@@ -145,8 +232,9 @@ def random_step(rng: random.Random, folder: Path) -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_incremental_name_layer_equals_a_fresh_index(seed: int, tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
-    """After every incremental change (titles added, renamed, aliases changed, notes deleted), with no refresh,
-    the document names and name mentions equal those of a fresh index of the same folder."""
+    """After every incremental change (titles added, renamed, aliases, link texts and headings changed, notes
+    deleted), with no refresh, the document names and name mentions equal those of a fresh index of the same
+    folder."""
     rng = random.Random(seed)
     folder = tmp_path / "notes"
     folder.mkdir()

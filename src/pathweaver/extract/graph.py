@@ -19,12 +19,14 @@ both call it, so a refresh over the final corpus gives exactly what a fresh inde
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from pathweaver.config import ConfigError, ExtractSettings
 from pathweaver.extract.entities import grams_of, select_entities, word_spans
 from pathweaver.extract.names import display_name, document_names, linkable
+from pathweaver.extract.ner import entity_spans
 from pathweaver.extract.relations import cooccurrence_relations
 from pathweaver.extract.structure import link_relations, structural_entities
 from pathweaver.extract.vectors import VECTOR_MODES
@@ -174,6 +176,21 @@ def ner_names(spans: Sequence[str]) -> dict[str, int]:
         if name and linkable(name):
             out[name] = out.get(name, 0) + 1
     return out
+
+
+def question_ner_names(params: ExtractParams) -> Callable[[str], list[str]] | None:
+    """What finds the entity names of a question with the indexer's pipeline, labels and span-to-name rule
+    (``ner_names``), or None when ``params`` has no ``ner``. spaCy is imported on the first question, not here."""
+    if not params.uses_ner:
+        return None
+    labels = frozenset(params.ner_labels)
+
+    @functools.lru_cache(maxsize=256)  # one question reaches several methods (pank, an eval's baselines)
+    def names(text: str) -> tuple[str, ...]:
+        spans = entity_spans([text], params.ner_model)[0]
+        return tuple(ner_names([t for label, t in spans if label in labels]))
+
+    return lambda text: list(names(text))
 
 
 def merge_kind(current: str | None, new: str) -> str:

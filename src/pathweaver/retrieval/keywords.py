@@ -14,6 +14,7 @@ from pathweaver.extract.names import NameLinker
 from pathweaver.extract.stopwords import STOPWORDS
 from pathweaver.retrieval.graphs import cached
 from pathweaver.retrieval.seeds import top_entities
+from pathweaver.retrieval.types import RetrievalEnv
 from pathweaver.store.snapshot import GraphSnapshot
 
 DEFAULT_KEYWORDS = 8  # ours: the paper's LLM picks a handful of keywords; not a paper parameter
@@ -96,6 +97,18 @@ def question_names(snapshot: GraphSnapshot, text: str, name_parts: int = NAME_PA
     if not text:
         return []
     return linked_entities(snapshot, text) or partly_named_entities(snapshot, text, name_parts)
+
+
+def query_names(env: RetrievalEnv, text: str, name_parts: int = NAME_PARTS) -> list[int]:
+    """``question_names``, then the entities spaCy finds in the question (``env.question_ner``, a store indexed
+    with ``ner``) that the graph holds under exactly that name; no fuzzy match. NER adds to the automaton's names
+    and never replaces the surname rule."""
+    named = question_names(env.snapshot, text, name_parts)
+    if env.question_ner is None or not text:
+        return named
+    index = env.snapshot.entity_index
+    found = [index[n] for n in env.question_ner(text) if n in index]
+    return list(dict.fromkeys(named + found))
 
 
 def statistical_keywords(

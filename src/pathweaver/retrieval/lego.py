@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pathweaver.config import ConfigError
+from pathweaver.retrieval.keywords import query_names
 from pathweaver.retrieval.lego_extract import SYNONYM, ExtractedSubgraph, query_seeds, sae_eem, sbe_ppr
 from pathweaver.retrieval.lego_paths import (
     PRUNE_RULES,
@@ -221,7 +222,7 @@ def lego_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: LegoParam
     """Seeds -> extraction module -> path module on the subgraph -> paths, triples, supporting chunks."""
     params.validate()
     snap = env.snapshot
-    seeds = query_seeds(snap, query, params.seed_entities) if snap.n_entities else []
+    seeds = query_seeds(snap, query, params.seed_entities, query_names(env, query.text)) if snap.n_entities else []
     sub = extract_subgraph(env, query, seeds, params)
     paths = retrieve_paths(env, query, sub, seeds, params) if sub.entities else []
     chunks = path_chunks(env, query, paths, top_k)

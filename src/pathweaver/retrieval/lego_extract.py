@@ -13,6 +13,7 @@ of the whole snapshot per query (the sparse matrices used here are cached on the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -56,17 +57,20 @@ class ExtractedSubgraph:
         return [r for _, _, r in self.edges if r != SYNONYM]
 
 
-def query_seeds(snapshot: GraphSnapshot, query: Query, n: int) -> list[int]:
+def query_seeds(snapshot: GraphSnapshot, query: Query, n: int, named_first: Sequence[int] | None = None) -> list[int]:
     """Up to ``n`` start entities: the entities named by ``query.keywords``, then the document names the query
     mentions, then its n-grams; when the
     query names none, the ``n`` entities nearest to ``query.vec`` (ours: the appendix assumes given topic
-    entities, so named entities are trusted and the cosine fallback only runs when there are none)."""
+    entities, so named entities are trusted and the cosine fallback only runs when there are none).
+    ``named_first``: the names the question mentions when the caller has them (``keywords.query_names``, with
+    NER on the question), else ``keywords.question_names``."""
     if n < 1:
         raise ConfigError(f"seed_entities must be at least 1, got {n}")
     seeds: list[int] = []
     named = [snapshot.entity_index.get(normalize(k)) for k in query.keywords]
     # document names the query mentions (extract/names.py) come before its n-gram matches
-    named += (question_names(snapshot, query.text) + matched_entities(snapshot, query.text)) if query.text else []
+    mentioned = list(named_first) if named_first is not None else question_names(snapshot, query.text)
+    named += (mentioned + matched_entities(snapshot, query.text)) if query.text else []
     for ent in named:
         if ent is not None and ent not in seeds and len(seeds) < n:
             seeds.append(ent)

@@ -55,7 +55,7 @@ from pathweaver.retrieval.graphs import (
     relation_passages,
     transition_rows,
 )
-from pathweaver.retrieval.keywords import NAME_PARTS, question_names
+from pathweaver.retrieval.keywords import NAME_PARTS, query_names
 from pathweaver.retrieval.namegraph import passages_of
 from pathweaver.retrieval.ppr import COARSE_TOL, SOLVERS, PPRParams, personalized_pagerank, ppr_scores
 from pathweaver.retrieval.projection import top_indices
@@ -513,7 +513,7 @@ def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParam
     snap = env.snapshot
     t0 = time.perf_counter()
     triples_f = top_triples(snap, query.vec, params.k_triples)  # Eq. 7-8 (no LLM filter, Eq. 9)
-    named = question_names(snap, query.text, params.name_parts) if params.name_seeds > 0 else []
+    named = query_names(env, query.text, params.name_parts) if params.name_seeds > 0 else []
     terminals = list(
         dict.fromkeys([*named, *(t for r, _ in triples_f for t in (int(snap.rel_src[r]), int(snap.rel_dst[r])))])
     )

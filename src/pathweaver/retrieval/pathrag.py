@@ -39,7 +39,7 @@ import scipy.sparse as sp
 from pathweaver.config import ConfigError
 from pathweaver.extract.entities import normalize
 from pathweaver.retrieval.graphs import cached, documents_link, pair_relations, relation_passages
-from pathweaver.retrieval.keywords import DEFAULT_KEYWORDS, NAME_PARTS, question_names, statistical_keywords
+from pathweaver.retrieval.keywords import DEFAULT_KEYWORDS, NAME_PARTS, query_names, statistical_keywords
 from pathweaver.retrieval.namegraph import name_edges, passages_of, path_adjacency, tied_entities
 from pathweaver.retrieval.parallel import matmul
 from pathweaver.retrieval.seeds import SeedError, dense_scores, top_indices
@@ -196,7 +196,7 @@ def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams
     adjacency = path_adjacency(snap, params.statistical)
     nodes: list[int] = []
     if params.name_nodes and query.text:
-        nodes += question_names(snap, query.text, params.name_parts)
+        nodes += query_names(env, query.text, params.name_parts)
     named = frozenset(nodes)
     if params.dense_nodes and snap.n_passages and snap.chunk_vecs.shape[0] == snap.n_passages:
         top = top_indices(dense_scores(snap, query.vec), params.dense_nodes).tolist()

@@ -28,7 +28,7 @@ import numpy as np
 
 from pathweaver.config import ConfigError
 from pathweaver.retrieval.graphs import relation_passages
-from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, question_names
+from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, query_names
 from pathweaver.retrieval.namegraph import name_edges, own_passages, passages_of
 from pathweaver.retrieval.seeds import dense_scores, top_indices, top_triples
 from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult
@@ -322,7 +322,7 @@ def pooling_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: Poolin
     ``triples`` and ``triple_scores`` list relation indices only (name triples have none)."""
     snap = env.snapshot
     first = params.coarse_m if params.mode == "reselect" else params.top_triples
-    named = question_names(snap, query.text, params.name_parts)
+    named = query_names(env, query.text, params.name_parts)
     tr = coarse_triples(snap, query, params, first, named)
     entities = sorted({e for pair in tr.ends for e in pair})
     sources = [e for e in named if e in set(entities)]

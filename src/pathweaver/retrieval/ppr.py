@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
 from pathweaver.retrieval.graphs import entity_passage_counts, node_space_graph, transition_rows
-from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, question_names
+from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, query_names
 from pathweaver.retrieval.namegraph import passages_of
 from pathweaver.retrieval.parallel import SparseRows
 from pathweaver.retrieval.seeds import dense_scores, minmax, top_entities, top_indices, top_triples
@@ -273,7 +273,7 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
             weights[ent] = weights.get(ent, 0.0) + max(cos, 0.0)
     for ent, cos in top_entities(snap, query.vec, params.seed_entities):
         weights[ent] = weights.get(ent, 0.0) + max(cos, 0.0)
-    named = question_names(snap, query.text, params.name_parts)
+    named = query_names(env, query.text, params.name_parts)
     if params.name_seeds > 0 and query.text:
         for ent in dict.fromkeys(named + matched_entities(snap, query.text)):
             weights[ent] = weights.get(ent, 0.0) + params.name_seeds

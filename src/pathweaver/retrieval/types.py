@@ -8,7 +8,7 @@ are added when results are shaped for output.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +59,9 @@ class RetrievalEnv:
     bm25_chunks: Bm25Fn
     encode: EncodeFn
     word_df: WordDf | None = None
+    # the entity names spaCy finds in a question, normalised as the indexer names them; None where the store's
+    # ``extract.entities`` has no ``ner`` (issue 23: "NER on the question")
+    question_ner: Callable[[str], Sequence[str]] | None = None
 
 
 @dataclass
