@@ -89,3 +89,60 @@ def test_sigkill_mid_index_then_reindex(tmp_path: Path) -> None:
         Indexer(fresh, Settings(store_dir=tmp_path / "fresh"), get_embedder()).index_paths([folder])
         want = StoreReader(fresh).canonical_graph()
     assert got == want and want["entities"]
+
+
+RELINK_CHILD = """
+import sys, time
+from pathlib import Path
+from pathweaver.config import Settings
+from pathweaver.ingest.pipeline import Indexer
+from pathweaver.models.embedder import get_embedder
+from pathweaver.store import writes
+from pathweaver.store.db import Database
+store, folder, marker = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+real = writes.replace_name_mentions
+def stall(conn, chunk_ids, rows):  # the re-link is written, its transaction not yet committed
+    real(conn, chunk_ids, rows)
+    marker.write_text(str(len(chunk_ids)))
+    time.sleep(300)
+writes.replace_name_mentions = stall
+settings = Settings(store_dir=store)
+settings.extract.auto_refresh_ratio = 1.0
+Indexer(Database(store), settings, get_embedder()).index_paths([folder])
+"""
+
+
+def test_sigkill_during_a_relink_leaves_the_store_as_before(tmp_path: Path) -> None:
+    """A note titled with a name that old chunks hold re-links them (ingest/linking.py) in the transaction that
+    writes the note; killed in the middle of it, the store is what it was before, and a re-index completes it."""
+    folder, store = tmp_path / "notes", tmp_path / "store"
+    make_corpus(folder)
+    settings = Settings(store_dir=store)
+    settings.extract.auto_refresh_ratio = 1.0
+    with Database(store) as db:
+        Indexer(db, settings, get_embedder()).index_paths([folder])
+        before = {**StoreReader(db).canonical_graph(), **StoreReader(db).canonical_names()}
+    assert not any(name == "warsaw" for name, _, _ in before["name_mentions"])
+    (folder / "warsaw.md").write_text("---\ntitle: Warsaw\n---\n# Warsaw\n\nThe capital of Poland.\n", "utf-8")
+    marker = tmp_path / "relinking"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    child = subprocess.Popen([sys.executable, "-c", RELINK_CHILD, str(store), str(folder), str(marker)], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and child.poll() is None and not marker.exists():
+        time.sleep(0.05)
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=30)
+    assert marker.exists(), child.stderr.read().decode()[-2000:] if child.stderr else "no marker"
+    assert int(marker.read_text()) > 1  # the old chunks that say "Warsaw" were being re-linked
+
+    with Database(store) as db:
+        assert db.integrity_ok()
+        after_kill = {**StoreReader(db).canonical_graph(), **StoreReader(db).canonical_names()}
+        assert after_kill == before  # nothing of the note or of its re-link was half-written
+        Indexer(db, settings, get_embedder()).index_paths([folder])
+        got = StoreReader(db).canonical_names()
+    assert {doc for name, doc, _ in got["name_mentions"] if name == "warsaw"}
+    with Database(tmp_path / "fresh") as fresh:
+        Indexer(fresh, Settings(store_dir=tmp_path / "fresh"), get_embedder()).index_paths([folder])
+        assert got == StoreReader(fresh).canonical_names()

@@ -182,7 +182,7 @@ def test_link_texts_and_headings_link_incrementally(tmp_path: Path, embedder) ->
         indexer.index_paths([folder])
         got = step_equals_fresh("removed")
         assert "pta" not in got and "project apollo" not in got
-        assert db.conn.execute("SELECT count(*) FROM entities WHERE name = 'pta'").fetchone()[0] == 0
+        assert db.conn.execute("SELECT count(*) FROM name_rows WHERE name IN ('pta', 'project apollo')").fetchone() == (0,)
         # the target goes: its display texts name nothing
         (folder / "kubrick.md").unlink()
         indexer.index_paths([folder])

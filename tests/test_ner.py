@@ -3,6 +3,9 @@ the statistical mode kept, and a missing pipeline named before anything is writt
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,8 @@ from pathweaver.extract import ner
 from pathweaver.extract.graph import parse_sources
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
+from pathweaver.retrieval.keywords import query_names
+from pathweaver.service import Pathweaver
 from pathweaver.store.db import Database
 from pathweaver.store.reads import StoreReader
 
@@ -122,3 +127,41 @@ def test_ner_names_are_in_their_normal_form() -> None:
     got = ner_names(["the 'Lex Burgundionum'", "the United States", "The", "U.S.", "Paul Thomas Anderson's"])
     assert got == {"lex burgundionum": 1, "united states": 1, "u.s": 1, "paul thomas anderson": 1}
     assert all(normalize(n) == n for n in got)
+
+
+def test_ner_on_the_question_seeds_the_graph_entities_it_names(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    """With ``ner`` in the store, spaCy reads the question too: "Joaquin Phoenix" is no document's name, so the
+    name automaton misses it, but it is an entity of the graph, and it joins the names the methods start from."""
+    folder = notes(tmp_path)
+    store = tmp_path / "store"
+    s = settings(store, "names,ner")
+    with Database(store) as db:
+        Indexer(db, s, embedder).index_paths([folder])
+    question = "Which detective did Joaquin Phoenix play in the film by Paul Thomas Anderson?"
+    with Pathweaver(s) as pw:
+        env = pw.env()
+        assert env.question_ner is not None and "joaquin phoenix" in env.question_ner(question)
+        names = [env.snapshot.entity_names[e] for e in query_names(env, question)]
+        assert names[0] == "paul thomas anderson" and "joaquin phoenix" in names  # automaton first, then NER
+        info = pw.retrieve(question, "ppr", 2).info
+        assert "joaquin phoenix" in info["named_entities"]
+    off = settings(store, "names,ner")
+    off.extract.question_ner = False
+    with Pathweaver(off) as pw:
+        env = pw.env()
+        assert env.question_ner is None
+        assert "joaquin phoenix" not in [env.snapshot.entity_names[e] for e in query_names(env, question)]
+
+
+def test_a_statistical_store_answers_a_question_without_importing_spacy(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    folder = notes(tmp_path)
+    store = tmp_path / "store"
+    with Database(store) as db:
+        Indexer(db, settings(store, "statistical"), embedder).index_paths([folder])
+    code = ("import sys; from pathweaver.cli import main; "
+            f"main(['--store', {str(store)!r}, 'retrieve', 'Who directed Inherent Vice?', '--method', 'ppr']); "
+            "print('spacy' in sys.modules)")
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split()[-1] == "False"
