@@ -102,13 +102,23 @@ def question_names(snapshot: GraphSnapshot, text: str, name_parts: int = NAME_PA
 def query_names(env: RetrievalEnv, text: str, name_parts: int = NAME_PARTS) -> list[int]:
     """``question_names``, then the entities spaCy finds in the question (``env.question_ner``, a store indexed
     with ``ner``) that the graph holds under exactly that name; no fuzzy match. NER adds to the automaton's names
-    and never replaces the surname rule."""
+    and never replaces the surname rule, and the longest name wins as in the automaton: a span inside a name
+    already found ("Maurice" in "Maurice, Prince of Orange", "Come Dance with Me" in "Come Dance with Me (song)")
+    is dropped."""
     named = question_names(env.snapshot, text, name_parts)
     if env.question_ner is None or not text:
         return named
-    index = env.snapshot.entity_index
-    found = [index[n] for n in env.question_ner(text) if n in index]
+    snap = env.snapshot
+    covered = [tuple(s.word for s in word_spans(snap.entity_names[e])) for e in named]
+    found = [snap.entity_index[n] for n in env.question_ner(text)
+             if n in snap.entity_index and not any(_inside(tuple(s.word for s in word_spans(n)), c) for c in covered)]
     return list(dict.fromkeys(named + found))
+
+
+def _inside(words: tuple[str, ...], name: tuple[str, ...]) -> bool:
+    """Whether ``words`` occur contiguously in ``name``."""
+    n = len(words)
+    return 0 < n <= len(name) and any(name[i:i + n] == words for i in range(len(name) - n + 1))
 
 
 def statistical_keywords(
