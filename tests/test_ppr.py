@@ -9,9 +9,9 @@ import pytest
 import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
+from pathweaver.numeric.parallel import SparseRows, degree_order
 from pathweaver.retrieval import ppr as ppr_mod
 from pathweaver.retrieval.graphs import node_space_graph
-from pathweaver.retrieval.parallel import SparseRows, degree_order
 from pathweaver.retrieval.ppr import PPRError, PPRParams, personalization, personalized_pagerank, ppr_scores
 from pathweaver.retrieval.registry import run_method
 from pathweaver.retrieval.types import Query, RetrievalEnv

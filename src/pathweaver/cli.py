@@ -428,11 +428,11 @@ def main(argv: list[str] | None = None) -> int:
     _set_offline_env()
     parser = build_parser()
     args = parser.parse_args(argv)
-    from pathweaver.errors import user_errors
+    from pathweaver.errors import USER_ERRORS
 
     try:
         return int(args.fn(args) or 0)
-    except user_errors() as exc:
+    except USER_ERRORS as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:

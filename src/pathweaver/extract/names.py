@@ -20,8 +20,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pathweaver.extract.entities import WordSpan, normalize, word_spans
-from pathweaver.extract.stopwords import STOPWORDS
+from pathweaver.extract.entities import WordSpan, word_spans
+from pathweaver.text import STOPWORDS, normalize
 
 TITLE, ALIAS = "title", "alias"
 _PAREN_RE = re.compile(r"^(.*?\S)\s*\([^()]*\)$")

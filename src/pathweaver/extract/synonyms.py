@@ -3,7 +3,7 @@
 The all-pairs search runs in square tiles of ``block`` rows, so memory stays at ``block``² per tile whatever the
 number of entities; every pair above phi is found (no approximate top-k). From ``projection.MIN_ROWS`` entities
 on, tiles are scored in a fitted projection of ``DIM`` dimensions plus the Cauchy–Schwarz bound of the rest
-(``retrieval/projection.py``): only pairs whose bound passes phi are scored in full. The bound is the dot product
+(``numeric/projection.py``): only pairs whose bound passes phi are scored in full. The bound is the dot product
 of two projected rows (each carries its residual norm as a last coordinate), so a tile is one product and one
 threshold scan.
 
@@ -27,8 +27,8 @@ import numpy as np
 
 from pathweaver.models import openmp
 from pathweaver.models.precision import native_bf16
-from pathweaver.retrieval.parallel import POOL_PREFIX, map_ordered
-from pathweaver.retrieval.projection import MARGIN, MIN_ROWS, Projection, fit_basis
+from pathweaver.numeric.parallel import POOL_PREFIX, map_ordered
+from pathweaver.numeric.projection import MARGIN, MIN_ROWS, Projection, fit_basis
 
 # Projected dimension of the tiles (queries use projection.DIM = 128). phi is a fixed, high threshold, so a coarser
 # bound still passes few pairs: on the 145k entities of the 2wiki store a 2048² tile at phi = 0.9 passes 204 pairs

@@ -17,7 +17,6 @@ import numpy as np
 
 from pathweaver.config import ConfigError
 from pathweaver.extract.entities import words
-from pathweaver.extract.stopwords import is_stopword
 from pathweaver.extractive import answer_type, typed_spans
 from pathweaver.models.llm import LLMBackend, LLMError
 from pathweaver.planner.decompose import Plan, rephrase
@@ -25,6 +24,7 @@ from pathweaver.planner.rerank import ALPHA, dependency_rerank, question_type
 from pathweaver.retrieval.context import build_context, sentences
 from pathweaver.retrieval.types import ChunkHit, EncodeFn, RetrievalResult, WordDf
 from pathweaver.store.snapshot import GraphSnapshot
+from pathweaver.text import is_stopword
 
 RRF_K = (
     60  # reciprocal-rank fusion constant (Cormack et al. 2009) for merging node rankings; ours, not PankRAG's

@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
-from pathweaver.retrieval.parallel import SparseRows, degree_order, threads
+from pathweaver.numeric.parallel import SparseRows, degree_order, threads
 from pathweaver.store.snapshot import CARRIED_ATTR, GraphSnapshot
 
 _CACHE_ATTR = "_pathweaver_retrieval_cache"

@@ -19,14 +19,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
-from pathweaver.extract.entities import normalize
+from pathweaver.numeric.parallel import SparseRows, degree_order, threads
 from pathweaver.retrieval.graphs import cached
 from pathweaver.retrieval.keywords import matched_entities, question_names
-from pathweaver.retrieval.parallel import SparseRows, degree_order, threads
 from pathweaver.retrieval.ppr import COARSE_TOL, personalized_pagerank
 from pathweaver.retrieval.seeds import top_entities, top_indices, top_triples
 from pathweaver.retrieval.types import Query
 from pathweaver.store.snapshot import GraphSnapshot
+from pathweaver.text import normalize
 
 SYNONYM = -1  # relation index of a synonym edge (as in ``PathHit.relations``)
 

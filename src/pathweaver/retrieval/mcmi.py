@@ -36,6 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
+from pathweaver.numeric.projection import top_indices
 from pathweaver.retrieval.costgraph import (
     COST,
     KIND_CONTAINS,
@@ -58,7 +59,6 @@ from pathweaver.retrieval.graphs import (
 from pathweaver.retrieval.keywords import NAME_PARTS, question_names
 from pathweaver.retrieval.namegraph import passages_of
 from pathweaver.retrieval.ppr import COARSE_TOL, SOLVERS, PPRParams, personalized_pagerank, ppr_scores
-from pathweaver.retrieval.projection import top_indices
 from pathweaver.retrieval.seeds import hybrid_chunk_scores, top_triples
 from pathweaver.retrieval.steiner import mehlhorn_edges
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult, Subgraph

@@ -21,9 +21,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
-from pathweaver.errors import user_errors
+from pathweaver.errors import USER_ERRORS
 from pathweaver.server import ServerState
-from pathweaver.server.sampling import SamplingError, sampling_backend, supports_sampling
+from pathweaver.server.sampling import sampling_backend, supports_sampling
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -172,21 +172,11 @@ class FolderOut(BaseModel):
 
 
 # -- helpers -------------------------------------------------------------------------------------------------
-def readable_errors() -> tuple[type[BaseException], ...]:
-    """Errors whose message is enough for the agent: user errors, sampling and LLM failures."""
-    found: list[type[BaseException]] = [*user_errors(), SamplingError]
-    with contextlib.suppress(ImportError):
-        from pathweaver.models.llm import LLMError
-
-        found.append(LLMError)
-    return tuple(found)
-
-
 async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run a service call on a worker thread; user-fixable errors become one-line tool errors."""
     try:
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
-    except readable_errors() as exc:
+    except USER_ERRORS as exc:
         raise ToolError(str(exc)) from exc
     except Exception as exc:  # a bug still tells the agent what failed, and the log keeps the traceback
         log.exception("tool call %s failed", getattr(fn, "__name__", fn))
@@ -452,7 +442,7 @@ def _checked(state: ServerState, path: str, want_dir: bool) -> Any:
     """``path`` resolved inside the roots, or a tool error saying why not."""
     try:
         real = state.roots.resolve(path)
-    except user_errors() as exc:
+    except USER_ERRORS as exc:
         raise ToolError(str(exc)) from exc
     if want_dir and not real.is_dir():
         raise ToolError(f"{path!r} is not a folder")

@@ -18,6 +18,7 @@ from typing import Any
 import sqlean as sqlite3
 import sqlite_vec
 
+from pathweaver.errors import UserError
 from pathweaver.store.schema import MIGRATIONS, SCHEMA_VERSION, vector_table_ddl
 
 DB_FILE = "pathweaver.db"
@@ -34,7 +35,7 @@ OperationalError = sqlite3.OperationalError
 IntegrityError = sqlite3.IntegrityError
 
 
-class StoreError(RuntimeError):
+class StoreError(UserError, RuntimeError):
     """The store cannot be used as asked; the message names the fix."""
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pathweaver.retrieval.parallel import matmul
+from pathweaver.numeric.parallel import matmul
 
 MIN_ROWS = 20_000  # below this a plain product is as fast as the projected one
 # m, the projected dimension. Fewer dimensions read fewer bytes but loosen the bound, and a question whose best
