@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pathweaver.config import CONFIG_FILE, ConfigError, parse_param
+from pathweaver.config import CONFIG_FILE, DEFAULT_TOP_K, ConfigError, parse_param
 
 EXIT_USER_ERROR = 2
 
@@ -327,7 +327,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 # -- parser --------------------------------------------------------------------------------------------------
 def _add_retrieval_flags(p: argparse.ArgumentParser, default_method: str) -> None:
     p.add_argument("--method", default=default_method, help="dense|bm25|hybrid|ppr|pathrag|mcmi|pooling|lego:<sbe|sae>+<sbr|osar|isar>|pank[:<method>]")
-    p.add_argument("--top-k", type=int, default=5)
+    p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K)
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="method parameter (repeatable)")
 
 
@@ -418,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("show", help="write an offline HTML view of why these chunks were retrieved")
     p.add_argument("text")
     p.add_argument("--method", choices=("mcmi", "pathrag", "pooling"), default="mcmi")
-    p.add_argument("--top-k", type=int, default=5)
+    p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K)
     p.add_argument("--html", required=True)
     p.set_defaults(fn=cmd_show)
     return parser

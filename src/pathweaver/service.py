@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from pathweaver.config import ConfigError, Settings, load_settings
+from pathweaver.config import DEFAULT_TOP_K, ConfigError, Settings, load_settings
 from pathweaver.models.embedder import Embedder, get_embedder
 from pathweaver.numeric import parallel
 from pathweaver.retrieval.graphs import cached
@@ -263,7 +263,7 @@ class Pathweaver:
         self,
         text: str,
         method: str = "hybrid",
-        top_k: int = 5,
+        top_k: int = DEFAULT_TOP_K,
         params: dict[str, Any] | None = None,
         keywords: list[str] | None = None,
     ) -> RetrievalResult:
@@ -353,7 +353,7 @@ class Pathweaver:
         self,
         text: str,
         method: str = "hybrid",
-        top_k: int = 5,
+        top_k: int = DEFAULT_TOP_K,
         params: dict[str, Any] | None = None,
         keywords: list[str] | None = None,
         descriptions: bool = True,
@@ -402,7 +402,7 @@ class Pathweaver:
     def _chunk_json(snap: GraphSnapshot, passage: int, score: float) -> dict[str, Any]:
         return {**snap.citation(passage), "score": float(score), "text": snap.chunk_texts[passage]}
 
-    def search(self, query: str, mode: str = "hybrid", k: int = 5) -> list[dict[str, Any]]:
+    def search(self, query: str, mode: str = "hybrid", k: int = DEFAULT_TOP_K) -> list[dict[str, Any]]:
         """Plain chunk search: ``dense``, ``bm25`` or ``hybrid``, the same chunks and scores as those retrieval
         methods. None of them waits for the graph snapshot (whose rebuild after a change takes over a second on
         the 2wiki store): ``bm25`` reads the full-text index and the chunk rows directly, ``dense`` and
@@ -484,7 +484,7 @@ class Pathweaver:
         method: str | None = None,
         decompose: bool = False,
         plan: Any = None,
-        top_k: int = 5,
+        top_k: int = DEFAULT_TOP_K,
         params: dict[str, Any] | None = None,
         llm: Any = None,
         progress: BeatFn | None = None,

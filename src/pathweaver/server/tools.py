@@ -21,6 +21,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
+from pathweaver.config import DEFAULT_TOP_K
 from pathweaver.errors import USER_ERRORS
 from pathweaver.server import ServerState
 from pathweaver.server.sampling import sampling_backend, supports_sampling
@@ -237,11 +238,7 @@ def _defaults(state: ServerState, method: str) -> dict[str, Any]:
     """A method's paper defaults overlaid with ``[retrieval.<method>]`` from the settings."""
     from pathweaver.retrieval.registry import method_defaults
 
-    try:
-        base = method_defaults(method)
-    except ImportError:  # method module not installed in this build
-        base = {}
-    return {**base, **state.settings.retrieval.get(method, {})}
+    return {**method_defaults(method), **state.settings.retrieval.get(method, {})}
 
 
 # -- registration --------------------------------------------------------------------------------------------
@@ -281,17 +278,13 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
             int | None,
             Field(ge=1, description="N: nodes retrieved (PathRAG); omit for 10 where the documents name each other, "
                   "else 40."),
-        ] = pr.get("top_nodes"),
-        top_paths: Annotated[int, Field(ge=1, description="K: relational paths served (PathRAG).")] = pr.get(
-            "top_paths", 15
-        ),
-        alpha: Annotated[float, Field(gt=0, le=1, description="Decay rate of flow-based pruning (PathRAG).")] = pr.get(
-            "alpha", 0.7
-        ),
+        ] = pr["top_nodes"],
+        top_paths: Annotated[int, Field(ge=1, description="K: relational paths served (PathRAG).")] = pr["top_paths"],
+        alpha: Annotated[float, Field(gt=0, le=1, description="Decay rate of flow-based pruning (PathRAG).")] = pr["alpha"],
         theta: Annotated[
             float, Field(ge=0, description="Early-stop threshold of flow-based pruning (PathRAG).")
-        ] = pr.get("theta", 0.001),
-        top_k: Annotated[int, Field(ge=1, le=50, description="Supporting chunks returned.")] = 5,
+        ] = pr["theta"],
+        top_k: Annotated[int, Field(ge=1, le=50, description="Supporting chunks returned.")] = DEFAULT_TOP_K,
     ) -> Annotated[CallToolResult, RetrievalOut]:
         """Relational paths between the question's entities (PathRAG flow pruning), most reliable last, each with
         citations. Use for 'how is X related to Y' and multi-hop questions where the chain of facts matters."""
@@ -305,10 +298,10 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
         question: Question,
         k_triples: Annotated[
             int, Field(ge=1, description="Top triples whose entities are the Steiner terminals (AGRAG).")
-        ] = mc.get("k_triples", 5),
-        k_chunks: Annotated[int, Field(ge=1, description="Hybrid chunks served with the subgraph (AGRAG).")] = mc.get(
-            "k_chunks", 5
-        ),
+        ] = mc["k_triples"],
+        k_chunks: Annotated[
+            int, Field(ge=1, description="Hybrid chunks served with the subgraph (AGRAG).")
+        ] = DEFAULT_TOP_K,
         triple_descriptions: Annotated[
             bool, Field(description="Attach each subgraph triple's source sentence (a larger result; the chunks "
                                     "and get_entity carry the text too).")
@@ -346,7 +339,7 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
             Method | None, Field(description="Retrieval method; omit for ppr, the walk over titles and links.")
         ] = None,
         decompose: Annotated[bool, Field(description="Plan sub-questions first (PankRAG) and answer in order.")] = False,
-        top_k: Annotated[int, Field(ge=1, le=50, description="Chunks of context.")] = 5,
+        top_k: Annotated[int, Field(ge=1, le=50, description="Chunks of context.")] = DEFAULT_TOP_K,
     ) -> AnswerOut:
         """Answer from the indexed documents with numbered citations (file, chunk, span). Uses your client's model
         through MCP sampling when offered, else the configured LLM, else the cited chunks' own words (backend
@@ -364,7 +357,7 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
         mode: Annotated[
             Literal["dense", "bm25", "hybrid"], Field(description="dense vectors, BM25 keywords, or both.")
         ] = "hybrid",
-        k: Annotated[int, Field(ge=1, le=100, description="Number of chunks.")] = 5,
+        k: Annotated[int, Field(ge=1, le=100, description="Number of chunks.")] = DEFAULT_TOP_K,
     ) -> Annotated[CallToolResult, SearchOut]:
         """Plain chunk search (no graph). Use to look up a phrase, a file's content, or to check that a new file is
         indexed."""
