@@ -41,9 +41,7 @@ SUB_ANSWER_SENTENCES = 5
 # most overlapping, the one whose vector is closest to the question's. Lexical halved pank's p50 on musique and 2wiki
 # and kept all-evidence@5 on 2wiki and hotpotqa; musique lost one question of 50 (docs/design-notes.md).
 SUB_ANSWER_CHOICES = ("lexical", "embedding")
-# A sub-answer narrowed to a span of the asked type (extractive.typed_spans) rather than the first entity; the
-# kinds whose spans are typed. Measured with pank on the dev splits (docs/benchmarks.md).
-NARROW_TYPED = True
+# The answer kinds whose sub-answers narrow to a span of that type (extractive.typed_spans), not the first entity.
 TYPED_KINDS = ("date", "number", "place", "person", "nationality")
 SUB_ANSWER_CHOICE = "lexical"
 SUB_ANSWER_PROMPT = """Answer the question in a few words, using only the sources. If they do not say, reply
@@ -166,12 +164,11 @@ def _narrowed(snapshot: GraphSnapshot, sentence: str, passage: int, question: st
     """The span of ``sentence`` of the type the question asks for (a date for "when", a name after "directed
     by" for "who directed", ``extractive.typed_spans``), else the first (preferably capitalised) entity of
     ``passage`` that ``sentence`` names and ``question`` does not (a placeholder filler), else the sentence."""
-    if NARROW_TYPED:
-        kind = answer_type(question)
-        if kind in TYPED_KINDS:
-            spans = typed_spans(sentence, kind, question)
-            if spans:
-                return max(spans, key=lambda s: (s[2], -s[0]))[1]
+    kind = answer_type(question)
+    if kind in TYPED_KINDS:
+        spans = typed_spans(sentence, kind, question)
+        if spans:
+            return max(spans, key=lambda s: (s[2], -s[0]))[1]
     lowered = question.lower()
     row = snapshot.mentions.getrow(passage) if snapshot.n_entities else None
     names = [snapshot.entity_names[e] for e in (row.indices if row is not None else [])]

@@ -59,11 +59,6 @@ def cached(snapshot: GraphSnapshot, key: tuple[Any, ...], build: Callable[[], T]
     return store[key]  # type: ignore[no-any-return]
 
 
-def passage_node(snapshot: GraphSnapshot, passage: int | np.ndarray) -> int | np.ndarray:
-    """Node-space index of passage ``passage`` (passages follow the entities)."""
-    return snapshot.n_entities + passage
-
-
 @dataclass(frozen=True)
 class NodeSpaceGraph:
     """The node-space graph: symmetric weights ``adjacency`` (n, n), its column-stochastic ``transition``

@@ -133,7 +133,6 @@ def sbe_ppr(
     max_iter: int,
     use_synonyms: bool = True,
     coarse_tol: float = COARSE_TOL,
-    solver: str = "chebyshev",
 ) -> ExtractedSubgraph:
     """SBE-PPR (LEGO Table 1, No.1): PPR from the seeds (uniform reset over them), keep the ``max_ent`` entities
     with the highest positive PPR mass, and the edges among them."""
@@ -145,7 +144,7 @@ def sbe_ppr(
     reset = np.zeros(n)
     reset[seeds] = 1.0
     rows, dangling = entity_transition(snapshot, use_synonyms)
-    scores = personalized_pagerank(rows, reset, damping, tol, max_iter, dangling, coarse_tol, solver)
+    scores = personalized_pagerank(rows, reset, damping, tol, max_iter, dangling, coarse_tol)
     top = [int(e) for e in top_indices(scores, max_ent) if scores[e] > 0.0]
     keep = np.zeros(n, dtype=bool)
     keep[top] = True
