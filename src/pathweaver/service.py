@@ -216,8 +216,7 @@ class Pathweaver:
 
     def bm25_index(self, snap: GraphSnapshot, wait: bool = False) -> Bm25Index | None:
         """The in-memory BM25 postings for ``snap`` (``store.bm25``): FTS5's scores at a tenth of the time, with
-        the true totals after deletes. They are read once per snapshot on a background thread (0.04–0.2 s on the
-        dev stores). Retrieval waits for them (``wait``), so every query on a store version ranks alike, in the
+        the true totals after deletes. They are read once per snapshot on a background thread. Retrieval waits for them (``wait``), so every query on a store version ranks alike, in the
         CLI as in the server, whose ``warm`` builds them right after a change. Without ``wait`` (``search`` in
         ``bm25`` mode, which must find a file committed a moment ago) a query gets None until they are ready, and
         FTS5 answers. None also when the store has moved past ``snap`` before the build read it, or the store is
@@ -295,10 +294,9 @@ class Pathweaver:
     def warm(self, stop: Callable[[], bool] | None = None) -> GraphSnapshot:
         """Build the snapshot of the store as it is now and, on it, what the methods this process has run build
         once per snapshot: the BM25 postings (on their own thread) and, as each method's latest query runs again
-        and its result is dropped, the node-space graph and transition matrix, projections and pair index. The server calls this
-        after every change, so the next query finds them built: on the 2wiki store the first ``ppr`` after a
-        change took 0.5 s instead of 40 ms, and ``pathrag`` 0.4–1 s. A method whose quickest run took over ``WARM_REPLAY_SECONDS`` is left out, and the
-        replays stop as soon as ``stop()`` says so (the server's indexer has a batch under way)."""
+        and its result is dropped, the node-space graph and transition matrix, projections and pair index. The
+        server calls this after every change, so the next query does not pay for building them. A method whose
+        quickest run took over ``WARM_REPLAY_SECONDS`` is left out, and the replays stop as soon as ``stop()`` says so (the server's indexer has a batch under way)."""
         snap = self.snapshot()
         self.bm25_index(snap)  # started on its own thread while the replays below build the graph structures
         with self._latest_lock:
@@ -404,8 +402,7 @@ class Pathweaver:
 
     def search(self, query: str, mode: str = "hybrid", k: int = DEFAULT_TOP_K) -> list[dict[str, Any]]:
         """Plain chunk search: ``dense``, ``bm25`` or ``hybrid``, the same chunks and scores as those retrieval
-        methods. None of them waits for the graph snapshot (whose rebuild after a change takes over a second on
-        the 2wiki store): ``bm25`` reads the full-text index and the chunk rows directly, ``dense`` and
+        methods. None of them waits for the graph snapshot, whose rebuild after a change is slow: ``bm25`` reads the full-text index and the chunk rows directly, ``dense`` and
         ``hybrid`` run on the chunks alone (``StoreReader.passages``)."""
         if mode not in SEARCH_MODES:
             raise ConfigError(f"unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}")

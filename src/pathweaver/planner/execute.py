@@ -33,13 +33,12 @@ MAX_WORKERS = 4
 SUB_ANSWER_TOKENS = 64
 SUB_ANSWER_CHUNKS = 3
 # Sentences an extractive sub-answer embeds: those sharing most words with the question (0 = every sentence of
-# the SUB_ANSWER_CHUNKS chunks). Ours, tuned on the dev splits (bench/pank_variants.py): 5 kept pank's
-# all-evidence@5 on all three, musique's p50 falling from 210 to 167 ms; 3 lost musique 4 points.
+# the SUB_ANSWER_CHUNKS chunks). Ours: the fewest that kept pank's dev figures (bench/pank_variants.py).
 SUB_ANSWER_SENTENCES = 5
 # How an extractive sub-answer picks its sentence (ours; PankRAG asks the LLM). "lexical": the sentence sharing the
 # most BM25-idf weight of non-stopwords with the question, no model pass; "embedding": of the SUB_ANSWER_SENTENCES
-# most overlapping, the one whose vector is closest to the question's. Lexical halved pank's p50 on musique and 2wiki
-# and kept all-evidence@5 on 2wiki and hotpotqa; musique lost one question of 50 (docs/design-notes.md).
+# most overlapping, the one whose vector is closest to the question's. Lexical is the default because it needs
+# no model pass for nearly the same answers (docs/design-notes.md).
 SUB_ANSWER_CHOICES = ("lexical", "embedding")
 # The answer kinds whose sub-answers narrow to a span of that type (extractive.typed_spans), not the first entity.
 TYPED_KINDS = ("date", "number", "place", "person", "nationality")

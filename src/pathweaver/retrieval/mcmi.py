@@ -4,8 +4,8 @@
    the terminals, and (ours, issue 23, ``name_seeds`` > 0) so are the document names the question mentions.
    (Eq. 9's LLM triple filter is not applied: no LLM at retrieval.)
 2. Node influence s_v is PPR over entities + passages (Eq. 10, ``ppr.personalized_pagerank``) with AGRAG Eq. 11's
-   personalisation: p[u] = 1 for every terminal, 0 elsewhere (``personalization = "eq11"``; "hipporag" is the
-   earlier HippoRAG 2 style reset with every passage's dense score). The graph is ppr's node space with the name
+   personalisation: p[u] = 1 for every terminal, 0 elsewhere (``personalization = "eq11"``; "hipporag" is a
+   HippoRAG 2 style reset with every passage's dense score). The graph is ppr's node space with the name
    layer (``name_links``, ``statistical``: 0 walks the name layer alone on a store with names). Passage scores are
    multiplied by 0.05 afterwards (§III-C after Eq. 12).
 3. Edge costs (Eq. 14): c_e = (1 − MS(q, f_e)) / 2 with f_e the edge's triple. The paper embeds only relation
@@ -88,7 +88,7 @@ class MCMIParams:
     # mapped triples' entities; with ``personalization="eq11"`` each gets p = 1 like a mapped triple's entity
     name_seeds: float = 1.0
     name_parts: int = NAME_PARTS  # names the question calls by their last word, as ppr's (0 = off; ours)
-    # "eq11": AGRAG Eq. 11, p[u] = 1 for every terminal, nothing else; "hipporag": the earlier HippoRAG 2 style
+    # "eq11": AGRAG Eq. 11, p[u] = 1 for every terminal, nothing else; "hipporag": a HippoRAG 2 style
     # reset (cosine-weighted triple entities / passage count, every passage's dense score × 0.05)
     personalization: str = "eq11"
     # ours (issue 23), the graph walked and searched, as ppr's: passage<->passage name links at this weight

@@ -124,8 +124,7 @@ class _Walk:
             settled: Settled | None) -> tuple[np.ndarray, int, bool]:
         """Steps from ``x`` until the residual is below ``tol``, ``settled`` holds or ``max_iter`` steps:
         (F of the last iterate, steps taken, whether it stopped on the residual or ``settled``). In float32 they
-        also stop when the residual no longer shrinks: rounding has a floor (about 1e-7 in L1 on the 2wiki
-        graph), and a ``tol`` under it would otherwise run to ``max_iter``. Chebyshev steps turn into plain ones
+        also stop when the residual no longer shrinks: rounding has a floor, and a ``tol`` under it would otherwise run to ``max_iter``. Chebyshev steps turn into plain ones
         when the residual grows: its error polynomial shrinks every eigenvalue of d·M inside an ellipse with foci
         ±d through 1, which holds all of them when M's are real (undirected graphs, as here) or when
         d ≤ 1/√2; a directed graph at a higher d may have some outside, and plain steps converge from anywhere."""
@@ -209,8 +208,7 @@ class PPRParams:
     # top 5 at full weight (passage_weight 1) were best on dev (issue 23)
     dense_pool: int = 5
     relation_weight: Literal["count", "one"] = "count"  # relation edge weight (graphs.node_space_graph)
-    # passage↔entity weight: HippoRAG 2 uses 1; the mention count was better on 2wiki dev (q 0-50, all-evidence@5
-    # 0.41 vs 0.33 with statistical triples), so it is our default
+    # passage↔entity weight: HippoRAG 2 uses 1; the mention count was better on 2wiki dev, so it is our default
     contains_weight: Literal["one", "count"] = "count"
     # the name layer (issue 23, ours; tuned on the three dev splits, docs/design-notes.md "Names people wrote"):
     # passage↔passage edges where one passage mentions a name tied to the other's document, with this weight

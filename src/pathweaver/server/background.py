@@ -115,10 +115,9 @@ class IndexManager:
         self._warm()
 
     def _warm(self) -> None:
-        """Have the query snapshot of the store as it is now built ahead of the next query (~12 s cold on the 2wiki
-        store, 1.5 s after a small change), with the graph structures of the methods queried so far
-        (``Pathweaver.warm``), on a thread of its own: on the watcher's thread it held up the next
-        batch (write → searchable 2.6 s instead of 0.6). Requests that come while a build runs make one more."""
+        """Have the query snapshot of the store as it is now built ahead of the next query, with the graph
+        structures of the methods queried so far (``Pathweaver.warm``), on a thread of its own, so that a build
+        never holds up the watcher's next batch. Requests that come while a build runs make one more."""
         if self._stopped:
             return
         self._warm_wanted.set()

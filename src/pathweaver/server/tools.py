@@ -187,9 +187,9 @@ async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 def structured(data: dict[str, Any]) -> CallToolResult:
     """A JSON-ready result as structured content plus the same JSON, compact, as the text block (for clients
     that read only text). The SDK validates ``data`` against the tool's output model once; building the model
-    here and letting the SDK dump it again, indented, cost more and sent a fifth more bytes. pydantic-core writes
-    compact JSON of the same values 5x faster than ``json.dumps`` (0.41–0.77 ms → 0.09–0.14 ms for a 2wiki
-    ``build_mcmi`` result); infinities become null, where ``json.dumps`` wrote invalid JSON."""
+    here and letting the SDK dump it again, indented, cost more and sent more bytes. pydantic-core writes compact
+    JSON of the same values faster than ``json.dumps``, and infinities become null where ``json.dumps`` wrote
+    invalid JSON."""
     text = pydantic_core.to_json(data).decode()
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
@@ -198,8 +198,7 @@ def publish_without_revalidation(server: MCPServer, names: tuple[str, ...]) -> N
     """Keep the output schema these tools publish, but stop the SDK validating each of their results against it.
 
     Their results come from ``structured`` with content the service shaped to that schema, and the SDK walks a
-    large result once more to validate it (0.5–0.9 ms of a 2wiki ``build_mcmi`` reply, interleaved A/B in
-    ``docs/benchmarks.md``). The published ``outputSchema`` is unchanged, clients still validate against it
+    large result once more to validate it (a cost measured in ``docs/benchmarks.md``). The published ``outputSchema`` is unchanged, clients still validate against it
     (the end-to-end tests do, through the SDK's client), and ``FuncMetadata`` documents that its fields are read
     live. The SDK offers no public handle on a registered tool, so where its tool manager is missing this leaves
     validation on rather than fail."""
