@@ -16,9 +16,12 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pathweaver.config import CONFIG_FILE, DEFAULT_TOP_K, ConfigError, parse_param
+
+if TYPE_CHECKING:
+    from pathweaver.service import Pathweaver
 
 EXIT_USER_ERROR = 2
 
@@ -51,7 +54,7 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
     return dict(parse_param(p) for p in (getattr(args, "param", None) or []))
 
 
-def _open(args: argparse.Namespace, readonly: bool = False) -> Any:
+def _open(args: argparse.Namespace, readonly: bool = False) -> Pathweaver:
     from pathweaver.service import Pathweaver
 
     return Pathweaver.open(args.store, _overrides(args), readonly=readonly)

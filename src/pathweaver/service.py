@@ -15,7 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from pathweaver.store.bm25 import Bm25Index
 from pathweaver.store.db import Database, StoreError
 from pathweaver.store.reads import StoreReader
 from pathweaver.store.snapshot import GraphSnapshot, citation_json
+
+if TYPE_CHECKING:
+    from pathweaver.ingest.pipeline import IndexReport
 
 log = logging.getLogger(__name__)
 ProgressFn = Callable[[int, int, str], None]
@@ -139,7 +142,7 @@ class Pathweaver:
         self.close()
 
     # -- indexing --------------------------------------------------------------------------------------------
-    def index(self, paths: list[Path], exact: bool = True, progress: ProgressFn | None = None) -> Any:
+    def index(self, paths: list[Path], exact: bool = True, progress: ProgressFn | None = None) -> IndexReport:
         """Make the store match ``paths`` (files or folders); see ``Indexer.index_paths``."""
         missing = [str(p) for p in paths if not Path(p).exists()]
         if missing:
@@ -147,7 +150,7 @@ class Pathweaver:
         with self._write_lock:
             return self._indexer_instance().index_paths([Path(p) for p in paths], exact=exact, progress=progress)
 
-    def apply_changes(self, changed: set[Path], removed: set[Path]) -> Any:
+    def apply_changes(self, changed: set[Path], removed: set[Path]) -> IndexReport:
         """Apply one watcher batch."""
         with self._write_lock:
             return self._indexer_instance().apply_changes(changed, removed)
