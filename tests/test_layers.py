@@ -13,7 +13,7 @@ PACKAGE = SRC / "pathweaver"
 # Lowest first; a module may import its own layer and the layers below it (docs/architecture.md, "Layers").
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),
-    ("config", "text", "numeric"),
+    ("config", "text", "numeric", "results"),
     ("store", "models"),
     ("extract",),
     ("ingest",),

@@ -365,8 +365,9 @@ class Pathweaver:
 
     def shape(self, result: RetrievalResult, snapshot: GraphSnapshot | None = None,
               descriptions: bool = True) -> dict[str, Any]:
-        """JSON-ready result: chunks with doc/title/chunk_id/score/text/span, paths with citations, subgraph, and
-        triples with their source sentence as ``description`` (left out unless ``descriptions``)."""
+        """JSON-ready result of the shape ``results.RetrievalOut``: chunks with doc/title/chunk_id/score/text/span,
+        paths with citations, subgraph, and triples with their source sentence as ``description`` (left out unless
+        ``descriptions``)."""
         snap = snapshot or self.snapshot()
         chunks = [self._chunk_json(snap, hit.passage, hit.score) for hit in result.chunks]
         paths = []
@@ -405,8 +406,9 @@ class Pathweaver:
 
     def search(self, query: str, mode: str = "hybrid", k: int = DEFAULT_TOP_K) -> list[dict[str, Any]]:
         """Plain chunk search: ``dense``, ``bm25`` or ``hybrid``, the same chunks and scores as those retrieval
-        methods. None of them waits for the graph snapshot, whose rebuild after a change is slow: ``bm25`` reads the full-text index and the chunk rows directly, ``dense`` and
-        ``hybrid`` run on the chunks alone (``StoreReader.passages``)."""
+        methods. None of them waits for the graph snapshot, whose rebuild after a change is slow: ``bm25`` reads
+        the full-text index and the chunk rows directly, ``dense`` and ``hybrid`` run on the chunks alone
+        (``StoreReader.passages``)."""
         if mode not in SEARCH_MODES:
             raise ConfigError(f"unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}")
         check_top_k(k)
