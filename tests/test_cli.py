@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from pathweaver.results import RetrievalOut
+
 
 def run_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
@@ -105,6 +107,7 @@ def test_pank_runs_the_plan_and_fuses_node_rankings(cli_store: tuple[Path, dict]
                   "--method", "pank:hybrid", "--top-k", "4", "--json")
     data = json.loads(out.stdout)
     assert data["method"] == "pank:hybrid" and data["info"]["plan_nodes"] == 3
+    assert RetrievalOut.model_validate(data).chunks[0].title  # the CLI prints the tools' shape
     docs = {Path(c["doc"]).name for c in data["chunks"]}
     assert {"marie-curie.md", "pierre-curie.md"} <= docs  # each parallel node brings its own person's page
 

@@ -220,19 +220,3 @@ def test_decompose_llm_and_fallbacks() -> None:
         decompose(
             "anything", NoneBackend(), plan={"nodes": [{"id": "1", "question": "x", "depends_on": ["1"]}]}
         )
-
-
-def test_llm_keywords_and_statistical_fallback() -> None:
-    from pathweaver.planner.keywords import llm_keywords
-    from pathweaver.store.snapshot import GraphSnapshot
-
-    reply = {
-        "low_level_keywords": ["Marie_Curie", "marie curie", "Warsaw"],
-        "high_level_keywords": ["birthplace"],
-    }
-    llm = SamplingBackend(lambda m, n, t: (json.dumps(reply), "client"))
-    assert llm_keywords("Where was Marie Curie born?", llm) == (["Marie Curie", "Warsaw"], ["birthplace"])
-    snap = GraphSnapshot.from_arrays(entities=["marie curie", "warsaw", "polonium"], relations=[])
-    low, high = llm_keywords("Where was Marie Curie born?", NoneBackend(), snap, None)
-    assert low == ["marie curie"] and high == []
-    assert llm_keywords("Where was Marie Curie born?", NoneBackend()) == ([], [])

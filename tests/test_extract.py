@@ -9,11 +9,11 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from pathweaver.extract.entities import candidate_grams, er_score, normalize, select_entities, words
+from pathweaver.extract.entities import candidate_grams, er_score, select_entities, words
 from pathweaver.extract.relations import DEFAULT_LABEL, cooccurrence_relations, split_sentences
-from pathweaver.extract.stopwords import STOPWORDS
 from pathweaver.extract.structure import link_relations, structural_entities
 from pathweaver.extract.synonyms import synonym_pairs, synonym_pairs_for
+from pathweaver.text import STOPWORDS, normalize
 
 
 def test_stopwords_list_is_reasonable() -> None:
@@ -302,7 +302,7 @@ def test_composed_phrase_vectors_are_order_stable_and_track_encoded_names() -> N
 def _reference_grams(text: str, ngram_max: int) -> Counter:
     """The candidate-gram rules written out plainly (module docstring of extract/entities.py)."""
     from pathweaver.extract.entities import word_spans
-    from pathweaver.extract.stopwords import STOPWORDS
+    from pathweaver.text import STOPWORDS
 
     runs: list[list[str]] = []
     for ws in word_spans(text):
@@ -339,8 +339,9 @@ def test_candidate_grams_follow_the_rules_from_one_pass_over_the_words(text: str
 
 
 def test_entity_name_keys_take_the_short_path_only_for_canonical_names() -> None:
-    from pathweaver.extract.entities import normalize, word_spans
+    from pathweaver.extract.entities import word_spans
     from pathweaver.extract.relations import _name_key
+    from pathweaver.text import normalize
 
     names = ["marie curie", "bank of america", "don't stop", "state-of-the-art design", "1867", "l'été",
              "Marie Curie", "o'neill's bar", "c++ primer", "a/b testing", "  spaced   out ", "l’été", "x-ray's",

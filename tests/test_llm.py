@@ -27,7 +27,7 @@ from pathweaver.models.llm import (
 )
 from pathweaver.models.llm_openai import OpenAIBackend
 from pathweaver.models.llm_sampling import SamplingBackend
-from pathweaver.models.schemas import ANSWER_SCHEMA, KEYWORDS_SCHEMA, SchemaViolation, validate
+from pathweaver.models.schemas import ANSWER_SCHEMA, SchemaViolation, validate
 from pathweaver.planner.decompose import decompose
 
 
@@ -92,14 +92,17 @@ def chat_server() -> Iterator[FakeChatServer]:
 
 
 def test_validate_subset() -> None:
+    words = {"type": "array", "maxItems": 6, "items": {"type": "string", "maxLength": 48}}
+    keywords_schema = {"type": "object", "properties": {"low_level_keywords": words, "high_level_keywords": words},
+                       "required": ["low_level_keywords", "high_level_keywords"]}
     validate({"answer": "Paris"}, ANSWER_SCHEMA)
     with pytest.raises(SchemaViolation, match="missing required key 'answer'"):
         validate({}, ANSWER_SCHEMA)
     too_many = {"low_level_keywords": ["a"] * 7, "high_level_keywords": []}
     with pytest.raises(SchemaViolation, match=r"\$.low_level_keywords: 7 items, at most 6"):
-        validate(too_many, KEYWORDS_SCHEMA)
+        validate(too_many, keywords_schema)
     with pytest.raises(SchemaViolation, match="expected string"):
-        validate({"low_level_keywords": [3], "high_level_keywords": []}, KEYWORDS_SCHEMA)
+        validate({"low_level_keywords": [3], "high_level_keywords": []}, keywords_schema)
 
 
 def test_parse_json_tolerates_fences_and_prose() -> None:

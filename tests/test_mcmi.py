@@ -12,6 +12,14 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from mcmi_twins import (
+    cost_score_ratio,
+    exact_steiner_cost,
+    greedy_expand,
+    mehlhorn_tree,
+    tree_cost,
+    weighted_graph,
+)
 from pathweaver.config import ConfigError
 from pathweaver.models.embedder import get_embedder
 from pathweaver.retrieval.mcmi import (
@@ -20,13 +28,10 @@ from pathweaver.retrieval.mcmi import (
     KIND_RELATION,
     PSEUDO,
     MCMIParams,
-    cost_score_ratio,
     edge_cost,
-    greedy_expand,
-    weighted_graph,
 )
 from pathweaver.retrieval.registry import run_method
-from pathweaver.retrieval.steiner import exact_steiner_cost, mehlhorn_edges, mehlhorn_tree, tree_cost
+from pathweaver.retrieval.steiner import mehlhorn_edges
 from pathweaver.retrieval.types import Query, RetrievalEnv, Subgraph
 from pathweaver.store.snapshot import GraphSnapshot
 

@@ -121,8 +121,8 @@ def test_missing_pipeline_is_named_before_anything_is_written(tmp_path: Path, em
 
 def test_ner_names_are_in_their_normal_form() -> None:
     """Relations meet entities by ``normalize``d name: a span's name must already be in that form."""
-    from pathweaver.extract.entities import normalize
     from pathweaver.extract.graph import ner_names
+    from pathweaver.text import normalize
 
     got = ner_names(["the 'Lex Burgundionum'", "the United States", "The", "U.S.", "Paul Thomas Anderson's"])
     assert got == {"lex burgundionum": 1, "united states": 1, "u.s": 1, "paul thomas anderson": 1}

@@ -10,8 +10,8 @@ import pytest
 import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
-from pathweaver.retrieval import parallel
-from pathweaver.retrieval.parallel import MIN_ROWS_PER_THREAD, SparseRows, degree_order, matmul, row_ranges
+from pathweaver.numeric import parallel
+from pathweaver.numeric.parallel import MIN_ROWS_PER_THREAD, SparseRows, degree_order, matmul, row_ranges
 from pathweaver.retrieval.ppr import PPRError, personalized_pagerank
 
 ROWS = 3 * MIN_ROWS_PER_THREAD + 7  # enough rows for three blocks

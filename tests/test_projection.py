@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pathweaver.extract import synonyms
-from pathweaver.retrieval.projection import LOOSE, Projection, exact_top_k
+from pathweaver.numeric.projection import LOOSE, Projection, exact_top_k
 
 
 def unit_rows(rng: np.random.Generator, n: int, d: int = 64, rank: int = 12) -> np.ndarray:

@@ -16,9 +16,12 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pathweaver.config import CONFIG_FILE, ConfigError, parse_param
+from pathweaver.config import CONFIG_FILE, DEFAULT_TOP_K, ConfigError, parse_param
+
+if TYPE_CHECKING:
+    from pathweaver.service import Pathweaver
 
 EXIT_USER_ERROR = 2
 
@@ -51,7 +54,7 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
     return dict(parse_param(p) for p in (getattr(args, "param", None) or []))
 
 
-def _open(args: argparse.Namespace, readonly: bool = False) -> Any:
+def _open(args: argparse.Namespace, readonly: bool = False) -> Pathweaver:
     from pathweaver.service import Pathweaver
 
     return Pathweaver.open(args.store, _overrides(args), readonly=readonly)
@@ -327,7 +330,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 # -- parser --------------------------------------------------------------------------------------------------
 def _add_retrieval_flags(p: argparse.ArgumentParser, default_method: str) -> None:
     p.add_argument("--method", default=default_method, help="dense|bm25|hybrid|ppr|pathrag|mcmi|pooling|lego:<sbe|sae>+<sbr|osar|isar>|pank[:<method>]")
-    p.add_argument("--top-k", type=int, default=5)
+    p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K)
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="method parameter (repeatable)")
 
 
@@ -418,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("show", help="write an offline HTML view of why these chunks were retrieved")
     p.add_argument("text")
     p.add_argument("--method", choices=("mcmi", "pathrag", "pooling"), default="mcmi")
-    p.add_argument("--top-k", type=int, default=5)
+    p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K)
     p.add_argument("--html", required=True)
     p.set_defaults(fn=cmd_show)
     return parser
@@ -428,11 +431,11 @@ def main(argv: list[str] | None = None) -> int:
     _set_offline_env()
     parser = build_parser()
     args = parser.parse_args(argv)
-    from pathweaver.errors import user_errors
+    from pathweaver.errors import USER_ERRORS
 
     try:
         return int(args.fn(args) or 0)
-    except user_errors() as exc:
+    except USER_ERRORS as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:

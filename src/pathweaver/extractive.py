@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from pathweaver.extract.stopwords import STOPWORDS
 from pathweaver.retrieval.context import Context, sentences
 from pathweaver.retrieval.types import EncodeFn
+from pathweaver.text import STOPWORDS
 
 WordDfFn = Callable[[list[str]], dict[str, int]]
 ANSWER_TYPES = ("yesno", "choice", "date", "number", "place", "person", "nationality", "relation", "other")

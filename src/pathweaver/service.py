@@ -15,13 +15,13 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pathweaver.config import ConfigError, Settings, load_settings
+from pathweaver.config import DEFAULT_TOP_K, ConfigError, Settings, load_settings
 from pathweaver.models.embedder import Embedder, get_embedder
-from pathweaver.retrieval import parallel
+from pathweaver.numeric import parallel
 from pathweaver.retrieval.graphs import cached
 from pathweaver.retrieval.registry import (
     ANSWER_METHOD,
@@ -36,6 +36,9 @@ from pathweaver.store.bm25 import Bm25Index
 from pathweaver.store.db import Database, StoreError
 from pathweaver.store.reads import StoreReader
 from pathweaver.store.snapshot import GraphSnapshot, citation_json
+
+if TYPE_CHECKING:
+    from pathweaver.ingest.pipeline import IndexReport
 
 log = logging.getLogger(__name__)
 ProgressFn = Callable[[int, int, str], None]
@@ -140,7 +143,7 @@ class Pathweaver:
         self.close()
 
     # -- indexing --------------------------------------------------------------------------------------------
-    def index(self, paths: list[Path], exact: bool = True, progress: ProgressFn | None = None) -> Any:
+    def index(self, paths: list[Path], exact: bool = True, progress: ProgressFn | None = None) -> IndexReport:
         """Make the store match ``paths`` (files or folders); see ``Indexer.index_paths``."""
         missing = [str(p) for p in paths if not Path(p).exists()]
         if missing:
@@ -148,7 +151,7 @@ class Pathweaver:
         with self._write_lock:
             return self._indexer_instance().index_paths([Path(p) for p in paths], exact=exact, progress=progress)
 
-    def apply_changes(self, changed: set[Path], removed: set[Path]) -> Any:
+    def apply_changes(self, changed: set[Path], removed: set[Path]) -> IndexReport:
         """Apply one watcher batch."""
         with self._write_lock:
             return self._indexer_instance().apply_changes(changed, removed)
@@ -229,8 +232,7 @@ class Pathweaver:
 
     def bm25_index(self, snap: GraphSnapshot, wait: bool = False) -> Bm25Index | None:
         """The in-memory BM25 postings for ``snap`` (``store.bm25``): FTS5's scores at a tenth of the time, with
-        the true totals after deletes. They are read once per snapshot on a background thread (0.04–0.2 s on the
-        dev stores). Retrieval waits for them (``wait``), so every query on a store version ranks alike, in the
+        the true totals after deletes. They are read once per snapshot on a background thread. Retrieval waits for them (``wait``), so every query on a store version ranks alike, in the
         CLI as in the server, whose ``warm`` builds them right after a change. Without ``wait`` (``search`` in
         ``bm25`` mode, which must find a file committed a moment ago) a query gets None until they are ready, and
         FTS5 answers. None also when the store has moved past ``snap`` before the build read it, or the store is
@@ -276,7 +278,7 @@ class Pathweaver:
         self,
         text: str,
         method: str = "hybrid",
-        top_k: int = 5,
+        top_k: int = DEFAULT_TOP_K,
         params: dict[str, Any] | None = None,
         keywords: list[str] | None = None,
     ) -> RetrievalResult:
@@ -308,10 +310,9 @@ class Pathweaver:
     def warm(self, stop: Callable[[], bool] | None = None) -> GraphSnapshot:
         """Build the snapshot of the store as it is now and, on it, what the methods this process has run build
         once per snapshot: the BM25 postings (on their own thread) and, as each method's latest query runs again
-        and its result is dropped, the node-space graph and transition matrix, projections and pair index. The server calls this
-        after every change, so the next query finds them built: on the 2wiki store the first ``ppr`` after a
-        change took 0.5 s instead of 40 ms, and ``pathrag`` 0.4–1 s. A method whose quickest run took over ``WARM_REPLAY_SECONDS`` is left out, and the
-        replays stop as soon as ``stop()`` says so (the server's indexer has a batch under way)."""
+        and its result is dropped, the node-space graph and transition matrix, projections and pair index. The
+        server calls this after every change, so the next query does not pay for building them. A method whose
+        quickest run took over ``WARM_REPLAY_SECONDS`` is left out, and the replays stop as soon as ``stop()`` says so (the server's indexer has a batch under way)."""
         snap = self.snapshot()
         self.bm25_index(snap)  # started on its own thread while the replays below build the graph structures
         with self._latest_lock:
@@ -366,7 +367,7 @@ class Pathweaver:
         self,
         text: str,
         method: str = "hybrid",
-        top_k: int = 5,
+        top_k: int = DEFAULT_TOP_K,
         params: dict[str, Any] | None = None,
         keywords: list[str] | None = None,
         descriptions: bool = True,
@@ -377,8 +378,9 @@ class Pathweaver:
 
     def shape(self, result: RetrievalResult, snapshot: GraphSnapshot | None = None,
               descriptions: bool = True) -> dict[str, Any]:
-        """JSON-ready result: chunks with doc/title/chunk_id/score/text/span, paths with citations, subgraph, and
-        triples with their source sentence as ``description`` (left out unless ``descriptions``)."""
+        """JSON-ready result of the shape ``results.RetrievalOut``: chunks with doc/title/chunk_id/score/text/span,
+        paths with citations, subgraph, and triples with their source sentence as ``description`` (left out unless
+        ``descriptions``)."""
         snap = snapshot or self.snapshot()
         chunks = [self._chunk_json(snap, hit.passage, hit.score) for hit in result.chunks]
         paths = []
@@ -415,11 +417,11 @@ class Pathweaver:
     def _chunk_json(snap: GraphSnapshot, passage: int, score: float) -> dict[str, Any]:
         return {**snap.citation(passage), "score": float(score), "text": snap.chunk_texts[passage]}
 
-    def search(self, query: str, mode: str = "hybrid", k: int = 5) -> list[dict[str, Any]]:
+    def search(self, query: str, mode: str = "hybrid", k: int = DEFAULT_TOP_K) -> list[dict[str, Any]]:
         """Plain chunk search: ``dense``, ``bm25`` or ``hybrid``, the same chunks and scores as those retrieval
-        methods. None of them waits for the graph snapshot (whose rebuild after a change takes over a second on
-        the 2wiki store): ``bm25`` reads the full-text index and the chunk rows directly, ``dense`` and
-        ``hybrid`` run on the chunks alone (``StoreReader.passages``)."""
+        methods. None of them waits for the graph snapshot, whose rebuild after a change is slow: ``bm25`` reads
+        the full-text index and the chunk rows directly, ``dense`` and ``hybrid`` run on the chunks alone
+        (``StoreReader.passages``)."""
         if mode not in SEARCH_MODES:
             raise ConfigError(f"unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}")
         check_top_k(k)
@@ -497,7 +499,7 @@ class Pathweaver:
         method: str | None = None,
         decompose: bool = False,
         plan: Any = None,
-        top_k: int = 5,
+        top_k: int = DEFAULT_TOP_K,
         params: dict[str, Any] | None = None,
         llm: Any = None,
         progress: BeatFn | None = None,

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pathweaver.config import ConfigError
+from pathweaver.config import DEFAULT_TOP_K, ConfigError
 from pathweaver.eval import metrics
 from pathweaver.eval.datasets import Dataset, Question, load_dataset
 from pathweaver.eval.ledger import Ledger
@@ -109,7 +109,7 @@ def run_answer_eval(
     dataset_dir: Path | str,
     split_name: str = "dev",
     method: str = "hybrid",
-    top_k: int = 5,
+    top_k: int = DEFAULT_TOP_K,
     params: dict[str, Any] | None = None,
     store_root: Path | str = ".pathweaver",
     answerer: str = "ask",

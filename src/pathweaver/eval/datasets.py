@@ -15,13 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pathweaver.errors import UserError
+
 DATA_ENV = "PATHWEAVER_DATA"
 SPLITS = ("dev", "test", "all")
 PASSAGE_DATASETS = ("2wikimultihopqa", "musique", "hotpotqa")
 BENCH_SUBSETS = ("novel", "medical")
 
 
-class DatasetError(ValueError):
+class DatasetError(UserError, ValueError):
     """A data set folder is missing, unknown or malformed."""
 
 

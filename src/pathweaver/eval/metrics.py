@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pathweaver.config import ConfigError
-from pathweaver.extract.stopwords import STOPWORDS
+from pathweaver.text import STOPWORDS
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 _SPACE = re.compile(r"\s+")

@@ -15,13 +15,10 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from pathweaver.extract.stopwords import STOPWORDS
+from pathweaver.text import POSSESSIVE_RE, STOPWORDS
 
 # A word: letters/digits, with internal apostrophes or hyphens ("don't", "state-of-the-art").
 _WORD_RE = re.compile(r"[^\W_]+(?:['\u2019\-][^\W_]+)*")
-_POSSESSIVE_RE = re.compile(r"'s\b")
-_SPACE_RE = re.compile(r"\s+")
-_EDGE_PUNCT_RE = re.compile(r"^[\W_]+|[\W_]+$")
 # Inside a sentence, words are joined into one n-gram run only across plain spaces/tabs.
 _JOIN_CHARS = frozenset(" \t\u00a0")
 
@@ -39,22 +36,13 @@ class WordSpan(NamedTuple):
 def _norm_word(raw: str) -> str:
     word = raw.casefold()
     if "'" in word or "\u2019" in word:  # most words have no apostrophe: skip the regex
-        return _POSSESSIVE_RE.sub("", word.replace("\u2019", "'"))
+        return POSSESSIVE_RE.sub("", word.replace("\u2019", "'"))
     return word
 
 
 def _joins(gap: str) -> bool:
     return gap == " " or all(c in _JOIN_CHARS for c in gap)
 
-
-def normalize(text: str) -> str:
-    """Canonical entity name: casefold, unify apostrophes, drop possessive 's, collapse whitespace, strip
-    surrounding punctuation (but not the ")" that closes a parenthesis inside the name)."""
-    text = _SPACE_RE.sub(" ", _POSSESSIVE_RE.sub("", text.casefold().replace("\u2019", "'"))).strip()
-    name = _EDGE_PUNCT_RE.sub("", text)
-    if text.endswith(")") and name.count("(") > name.count(")"):  # keep a closing parenthesis: "vice (film)"
-        name += ")"
-    return name
 
 
 def word_spans(text: str) -> list[WordSpan]:

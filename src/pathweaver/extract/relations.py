@@ -11,8 +11,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
 
-from pathweaver.extract.entities import WordSpan, normalize, word_spans
-from pathweaver.extract.stopwords import STOPWORDS
+from pathweaver.extract.entities import WordSpan, word_spans
+from pathweaver.text import STOPWORDS, normalize
 
 DEFAULT_LABEL = "related to"
 # Words before a "." that do not end a sentence (compared casefolded, without the final dot).

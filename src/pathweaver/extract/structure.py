@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from pathweaver.extract.entities import normalize
+from pathweaver.text import normalize
 
 LINK_LABEL = "links to"
 _SECTION_NUMBER_RE = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[ivxlc]+\.)\s+")

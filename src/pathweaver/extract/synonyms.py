@@ -3,12 +3,12 @@
 The all-pairs search runs in square tiles of ``block`` rows, so memory stays at ``block``² per tile whatever the
 number of entities; every pair above phi is found (no approximate top-k). From ``projection.MIN_ROWS`` entities
 on, tiles are scored in a fitted projection of ``DIM`` dimensions plus the Cauchy–Schwarz bound of the rest
-(``retrieval/projection.py``): only pairs whose bound passes phi are scored in full. The bound is the dot product
+(``numeric/projection.py``): only pairs whose bound passes phi are scored in full. The bound is the dot product
 of two projected rows (each carries its residual norm as a last coordinate), so a tile is one product and one
 threshold scan.
 
 Where the CPU multiplies bfloat16 natively (``BF16``, ``models/precision.py``), projected tiles are multiplied in
-bfloat16, 2.4x faster than float32 here, and compared against phi lowered by the rounding bound of bfloat16
+bfloat16, which is faster than float32 there, and compared against phi lowered by the rounding bound of bfloat16
 (``BF16_SLACK``); the pairs that pass go through the float32 bound and then the exact product, the same two tests
 as the float32 tiles, so the edges are the same. Tiles run on our thread pool, each worker's torch ops on one
 OpenMP thread (``models/openmp.py``), one worker's product beside another's threshold scan; where that setting
@@ -27,13 +27,11 @@ import numpy as np
 
 from pathweaver.models import openmp
 from pathweaver.models.precision import native_bf16
-from pathweaver.retrieval.parallel import POOL_PREFIX, map_ordered
-from pathweaver.retrieval.projection import MARGIN, MIN_ROWS, Projection, fit_basis
+from pathweaver.numeric.parallel import POOL_PREFIX, map_ordered
+from pathweaver.numeric.projection import MARGIN, MIN_ROWS, Projection, fit_basis
 
-# Projected dimension of the tiles (queries use projection.DIM = 128). phi is a fixed, high threshold, so a coarser
-# bound still passes few pairs: on the 145k entities of the 2wiki store a 2048² tile at phi = 0.9 passes 204 pairs
-# at 128 dimensions, 548 at 96 and 2,864 at 64. The whole search over 151k entities, bfloat16 tiles on two workers,
-# twice each: 11.5-11.7 s at 64, 10.7-10.9 at 80, 10.3-10.6 at 96, 10.7-11.0 at 112.
+# Projected dimension of the tiles (queries use projection.DIM = 128): phi is a fixed, high threshold, so a coarser
+# bound still passes few pairs, and 96 made the whole search fastest (docs/design-notes.md).
 DIM = 96
 PROBE_ROWS = 512  # rows of the probe tile that checks the bfloat16 bound before it is used
 BF16 = True  # multiply projected tiles in bfloat16 where the CPU does so natively (see the module docstring)
@@ -126,8 +124,8 @@ def _half_bits(a: _Side, b: _Side, phi: float) -> int | None:
 
 def _half_hits(a: _Side, b: _Side, i: int, j: int, block: int, bits: int) -> np.ndarray:
     """Flat indices into the ``(i, j)`` tile of the pairs whose bfloat16 bound reaches ``bits`` (a superset of
-    those whose float32 bound passes). The product runs on torch's threads; numpy compares the int16 view (a
-    comparison in torch, and a nonzero eight flags at a time, were slower: 0.9 and 1.4 ms against 0.4 and 0.7)."""
+    those whose float32 bound passes). The product runs on torch's threads; numpy compares the int16 view, which
+    was quicker than a comparison in torch or a nonzero eight flags at a time."""
     import torch
 
     tile = a.half[i : i + block] @ b.half[j : j + block].T

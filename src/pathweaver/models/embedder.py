@@ -3,8 +3,7 @@
 Vectors are L2-normalised float32, so cosine similarity is a dot product. The model's own tokenizer also counts
 tokens for the chunker (tiktoken downloads its encodings at run time and fails offline). Texts go through
 ``packing.encode_packed`` when the model allows it and a probe shows the same vectors as the model's own
-``encode`` (1.7x faster on single words, 1.3x on passages: ``bench/packing.py``; a lone question as a padded
-batch of one, 10.5 ms instead of 11.8); otherwise through ``encode``. ``encode(..., precision="bfloat16")`` runs
+``encode``, which it outruns (``bench/packing.py``); otherwise through ``encode``. ``encode(..., precision="bfloat16")`` runs
 the model under bfloat16 autocast (``models/precision.py``).
 
 The words, names and triples behind graph vectors go through ``encode(..., invariant=True)``
@@ -204,7 +203,7 @@ class Embedder:
 
     def remember(self, texts: list[str]) -> None:
         """Embed the texts ``encode_one`` has not seen in one batch and remember them, so that their later single
-        lookups are free (a plan's sub-questions: four short texts packed take ~25 ms, one at a time ~65 ms)."""
+        lookups are free (one packed call costs less than one call per text)."""
         with self._lock:
             todo = list(dict.fromkeys(t for t in texts if t not in self._one_cache))
         if not todo:

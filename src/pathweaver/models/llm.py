@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pathweaver.config import ConfigError, ModelSettings
+from pathweaver.errors import UserError
 from pathweaver.models.schemas import SchemaViolation, validate
 
 BACKENDS = ("auto", "sampling", "openai", "llamacpp", "extractive", "none")
@@ -45,7 +46,7 @@ class LLMResult:
     fallback: str | None = None
 
 
-class LLMError(RuntimeError):
+class LLMError(UserError, RuntimeError):
     """The model is absent, failed, timed out, or gave invalid JSON; callers fall back."""
 
 

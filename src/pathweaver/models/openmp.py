@@ -1,12 +1,11 @@
 """One OpenMP thread for the torch ops of a worker thread of ours, without touching anyone else's setting.
 
 torch runs each op on an OpenMP team whose size it takes from the calling thread; ``torch.set_num_threads`` also
-changes the process-wide default (new threads and MKL take it up). A worker of our pool (``retrieval.parallel``)
+changes the process-wide default (new threads and MKL take it up). A worker of our pool (``numeric.parallel``)
 runs one block of a job beside the other workers, so a team of its own would put four threads on two cores, whose
 barriers then wait for each other. OpenMP's ``omp_set_num_threads`` sets the calling thread's own value; we call
-it in the runtime torch loaded, found in this process's memory map. On the 2wiki store's 151k entities, the
-synonym search's bfloat16 tiles took 4.8 s on two such workers against 5.9 s on the caller's thread with torch's
-two-thread products (docs/benchmarks.md). Where the runtime cannot be found (no /proc, another platform), callers
+it in the runtime torch loaded, found in this process's memory map, because two such workers beat torch's
+two-thread products on the caller's thread (docs/benchmarks.md). Where the runtime cannot be found (no /proc, another platform), callers
 keep torch's ops on the caller's thread (``available`` says which).
 """
 

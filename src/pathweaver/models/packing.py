@@ -1,8 +1,8 @@
 """Packed encoding: several short texts share one row of a forward pass, with exactly their separate results.
 
 A sentence-transformers model made of a BERT encoder, mean pooling and (optionally) normalisation embeds a text
-independently of any other. Padding a batch to its longest text wastes most of a batch of single words (35k
-distinct words of 2wiki's entity names, 2 real tokens each besides [CLS] and [SEP]). Packing puts many texts in
+independently of any other. Padding a batch to its longest text wastes most of a batch of single words (entity
+names' words are mostly one or two tokens). Packing puts many texts in
 one row instead: each text keeps its own position ids (0, 1, ...) and a block-diagonal attention mask lets a token
 attend only within its own text, so every token's output is what it is alone (to float rounding, ~1e-7), and
 each text's vector is the mean of its own tokens, as the model's pooling computes it. Rows are filled by pairing
@@ -20,7 +20,7 @@ from pathweaver.models.tokens import token_ids
 PACK_TOKENS = 4096  # tokens per forward pass (rows x row length)
 RECIPE = "fixed"  # how graph-text vectors are made (``fixed_padded``); stores record it, and a change re-makes them
 FIXED_MIN = 4  # narrowest fixed-shape row ([CLS], a one-token word, [SEP] and one pad)
-MIN_ROW = 32  # shortest row (32: single words 8% faster than 64, the same bits); rows are the next power of two above
+MIN_ROW = 32  # shortest row (single words ran faster than at 64, the same bits); rows are the next power of two above
 # the longest text, up to the model's limit
 
 
@@ -69,9 +69,8 @@ def row_length(longest: int, limit: int) -> int:
 def encode_packed(model: Any, texts: list[str], pad_when_cheaper: bool = True) -> np.ndarray:
     """Unit vectors of ``texts`` (n, dim) float32 through ``model`` (``packable``), many texts per row. When one
     padded batch per ``PACK_TOKENS`` holds no more tokens than the packed rows would (a few questions or sentences:
-    packed rows are at least ``MIN_ROW`` long), the texts go as plain padded batches instead, with no 4-d mask: two
-    questions in 12 ms instead of 17, five sentences in 27 instead of 37 (``pad_when_cheaper=False`` always packs,
-    as the load probe must)."""
+    packed rows are at least ``MIN_ROW`` long), the texts go as plain padded batches instead, with no 4-d mask,
+    which is cheaper for them (``pad_when_cheaper=False`` always packs, as the load probe must)."""
     import torch
 
     bert = model[0].auto_model

@@ -1,8 +1,8 @@
 """Which floating-point precision the model and the all-pairs bound products may use on this CPU.
 
 bfloat16 keeps float32's range with 8 significant bits. On a CPU that multiplies it natively (AVX512-BF16 or
-AMX), torch runs the embedding model about 1.9x faster under bfloat16 autocast and a product of two matrices
-2.4x faster; elsewhere it converts, and is slower than float32. Chunk and question vectors are always float32;
+AMX), torch runs the embedding model and a product of two matrices faster under bfloat16; elsewhere it converts,
+and is slower than float32. Chunk and question vectors are always float32;
 ``extract.graph_vector_precision`` decides for the model passes that only feed graph-element vectors (the words
 of composed names, or whole names and triples when encoded).
 """

@@ -11,8 +11,6 @@ import json
 from typing import Any
 
 MAX_PLAN_NODES = 5  # bounded so small models cannot loop; PankRAG plans are a handful of sub-questions
-MAX_KEYWORDS = 6  # per level (PathRAG / LightRAG low- and high-level keywords)
-MAX_KEYWORD_CHARS = 48
 MAX_QUESTION_CHARS = 300
 MAX_ANSWER_CHARS = 1200
 
@@ -41,15 +39,6 @@ PLAN_SCHEMA: dict[str, Any] = {
         }
     },
     "required": ["nodes"],
-}
-
-KEYWORDS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "low_level_keywords": _string_list(MAX_KEYWORDS, MAX_KEYWORD_CHARS),
-        "high_level_keywords": _string_list(MAX_KEYWORDS, MAX_KEYWORD_CHARS),
-    },
-    "required": ["low_level_keywords", "high_level_keywords"],
 }
 
 ANSWER_SCHEMA: dict[str, Any] = {

@@ -9,6 +9,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from pathweaver.errors import UserError
 from pathweaver.models.llm import LLMBackend, LLMError
 from pathweaver.models.schemas import MAX_PLAN_NODES, PLAN_SCHEMA
 
@@ -30,7 +31,7 @@ Example: "Who is the spouse of the director of Jaws?" ->
 Question: {question}"""
 
 
-class PlanError(ValueError):
+class PlanError(UserError, ValueError):
     """A plan is not a valid DAG of sub-questions; the message says what to fix."""
 
 

@@ -17,7 +17,6 @@ import numpy as np
 
 from pathweaver.config import ConfigError
 from pathweaver.extract.entities import words
-from pathweaver.extract.stopwords import is_stopword
 from pathweaver.extractive import answer_type, typed_spans
 from pathweaver.models.llm import LLMBackend, LLMError
 from pathweaver.planner.decompose import Plan, rephrase
@@ -25,6 +24,7 @@ from pathweaver.planner.rerank import ALPHA, dependency_rerank, question_type
 from pathweaver.retrieval.context import build_context, sentences
 from pathweaver.retrieval.types import ChunkHit, EncodeFn, RetrievalResult, WordDf
 from pathweaver.store.snapshot import GraphSnapshot
+from pathweaver.text import is_stopword
 
 RRF_K = (
     60  # reciprocal-rank fusion constant (Cormack et al. 2009) for merging node rankings; ours, not PankRAG's
@@ -33,17 +33,14 @@ MAX_WORKERS = 4
 SUB_ANSWER_TOKENS = 64
 SUB_ANSWER_CHUNKS = 3
 # Sentences an extractive sub-answer embeds: those sharing most words with the question (0 = every sentence of
-# the SUB_ANSWER_CHUNKS chunks). Ours, tuned on the dev splits (bench/pank_variants.py): 5 kept pank's
-# all-evidence@5 on all three, musique's p50 falling from 210 to 167 ms; 3 lost musique 4 points.
+# the SUB_ANSWER_CHUNKS chunks). Ours: the fewest that kept pank's dev figures (bench/pank_variants.py).
 SUB_ANSWER_SENTENCES = 5
 # How an extractive sub-answer picks its sentence (ours; PankRAG asks the LLM). "lexical": the sentence sharing the
 # most BM25-idf weight of non-stopwords with the question, no model pass; "embedding": of the SUB_ANSWER_SENTENCES
-# most overlapping, the one whose vector is closest to the question's. Lexical halved pank's p50 on musique and 2wiki
-# and kept all-evidence@5 on 2wiki and hotpotqa; musique lost one question of 50 (docs/design-notes.md).
+# most overlapping, the one whose vector is closest to the question's. Lexical is the default because it needs
+# no model pass for nearly the same answers (docs/design-notes.md).
 SUB_ANSWER_CHOICES = ("lexical", "embedding")
-# A sub-answer narrowed to a span of the asked type (extractive.typed_spans) rather than the first entity; the
-# kinds whose spans are typed. Measured with pank on the dev splits (docs/benchmarks.md).
-NARROW_TYPED = True
+# The answer kinds whose sub-answers narrow to a span of that type (extractive.typed_spans), not the first entity.
 TYPED_KINDS = ("date", "number", "place", "person", "nationality")
 SUB_ANSWER_CHOICE = "lexical"
 SUB_ANSWER_PROMPT = """Answer the question in a few words, using only the sources. If they do not say, reply
@@ -166,12 +163,11 @@ def _narrowed(snapshot: GraphSnapshot, sentence: str, passage: int, question: st
     """The span of ``sentence`` of the type the question asks for (a date for "when", a name after "directed
     by" for "who directed", ``extractive.typed_spans``), else the first (preferably capitalised) entity of
     ``passage`` that ``sentence`` names and ``question`` does not (a placeholder filler), else the sentence."""
-    if NARROW_TYPED:
-        kind = answer_type(question)
-        if kind in TYPED_KINDS:
-            spans = typed_spans(sentence, kind, question)
-            if spans:
-                return max(spans, key=lambda s: (s[2], -s[0]))[1]
+    kind = answer_type(question)
+    if kind in TYPED_KINDS:
+        spans = typed_spans(sentence, kind, question)
+        if spans:
+            return max(spans, key=lambda s: (s[2], -s[0]))[1]
     lowered = question.lower()
     row = snapshot.mentions.getrow(passage) if snapshot.n_entities else None
     names = [snapshot.entity_names[e] for e in (row.indices if row is not None else [])]

@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
-from pathweaver.retrieval.parallel import SparseRows, degree_order, threads
+from pathweaver.numeric.parallel import SparseRows, degree_order, threads
 from pathweaver.store.snapshot import CARRIED_ATTR, GraphSnapshot
 
 _CACHE_ATTR = "_pathweaver_retrieval_cache"
@@ -57,11 +57,6 @@ def cached(snapshot: GraphSnapshot, key: tuple[Any, ...], build: Callable[[], T]
         if key not in store:
             store[key] = build()
     return store[key]  # type: ignore[no-any-return]
-
-
-def passage_node(snapshot: GraphSnapshot, passage: int | np.ndarray) -> int | np.ndarray:
-    """Node-space index of passage ``passage`` (passages follow the entities)."""
-    return snapshot.n_entities + passage
 
 
 @dataclass(frozen=True)
@@ -218,7 +213,7 @@ def entity_passage_counts(snapshot: GraphSnapshot) -> np.ndarray:
 class PairRelations:
     """Relation indices per unordered entity pair: the relations sorted by the pair's key ``min·E + max`` (stable,
     so a pair's relations keep their index order), found by binary search. Built with array operations: a dict
-    of the 220k pairs of the 2wiki store took 0.8 s to build after every change, this takes milliseconds."""
+    per pair would be rebuilt after every change, which is slow on large stores."""
 
     keys: np.ndarray  # (R,) int64 sorted pair keys
     order: np.ndarray  # (R,) int64 relation index of each sorted key

@@ -11,11 +11,11 @@ import numpy as np
 
 from pathweaver.extract.entities import candidate_grams, word_spans
 from pathweaver.extract.names import NameLinker
-from pathweaver.extract.stopwords import STOPWORDS
 from pathweaver.retrieval.graphs import cached
 from pathweaver.retrieval.seeds import top_entities
 from pathweaver.retrieval.types import RetrievalEnv
 from pathweaver.store.snapshot import GraphSnapshot
+from pathweaver.text import STOPWORDS
 
 DEFAULT_KEYWORDS = 8  # ours: the paper's LLM picks a handful of keywords; not a paper parameter
 DEFAULT_NGRAM_MAX = 3  # b, AGRAG §III-B: n-grams up to 3 words

@@ -23,7 +23,7 @@ from pathweaver.retrieval.lego_paths import (
     path_text,
     sbr_paths,
 )
-from pathweaver.retrieval.ppr import COARSE_TOL, SOLVERS
+from pathweaver.retrieval.ppr import COARSE_TOL
 from pathweaver.retrieval.seeds import dense_scores, top_indices
 from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult, Subgraph
 
@@ -43,7 +43,6 @@ class LegoParams:
     ppr_tol: float = 1e-7  # ours: L1 convergence tolerance of the PPR power iteration
     ppr_max_iter: int = 100  # ours
     ppr_coarse_tol: float = COARSE_TOL  # ours: float32 PPR steps down to this change first (0 = off; ppr.py)
-    ppr_solver: str = "chebyshev"  # ours: "power" is the plain PPR iteration; same fixed point (ppr.py)
     max_edge: int = 64  # Table 1, SAE-EEMs: top triples kept
     sae_hops: int = 1  # B.7 (3): one-hop neighbours of each retrieved node are merged in
     top_k_paths: int = 32  # Table 1, OSAR: top_k paths (also caps SBR's output, ours)
@@ -91,8 +90,6 @@ class LegoParams:
                 f"lego ppr_damping must be in [0, 1), ppr_tol > 0 and ppr_coarse_tol >= 0, got {self.ppr_damping}, "
                 f"{self.ppr_tol}, {self.ppr_coarse_tol}"
             )
-        if self.ppr_solver not in SOLVERS:
-            raise ConfigError(f"lego ppr_solver must be one of {SOLVERS}, got {self.ppr_solver!r}")
         if self.prune_rule not in PRUNE_RULES:
             raise ConfigError(
                 f"lego prune_rule must be one of {', '.join(PRUNE_RULES)}, got {self.prune_rule!r}"
@@ -116,7 +113,6 @@ def extract_subgraph(
             params.ppr_max_iter,
             params.use_synonyms,
             params.ppr_coarse_tol,
-            params.ppr_solver,
         )
     return sae_eem(snap, query.vec, seeds, params.max_edge, params.sae_hops, params.use_synonyms)
 

@@ -20,14 +20,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
-from pathweaver.extract.entities import normalize
+from pathweaver.numeric.parallel import SparseRows, degree_order, threads
 from pathweaver.retrieval.graphs import cached
 from pathweaver.retrieval.keywords import matched_entities, question_names
-from pathweaver.retrieval.parallel import SparseRows, degree_order, threads
 from pathweaver.retrieval.ppr import COARSE_TOL, personalized_pagerank
 from pathweaver.retrieval.seeds import top_entities, top_indices, top_triples
 from pathweaver.retrieval.types import Query
 from pathweaver.store.snapshot import GraphSnapshot
+from pathweaver.text import normalize
 
 SYNONYM = -1  # relation index of a synonym edge (as in ``PathHit.relations``)
 
@@ -137,7 +137,6 @@ def sbe_ppr(
     max_iter: int,
     use_synonyms: bool = True,
     coarse_tol: float = COARSE_TOL,
-    solver: str = "chebyshev",
 ) -> ExtractedSubgraph:
     """SBE-PPR (LEGO Table 1, No.1): PPR from the seeds (uniform reset over them), keep the ``max_ent`` entities
     with the highest positive PPR mass, and the edges among them."""
@@ -149,7 +148,7 @@ def sbe_ppr(
     reset = np.zeros(n)
     reset[seeds] = 1.0
     rows, dangling = entity_transition(snapshot, use_synonyms)
-    scores = personalized_pagerank(rows, reset, damping, tol, max_iter, dangling, coarse_tol, solver)
+    scores = personalized_pagerank(rows, reset, damping, tol, max_iter, dangling, coarse_tol)
     top = [int(e) for e in top_indices(scores, max_ent) if scores[e] > 0.0]
     keep = np.zeros(n, dtype=bool)
     keep[top] = True

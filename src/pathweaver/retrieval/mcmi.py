@@ -4,8 +4,8 @@
    the terminals, and (ours, issue 23, ``name_seeds`` > 0) so are the document names the question mentions.
    (Eq. 9's LLM triple filter is not applied: no LLM at retrieval.)
 2. Node influence s_v is PPR over entities + passages (Eq. 10, ``ppr.personalized_pagerank``) with AGRAG Eq. 11's
-   personalisation: p[u] = 1 for every terminal, 0 elsewhere (``personalization = "eq11"``; "hipporag" is the
-   earlier HippoRAG 2 style reset with every passage's dense score). The graph is ppr's node space with the name
+   personalisation: p[u] = 1 for every terminal, 0 elsewhere (``personalization = "eq11"``; "hipporag" is a
+   HippoRAG 2 style reset with every passage's dense score). The graph is ppr's node space with the name
    layer (``name_links``, ``statistical``: 0 walks the name layer alone on a store with names). Passage scores are
    multiplied by 0.05 afterwards (§III-C after Eq. 12).
 3. Edge costs (Eq. 14): c_e = (1 − MS(q, f_e)) / 2 with f_e the edge's triple. The paper embeds only relation
@@ -21,14 +21,14 @@
    method did not reach are marked as back-fill.
 
 Everything runs on a bounded neighbourhood of the terminals (``ball_hops``, ``ball_max_nodes``) so a query never
-touches the whole graph; ``greedy_expand`` and ``cost_score_ratio`` are pure functions over a networkx graph.
+touches the whole graph; tests/mcmi_twins.py holds networkx twins of ``grow`` and r(G) for hand-built graphs.
 """
 
 from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -36,6 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
+from pathweaver.numeric.projection import top_indices
 from pathweaver.retrieval.costgraph import (
     COST,
     KIND_CONTAINS,
@@ -45,7 +46,6 @@ from pathweaver.retrieval.costgraph import (
     KIND_SYNONYM,
     KINDS,
     CostGraph,
-    edge_positions,
     pair_keys,
 )
 from pathweaver.retrieval.graphs import (
@@ -57,8 +57,7 @@ from pathweaver.retrieval.graphs import (
 )
 from pathweaver.retrieval.keywords import NAME_PARTS, query_names
 from pathweaver.retrieval.namegraph import passages_of
-from pathweaver.retrieval.ppr import COARSE_TOL, SOLVERS, PPRParams, personalized_pagerank, ppr_scores
-from pathweaver.retrieval.projection import top_indices
+from pathweaver.retrieval.ppr import COARSE_TOL, PPRParams, personalized_pagerank, ppr_scores
 from pathweaver.retrieval.seeds import hybrid_chunk_scores, top_triples
 from pathweaver.retrieval.steiner import mehlhorn_edges
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult, Subgraph
@@ -77,22 +76,19 @@ class MCMIParams:
     ppr_tol: float = 1e-7  # §III-C: PPR converges when it changes less than 1e-7
     ppr_max_iter: int = 100
     ppr_coarse_tol: float = COARSE_TOL  # ours: float32 PPR steps down to this change first (0 = off; ppr.py)
-    ppr_solver: str = "chebyshev"  # ours: "power" is Eq. 10's iteration as written; same fixed point (ppr.py)
     passage_score_factor: float = 0.05  # §III-C after Eq. 12: passage-node PPR scores × 0.05
     connector_cost: float = 10.0  # §III-C after Eq. 14: pseudo edges cost 10
     cycle_edges: bool = True  # Eq. 17: v joins with all its edges into the subgraph (Fig. 2 cycles)
-    ratio_counts_pseudo: bool = False  # ours: leave pseudo edges (cost 10) out of r(G), Eq. 15
     ball_hops: int = 2  # ours: the subgraph is searched within this many hops of the terminals
     ball_max_nodes: int = 2000  # ours: per-hop growth keeps the highest-influence nodes up to this total
     max_expansion: int = 50  # ours: at most this many nodes join in the greedy step (paper: none)
     hybrid_pool_min: int = 50  # hybrid candidates from each of dense and BM25 (as seeds.HybridParams)
     hybrid_pool_factor: int = 4  # ... or this many times top_k when larger (as seeds.HybridParams)
-    prefer_subgraph_passages: bool = False  # ours: rank hybrid chunks that the subgraph touches first
     # ours (issue 23): the document names the query mentions (extract/names.py) are terminals too, ahead of the
     # mapped triples' entities; with ``personalization="eq11"`` each gets p = 1 like a mapped triple's entity
     name_seeds: float = 1.0
     name_parts: int = NAME_PARTS  # names the question calls by their last word, as ppr's (0 = off; ours)
-    # "eq11": AGRAG Eq. 11, p[u] = 1 for every terminal, nothing else; "hipporag": the earlier HippoRAG 2 style
+    # "eq11": AGRAG Eq. 11, p[u] = 1 for every terminal, nothing else; "hipporag": a HippoRAG 2 style
     # reset (cosine-weighted triple entities / passage count, every passage's dense score × 0.05)
     personalization: str = "eq11"
     # ours (issue 23), the graph walked and searched, as ppr's: passage<->passage name links at this weight
@@ -120,8 +116,6 @@ class MCMIParams:
             raise ConfigError(f"mcmi damping must be in [0, 1), got {self.damping}")
         if self.ppr_tol <= 0 or self.ppr_max_iter < 1 or self.ppr_coarse_tol < 0:
             raise ConfigError("mcmi ppr_tol must be > 0, ppr_coarse_tol >= 0 and ppr_max_iter >= 1")
-        if self.ppr_solver not in SOLVERS:
-            raise ConfigError(f"mcmi ppr_solver must be one of {SOLVERS}, got {self.ppr_solver!r}")
         if min(self.passage_score_factor, self.connector_cost, self.name_seeds, self.name_parts) < 0:
             raise ConfigError("mcmi passage_score_factor, connector_cost, name_seeds and name_parts must be >= 0")
         if (
@@ -162,14 +156,6 @@ def edges_ratio(graph: CostGraph, edges: Iterable[int], skip: set[int]) -> float
         )
     )
 
-
-def cost_score_ratio(
-    graph: nx.Graph, scores: Mapping[Hashable, float], skip_kinds: Iterable[str] = ()
-) -> float:
-    """AGRAG Eq. 15: r(G) = Σ_(u,v)∈E c_(u,v) / (s_u + s_v), over the edges of ``graph`` whose ``kind`` is not in
-    ``skip_kinds``. A term whose scores sum to 0 is infinite."""
-    cg = CostGraph.from_networkx(graph, scores)
-    return edges_ratio(cg, range(cg.n_edges), _skip_codes(skip_kinds))
 
 
 @dataclass
@@ -243,34 +229,6 @@ def grow(
     result.ratio = r
     return result
 
-
-@dataclass
-class Expansion:
-    """The MCMI subgraph, the nodes the greedy step added (in order) and r(G) before and after."""
-
-    graph: nx.Graph
-    added: list[Hashable] = field(default_factory=list)
-    mcst_ratio: float = 0.0
-    ratio: float = 0.0
-
-
-def greedy_expand(
-    graph: nx.Graph,
-    tree: nx.Graph,
-    scores: Mapping[Hashable, float],
-    max_added: int,
-    cycle_edges: bool = True,
-    skip_kinds: Iterable[str] = (KIND_PSEUDO,),
-) -> Expansion:
-    """``grow`` on networkx graphs: ``tree`` is a subgraph of ``graph``; node influence comes from ``scores``."""
-    cg = CostGraph.from_networkx(graph, scores)
-    index = {node: i for i, node in enumerate(cg.labels)}
-    pairs = np.array([(index[u], index[v]) for u, v in tree.edges if u != v], dtype=np.int64).reshape(-1, 2)
-    tree_edges = edge_positions(cg.n_nodes, cg.head, cg.tail, pairs).tolist()
-    out = grow(cg, [index[n] for n in tree.nodes], tree_edges, max_added, cycle_edges, skip_kinds)
-    return Expansion(
-        cg.to_networkx(out.edges, out.nodes), [cg.labels[v] for v in out.added], out.mcst_ratio, out.ratio
-    )
 
 
 def neighbourhood(
@@ -388,14 +346,6 @@ def cost_graph(
     )
 
 
-def weighted_graph(
-    snapshot: GraphSnapshot, nodes: list[int], qvec: np.ndarray, scores: np.ndarray, connector_cost: float
-) -> nx.Graph:
-    """``cost_graph`` as a networkx graph: node attribute ``score`` = s_v; edge attributes ``cost`` (Eq. 14),
-    ``kind`` and ``relation`` (relation index, -1 otherwise)."""
-    cg = cost_graph(snapshot, nodes, qvec, scores, connector_cost)
-    return cg.to_networkx(range(cg.n_edges), range(cg.n_nodes))
-
 
 def node_label(snapshot: GraphSnapshot, node: int) -> str:
     """Entity name, ``passage <chunk id>: <title>``, or ``[pseudo]``."""
@@ -437,10 +387,9 @@ def _ms(t0: float) -> float:
 def _rank_chunks(
     env: RetrievalEnv, query: Query, top_k: int, params: MCMIParams, touched: set[int]
 ) -> list[ChunkHit]:
-    """AGRAG Eq. 20-21 hybrid chunks (top_k = k_r); optionally passages the subgraph touches first."""
+    """AGRAG Eq. 20-21 hybrid chunks (top_k = k_r)."""
     scores = hybrid_chunk_scores(env, query, max(params.hybrid_pool_min, params.hybrid_pool_factor * top_k))
-    first = params.prefer_subgraph_passages
-    ranked = sorted(scores.items(), key=lambda it: (first and it[0] not in touched, -it[1], it[0]))
+    ranked = sorted(scores.items(), key=lambda it: (-it[1], it[0]))
     # AGRAG's chunks are hybrid ones (Eq. 20); those the subgraph does not touch are counted as a back-fill
     return [ChunkHit(int(p), float(s), backfill=int(p) not in touched) for p, s in ranked[:top_k]]
 
@@ -502,7 +451,7 @@ def eq11_scores(snap: GraphSnapshot, terminals: list[int], params: MCMIParams) -
     reset = np.zeros(snap.n_entities + snap.n_passages, dtype=np.float64)
     reset[terminals] = 1.0
     return personalized_pagerank(rows, reset, params.damping, params.ppr_tol, params.ppr_max_iter, graph.dangling,
-                                 params.ppr_coarse_tol, params.ppr_solver)
+                                 params.ppr_coarse_tol)
 
 
 def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParams) -> RetrievalResult:
@@ -522,7 +471,7 @@ def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParam
     else:
         ppr_params = PPRParams(  # the HippoRAG 2 style reset of ppr.py over AGRAG's statistical graph
             damping=params.damping, top_triples=params.k_triples, tol=params.ppr_tol, max_iter=params.ppr_max_iter,
-            coarse_tol=params.ppr_coarse_tol, solver=params.ppr_solver, name_seeds=params.name_seeds,
+            coarse_tol=params.ppr_coarse_tol, name_seeds=params.name_seeds,
             passage_weight=0.05, dense_pool=0, name_links=0.0, name_passages=0.0, statistical=1.0,
         )
         raw, _ = ppr_scores(env, query, ppr_params)
@@ -551,8 +500,8 @@ def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParam
     tree_edges = mehlhorn_edges(graph.n_nodes, graph.head, graph.tail, graph.cost, term_nodes)
     info["ms_steiner"] = _ms(t2)
     t3 = time.perf_counter()
-    skip = () if params.ratio_counts_pseudo else (KIND_PSEUDO,)
-    grown = grow(graph, term_nodes, tree_edges, params.max_expansion, params.cycle_edges, skip)
+    # pseudo edges (cost 10) stay out of r(G), Eq. 15 (ours): they join the tree, they carry no relation
+    grown = grow(graph, term_nodes, tree_edges, params.max_expansion, params.cycle_edges, (KIND_PSEUDO,))
     info["ms_expand"] = _ms(t3)
     sub = graph.to_networkx(grown.edges, grown.nodes)
     edges = sorted(sub.edges(data=True), key=lambda e: (e[2][COST], min(e[0], e[1]), max(e[0], e[1])))

@@ -37,14 +37,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
-from pathweaver.extract.entities import normalize
+from pathweaver.numeric.parallel import matmul
 from pathweaver.retrieval.graphs import cached, documents_link, pair_relations, relation_passages
 from pathweaver.retrieval.keywords import DEFAULT_KEYWORDS, NAME_PARTS, query_names, statistical_keywords
 from pathweaver.retrieval.namegraph import name_edges, passages_of, path_adjacency, tied_entities
-from pathweaver.retrieval.parallel import matmul
 from pathweaver.retrieval.seeds import SeedError, dense_scores, top_indices
 from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
+from pathweaver.text import normalize
 
 PATH_MODES = ("flow", "hop-first")
 TOP_NODES_LINKED, TOP_NODES_UNLINKED = 10, 40  # N when ``top_nodes`` is None (see PathRAGParams)
@@ -56,8 +56,8 @@ class PathRAGParams:
 
     # N, retrieved nodes: the paper's experiments use N in [10, 60] (§Complexity Analysis). None: 10 where the
     # store's documents name each other (``graphs.documents_link``; best on the dev splits over the name layer),
-    # else 40 (the default before issue 23, where keyword nodes carry the search; GraphRAG-Bench medical kept its
-    # recall); docs/design-notes.md "Paper methods over the names people wrote"
+    # else 40, where keyword nodes carry the search (it kept GraphRAG-Bench medical's recall); docs/design-notes.md
+    # "Paper methods over the names people wrote"
     top_nodes: int | None = None
     top_paths: int = 15  # K, served paths
     alpha: float = 0.7  # α, decay rate (paper text; the authors' code uses 0.8)
@@ -70,8 +70,7 @@ class PathRAGParams:
     paths_per_pair: int = 2
     max_candidates_per_pair: int = 64  # DAG paths enumerated per pair before scoring (efficiency; ours)
     n_keywords: int = DEFAULT_KEYWORDS  # statistical keywords when the query brings none (ours)
-    # ours (issue 23): "hop-first" keeps only minimum-hop paths (the pre-issue-23 behaviour, PathRAG Table 3's
-    # ablation); "flow" (default) takes every simple path of 1..max_hops edges whose inner nodes the flow kept
+    # ours (issue 23): "hop-first" keeps only minimum-hop paths (PathRAG Table 3's ablation); "flow" (default) takes every simple path of 1..max_hops edges whose inner nodes the flow kept
     paths: str = "flow"
     # ours (issue 23), the name layer: weight of the statistical relation/synonym edges next to the name edges
     # (0 = the name edges alone, when the store has any; > 0 = both, as 0/1 structure)

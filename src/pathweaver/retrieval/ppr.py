@@ -22,10 +22,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
+from pathweaver.numeric.parallel import SparseRows
 from pathweaver.retrieval.graphs import entity_passage_counts, node_space_graph, transition_rows
 from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, query_names
 from pathweaver.retrieval.namegraph import passages_of
-from pathweaver.retrieval.parallel import SparseRows
 from pathweaver.retrieval.seeds import dense_scores, minmax, top_entities, top_indices, top_triples
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
 
@@ -35,7 +35,6 @@ class PPRError(ValueError):
 
 
 COARSE_TOL = 1e-6  # float32 steps until the residual is below this, then float64 steps down to tol (ours)
-SOLVERS = ("chebyshev", "power")
 SCORE_RTOL = 1e-3  # RankingSettled: the error bound must be under this share of the best score
 ROUNDING = 1e-12  # slack on the error bound for float64 rounding in a step (L1, scores summing to 1)
 Settled = Callable[[np.ndarray, float], bool]  # (scores, L1 error bound) -> the caller's answer can no longer change
@@ -49,7 +48,6 @@ def personalized_pagerank(
     max_iter: int = 100,
     dangling: np.ndarray | None = None,
     coarse_tol: float = COARSE_TOL,
-    solver: str = "chebyshev",
     settled: Settled | None = None,
 ) -> np.ndarray:
     """The fixed point of x = F(x) = (1-d)·r + d·(M·x + (dangling·x)·r)  (AGRAG Eq. 10).
@@ -66,10 +64,9 @@ def personalized_pagerank(
     as the plain iteration's under the same rule. ``settled(F(x), bound)`` may stop earlier: it is handed that
     bound and says whether what the caller reads from the scores can no longer change (``RankingSettled``).
 
-    ``solver``: "power" is Eq. 10 as written, x ← F(x). "chebyshev" (ours, the default) combines the same F
-    steps by Chebyshev semi-iteration, x_{k+1} = ω_{k+1}·(F(x_k) − x_{k−1}) + x_{k−1}, which converges to the
-    same fixed point faster when M's eigenvalues are real (undirected graphs, as here): 14 steps instead of 17 on
-    2wiki. It falls back to plain steps when the residual grows (``_Walk.run``).
+    The F steps are combined by Chebyshev semi-iteration (ours), x_{k+1} = ω_{k+1}·(F(x_k) − x_{k−1}) + x_{k−1},
+    which reaches Eq. 10's fixed point in fewer steps when M's eigenvalues are real (undirected graphs, as here);
+    it falls back to Eq. 10's plain steps when the residual grows (``_Walk.run``).
 
     While the residual is above ``coarse_tol`` (> ``tol``; 0 = never), steps run in float32, which reads a third
     fewer bytes; they also stop when the residual no longer shrinks (float32's rounding floor), and the float64
@@ -81,8 +78,6 @@ def personalized_pagerank(
         raise PPRError(f"matrix must be square and match reset: {tuple(matrix.shape)} vs {reset.shape}")
     if not 0.0 <= damping < 1.0:
         raise PPRError(f"damping must be in [0, 1), got {damping}")
-    if solver not in SOLVERS:
-        raise PPRError(f"solver must be one of {SOLVERS}, got {solver!r}")
     total = float(reset.sum())
     if not np.all(reset >= 0) or total <= 0.0:
         raise PPRError("the personalisation vector must be non-negative with a positive sum")
@@ -96,7 +91,7 @@ def personalized_pagerank(
             dangling = np.asarray(m.sum(axis=0)).ravel() <= 0.0
         rows = SparseRows(m)
     dead = np.flatnonzero(dangling) if dangling.dtype == np.bool_ else np.asarray(dangling, dtype=np.int64)
-    walk = _Walk(damping, rows.inner_index(dead), solver == "chebyshev")
+    walk = _Walk(damping, rows.inner_index(dead))
     r = rows.inner(reset.astype(np.float64) / total)  # the walk runs in the matrix's own node numbering
     if settled is not None and rows.order is not None and not (
             isinstance(settled, RankingSettled) and settled.offset >= rows.fixed_from):
@@ -120,18 +115,16 @@ def _in_node_order(settled: Settled, rows: SparseRows) -> Settled:
 
 @dataclass(frozen=True)
 class _Walk:
-    """Eq. 10 steps, plain or Chebyshev-accelerated, in the dtype of the personalisation they are given."""
+    """Eq. 10 steps, Chebyshev-accelerated, in the dtype of the personalisation they are given."""
 
     damping: float
     dead: np.ndarray
-    chebyshev: bool
 
     def run(self, rows: SparseRows, r: np.ndarray, x: np.ndarray, tol: float, max_iter: int,
             settled: Settled | None) -> tuple[np.ndarray, int, bool]:
         """Steps from ``x`` until the residual is below ``tol``, ``settled`` holds or ``max_iter`` steps:
         (F of the last iterate, steps taken, whether it stopped on the residual or ``settled``). In float32 they
-        also stop when the residual no longer shrinks: rounding has a floor (about 1e-7 in L1 on the 2wiki
-        graph), and a ``tol`` under it would otherwise run to ``max_iter``. Chebyshev steps turn into plain ones
+        also stop when the residual no longer shrinks: rounding has a floor, and a ``tol`` under it would otherwise run to ``max_iter``. Chebyshev steps turn into plain ones
         when the residual grows: its error polynomial shrinks every eigenvalue of d·M inside an ellipse with foci
         ±d through 1, which holds all of them when M's are real (undirected graphs, as here) or when
         d ≤ 1/√2; a directed graph at a higher d may have some outside, and plain steps converge from anywhere."""
@@ -140,7 +133,7 @@ class _Walk:
         coarse = r.dtype == np.float32
         factor = d / (1.0 - d)  # |F(x) - x*| <= d/(1-d) |F(x) - x|, in L1
         x, prev, fx, diff = x.copy(), None, np.empty_like(r), np.empty_like(r)
-        omega, last, accelerate = 1.0, np.inf, self.chebyshev
+        omega, last, accelerate = 1.0, np.inf, True
         for steps in range(1, max_iter + 1):
             rows.dot(x, out=fx)
             if self.dead.size:
@@ -206,10 +199,6 @@ class PPRParams:
     tol: float = 1e-7  # AGRAG §III-C: converge when the change is below 1e-7
     max_iter: int = 100
     coarse_tol: float = COARSE_TOL  # float32 steps down to this change first (0 = float64 only; ours)
-    solver: str = "chebyshev"  # "power": Eq. 10's iteration as written; "chebyshev": the same fixed point, faster
-    # ppr retrieval stops as soon as its top-k passages and their order provably are the fixed point's (ours;
-    # personalized_pagerank's ``settled``); False runs every query to ``tol``
-    settle_ranking: bool = True
     specificity: bool = True  # HippoRAG 2: divide a seed entity's weight by its passage count
     seed_entities: int = 0  # extra seeds: the n entities nearest the query (ours; for graphs without triples)
     # extra seeds: entities the query names (its n-grams that are entity names, as HippoRAG 1 links query NER), each
@@ -219,8 +208,7 @@ class PPRParams:
     # top 5 at full weight (passage_weight 1) were best on dev (issue 23)
     dense_pool: int = 5
     relation_weight: Literal["count", "one"] = "count"  # relation edge weight (graphs.node_space_graph)
-    # passage↔entity weight: HippoRAG 2 uses 1; the mention count was better on 2wiki dev (q 0-50, all-evidence@5
-    # 0.41 vs 0.33 with statistical triples), so it is our default
+    # passage↔entity weight: HippoRAG 2 uses 1; the mention count was better on 2wiki dev, so it is our default
     contains_weight: Literal["one", "count"] = "count"
     # the name layer (issue 23, ours; tuned on the three dev splits, docs/design-notes.md "Names people wrote"):
     # passage↔passage edges where one passage mentions a name tied to the other's document, with this weight
@@ -244,8 +232,6 @@ class PPRParams:
         if self.tol <= 0 or self.max_iter < 1 or self.coarse_tol < 0:
             raise ConfigError(f"ppr tol must be > 0, coarse_tol >= 0 and max_iter >= 1, got {self.tol}, "
                               f"{self.coarse_tol}, {self.max_iter}")
-        if self.solver not in SOLVERS:
-            raise ConfigError(f"ppr solver must be one of {SOLVERS}, got {self.solver!r}")
         if self.name_links < 0 or self.name_passages < 0 or self.name_parts < 0 or not 0.0 <= self.statistical <= 1.0:
             raise ConfigError("ppr name_links, name_passages and name_parts must be >= 0, statistical in [0, 1]")
         if self.relation_weight not in ("count", "one") or self.contains_weight not in ("one", "count"):
@@ -321,15 +307,15 @@ def ppr_scores(env: RetrievalEnv, query: Query, params: PPRParams, settled: Sett
     rows = transition_rows(snap, *layers)
     reset, info = personalization(env, query, params)
     scores = personalized_pagerank(rows, reset, params.damping, params.tol, params.max_iter, graph.dangling,
-                                   params.coarse_tol, params.solver, settled)
+                                   params.coarse_tol, settled)
     return scores, info
 
 
 def ppr_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PPRParams) -> RetrievalResult:
     """HippoRAG 2 retrieval: passages ranked by the PPR score of their passage node."""
     snap = env.snapshot
-    settled = RankingSettled(snap.n_entities, top_k) if params.settle_ranking else None
-    scores, info = ppr_scores(env, query, params, settled)
+    # the walk stops once its top-k passages and their order provably are the fixed point's (ours)
+    scores, info = ppr_scores(env, query, params, RankingSettled(snap.n_entities, top_k))
     passage_scores = scores[snap.n_entities :]
     idx = top_indices(passage_scores, top_k)
     return RetrievalResult(

@@ -13,15 +13,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from pathweaver.config import ConfigError
+from pathweaver.errors import UserError
+from pathweaver.numeric.parallel import matmul
+from pathweaver.numeric.projection import MIN_ROWS as PROJECT_MIN_ROWS
+from pathweaver.numeric.projection import Projection, exact_top_k, top_indices
 from pathweaver.retrieval.graphs import cached
-from pathweaver.retrieval.parallel import matmul
-from pathweaver.retrieval.projection import MIN_ROWS as PROJECT_MIN_ROWS
-from pathweaver.retrieval.projection import Projection, exact_top_k, top_indices
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
 
 
-class SeedError(ValueError):
+class SeedError(UserError, ValueError):
     """The snapshot lacks what a seed function needs (e.g. vectors were not loaded)."""
 
 
@@ -44,7 +45,7 @@ def dense_scores(snapshot: GraphSnapshot, qvec: np.ndarray) -> np.ndarray:
 def nearest(snapshot: GraphSnapshot, vecs: np.ndarray, what: str, qvec: np.ndarray, k: int
             ) -> list[tuple[int, float]]:
     """The ``k`` rows of ``vecs`` (a snapshot vector table) nearest to ``qvec`` by cosine, best first. Large
-    tables are searched through a projection fitted once per snapshot (``retrieval/projection.py``): the same
+    tables are searched through a projection fitted once per snapshot (``numeric/projection.py``): the same
     rows as the full product, at about a third of the memory traffic."""
     _check_vecs(vecs, qvec, what)
     projection = cached(snapshot, ("projection", what), lambda: Projection.fit(vecs, half=True), synonym_free=True) \

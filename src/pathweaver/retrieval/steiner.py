@@ -4,38 +4,20 @@
 one multi-source Dijkstra (scipy) gives every node its nearest terminal; each edge between two terminals' regions
 is a candidate bridge of length d(u) + c(u,v) + d(v); the minimum spanning tree of the bridges, each expanded into
 its two shortest paths, is spanned once more and its non-terminal leaves are pruned. Where the terminals fall in
-several connected components it returns a Steiner forest, one tree per component. ``mehlhorn_tree`` runs it on a
-networkx graph. networkx's own ``steiner_tree(method="mehlhorn")`` is the same algorithm but re-runs Dijkstra for
-each tree edge and needs a connected graph; on MCMI's query balls it took 75 ms where this takes a few.
-``exact_steiner_cost`` brute-forces the optimum on tiny graphs, for tests.
+several connected components it returns a Steiner forest, one tree per component. networkx's own
+``steiner_tree(method="mehlhorn")`` is the same algorithm but re-runs Dijkstra for each tree edge and needs a
+connected graph, so it is not used. tests/mcmi_twins.py holds the networkx twin and a brute-force optimum.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Sequence
 
-import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
-from pathweaver.retrieval.costgraph import COST, CostGraph, edge_positions
-
-EXACT_MAX_STEINER_NODES = 16  # brute force enumerates 2^n subsets of non-terminals
-
-
-class SteinerError(ValueError):
-    """Bad Steiner input: a terminal missing from the graph, a negative cost, a graph too big to brute-force."""
-
-
-def _check(graph: nx.Graph, terminals: list[Hashable], weight: str) -> None:
-    missing = [t for t in terminals if t not in graph]
-    if missing:
-        raise SteinerError(f"terminals not in the graph: {missing[:5]}")
-    for u, v, data in graph.edges(data=True):
-        if data.get(weight, 1.0) < 0:
-            raise SteinerError(f"edge ({u}, {v}) has a negative {weight!r}")
+from pathweaver.retrieval.costgraph import edge_positions
 
 
 def _kruskal(n_nodes: int, a: np.ndarray, b: np.ndarray, weight: np.ndarray) -> list[int]:
@@ -107,46 +89,3 @@ def mehlhorn_edges(
     return _prune_leaves(spanning, head, tail, set(terms))
 
 
-def mehlhorn_tree(graph: nx.Graph, terminals: Iterable[Hashable], weight: str = COST) -> nx.Graph:
-    """Mehlhorn's Steiner tree over ``terminals`` (a forest when they span several components).
-
-    The result is a subgraph of ``graph`` (edge attributes kept) holding every terminal; a component with a single
-    terminal contributes that node alone.
-    """
-    terms = list(dict.fromkeys(terminals))
-    _check(graph, terms, weight)
-    cg = CostGraph.from_networkx(graph, weight=weight)
-    index = {node: i for i, node in enumerate(cg.labels)}
-    chosen = mehlhorn_edges(cg.n_nodes, cg.head, cg.tail, cg.cost, [index[t] for t in terms])
-    forest = nx.Graph()
-    forest.add_nodes_from((t, graph.nodes[t]) for t in terms)
-    for e in chosen:
-        u, v = cg.labels[int(cg.head[e])], cg.labels[int(cg.tail[e])]
-        forest.add_node(u, **graph.nodes[u])
-        forest.add_node(v, **graph.nodes[v])
-        forest.add_edge(u, v, **graph[u][v])
-    return forest
-
-
-def tree_cost(graph: nx.Graph, weight: str = "cost") -> float:
-    """Sum of the edge ``weight`` of ``graph``."""
-    return float(sum(d.get(weight, 1.0) for _, _, d in graph.edges(data=True)))
-
-
-def exact_steiner_cost(graph: nx.Graph, terminals: Iterable[Hashable], weight: str = "cost") -> float:
-    """The optimal Steiner tree cost, by brute force: the cheapest minimum spanning tree over terminals plus any
-    subset of the other nodes whose induced subgraph is connected. Exponential; tiny graphs only."""
-    terms = list(dict.fromkeys(terminals))
-    _check(graph, terms, weight)
-    others = [n for n in graph.nodes if n not in set(terms)]
-    if len(others) > EXACT_MAX_STEINER_NODES:
-        raise SteinerError(f"{len(others)} non-terminal nodes is too many to brute-force")
-    best = float("inf")
-    for size in range(len(others) + 1):
-        for extra in itertools.combinations(others, size):
-            sub = graph.subgraph([*terms, *extra])
-            if sub.number_of_nodes() and nx.is_connected(sub):
-                best = min(best, tree_cost(nx.minimum_spanning_tree(sub, weight=weight), weight))
-    if best == float("inf"):
-        raise SteinerError("the terminals are not connected")
-    return best

@@ -6,18 +6,21 @@ Entry points live in ``pathweaver.server.app`` (``build_server``, ``run_server``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pathweaver.config import Settings
 from pathweaver.server.background import IndexManager
 from pathweaver.server.roots import Roots
+
+if TYPE_CHECKING:
+    from pathweaver.service import Pathweaver
 
 
 @dataclass
 class ServerState:
     """What every tool and resource handler needs: the service, the allowed roots and the index manager."""
 
-    service: Any  # pathweaver.service.Pathweaver
+    service: Pathweaver
     roots: Roots
     manager: IndexManager
     settings: Settings

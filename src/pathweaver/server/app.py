@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 
@@ -18,6 +18,9 @@ from pathweaver.server.resources import register_resources
 from pathweaver.server.roots import Roots, allowed_roots
 from pathweaver.server.tools import register_tools
 
+if TYPE_CHECKING:
+    from pathweaver.service import Pathweaver
+
 log = logging.getLogger(__name__)
 
 INSTRUCTIONS = """pathweaver answers questions from the user's own documents through a knowledge graph.
@@ -29,7 +32,7 @@ MCP_PATH = "/mcp"
 
 
 def build_server(
-    service: Any, roots: Sequence[Path], settings: Settings, manager: IndexManager | None = None
+    service: Pathweaver, roots: Sequence[Path], settings: Settings, manager: IndexManager | None = None
 ) -> MCPServer:
     """An ``MCPServer`` with pathweaver's tools, resources and prompts over ``service``.
 

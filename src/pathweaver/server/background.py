@@ -14,7 +14,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathweaver.ingest.pipeline import IndexReport
+    from pathweaver.service import Pathweaver
 
 log = logging.getLogger(__name__)
 
@@ -48,14 +52,14 @@ class IndexStatus:
         }
 
 
-def _report_dict(report: Any) -> dict[str, Any]:
+def _report_dict(report: IndexReport) -> dict[str, Any]:
     return report.to_dict() if hasattr(report, "to_dict") else dict(report)
 
 
 class IndexManager:
     """Index ``folders`` on a background thread, then watch them and apply each change batch."""
 
-    def __init__(self, service: Any, folders: list[Path], debounce_seconds: float | None = None) -> None:
+    def __init__(self, service: Pathweaver, folders: list[Path], debounce_seconds: float | None = None) -> None:
         self.service = service
         # what the store records at or under these folders (the allowed roots: a folder recorded by a server with
         # other roots stays out of this one's hands, as the tools could not remove it)
@@ -115,10 +119,9 @@ class IndexManager:
         self._warm()
 
     def _warm(self) -> None:
-        """Have the query snapshot of the store as it is now built ahead of the next query (~12 s cold on the 2wiki
-        store, 1.5 s after a small change), with the graph structures of the methods queried so far
-        (``Pathweaver.warm``), on a thread of its own: on the watcher's thread it held up the next
-        batch (write → searchable 2.6 s instead of 0.6). Requests that come while a build runs make one more."""
+        """Have the query snapshot of the store as it is now built ahead of the next query, with the graph
+        structures of the methods queried so far (``Pathweaver.warm``), on a thread of its own, so that a build
+        never holds up the watcher's next batch. Requests that come while a build runs make one more."""
         if self._stopped:
             return
         self._warm_wanted.set()
@@ -165,7 +168,7 @@ class IndexManager:
             self.status.done = self.status.total = 0
             self.status.message = message
 
-    def _end(self, report: Any = None, error: BaseException | None = None) -> None:
+    def _end(self, report: IndexReport | None = None, error: BaseException | None = None) -> None:
         with self._lock:
             self._jobs -= 1
             if report is not None:

@@ -2,9 +2,8 @@
 
 The SDK's ``stdio_server`` reads stdin and writes stdout through ``anyio.wrap_file``: every request line read, every
 reply written and every flush is a hop to a worker thread and back. When stdin and stdout are pipes or sockets (as
-every MCP client spawns a server) the event loop can watch them itself, so a line costs no thread hop: 0.4–1.0 ms
-less per call on the 2wiki store, a ping round trip 0.5–0.8 ms instead of 1.2 (``docs/benchmarks.md``). The SDK's transport still
-frames the messages: this only hands it a line source and a sink.
+every MCP client spawns a server) the event loop can watch them itself, so a line costs no thread hop (figures in
+``docs/benchmarks.md``). The SDK's transport still frames the messages: this only hands it a line source and a sink.
 
 As the SDK does, the process's fds 0 and 1 are pointed at the null device and at stderr while serving, so a stray
 ``print`` or a child process cannot write into the protocol stream; both are restored afterwards, in blocking mode.

@@ -13,7 +13,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import MCPServer, ResourceSecurity
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
-from pathweaver.errors import user_errors
+from pathweaver.errors import USER_ERRORS
 from pathweaver.server import ServerState
 
 VIEW_METHODS = ("mcmi", "pathrag", "pooling")
@@ -24,7 +24,7 @@ DOC_SECURITY = ResourceSecurity(reject_absolute_paths=False)
 async def _read(fn: Callable[..., Any], *args: Any) -> Any:
     try:
         return await anyio.to_thread.run_sync(lambda: fn(*args))
-    except user_errors() as exc:
+    except USER_ERRORS as exc:
         raise ResourceError(str(exc)) from exc
 
 

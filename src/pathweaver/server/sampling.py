@@ -21,11 +21,13 @@ from mcp.server.mcpserver import Context
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from pathweaver.errors import UserError
+
 SampleFn = Callable[[list[dict[str, Any]], int, float], tuple[str, str]]
 SAMPLING_BACKENDS = ("auto", "sampling")
 
 
-class SamplingError(RuntimeError):
+class SamplingError(UserError, RuntimeError):
     """The client refused or failed a sampling request."""
 
 

@@ -19,11 +19,24 @@ import pydantic_core
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from pathweaver.errors import user_errors
+from pathweaver.config import DEFAULT_TOP_K
+from pathweaver.errors import USER_ERRORS
+from pathweaver.results import (
+    AnswerOut,
+    EntityOut,
+    FolderOut,
+    NeighborsOut,
+    PlanOut,
+    RerankItem,
+    RerankOut,
+    RetrievalOut,
+    SearchOut,
+    StatusOut,
+)
 from pathweaver.server import ServerState
-from pathweaver.server.sampling import SamplingError, sampling_backend, supports_sampling
+from pathweaver.server.sampling import sampling_backend, supports_sampling
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -32,161 +45,12 @@ WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHin
 DELETES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)
 
 
-# -- output models -------------------------------------------------------------------------------------------
-class Citation(BaseModel):
-    """Where a piece of context comes from: file, chunk id and character span [start, end) in the file as stored on
-    disk (its characters, decoded); for PDF and DOCX no span but a locator ("page 3", "paragraph 7")."""
-
-    doc: str
-    title: str = ""
-    chunk_id: int
-    span: list[int] | None
-    locator: str | None = None
-    n: int | None = None
-
-
-class ChunkOut(Citation):
-    score: float
-    text: str
-
-
-class PathOut(BaseModel):
-    text: str
-    nodes: list[str]
-    relations: list[str]
-    reliability: float
-    citations: list[Citation] = []
-
-
-class TripleOut(BaseModel):
-    id: int
-    text: str
-    description: str | None = None  # the source sentence; only when asked for
-
-
-class SubgraphOut(BaseModel):
-    nodes: list[str]
-    edges: list[tuple[str, str, float]]
-    text: str
-    stats: dict[str, Any] = {}
-    node_scores: dict[str, float] = {}
-
-
-class RetrievalOut(BaseModel):
-    """Chunks best first; PathRAG paths in prompt order (ascending reliability, best last); MCMI subgraph."""
-
-    method: str
-    chunks: list[ChunkOut]
-    paths: list[PathOut] = []
-    subgraph: SubgraphOut | None = None
-    triples: list[TripleOut] = []
-    info: dict[str, Any] = {}
-    seconds: float = 0.0
-
-
-class PlanNodeOut(BaseModel):
-    id: str
-    question: str
-    depends_on: list[str] = []
-    relation: str | None = None
-
-
-class PlanOut(BaseModel):
-    """A DAG of sub-questions: run ``levels`` in order; questions within a level are independent."""
-
-    nodes: list[PlanNodeOut]
-    levels: list[list[str]]
-    order: list[str]
-    source: str
-    trace: Any = None
-
-
-class RerankItem(BaseModel):
-    index: int
-    text: str
-    score: float
-    relevance: float
-    dependency: float
-
-
-class RerankOut(BaseModel):
-    results: list[RerankItem]
-
-
-class AnswerOut(BaseModel):
-    """The answer with its citations; ``backend`` says who wrote it (``sampling``, ``openai``, ``llamacpp``, or
-    ``extractive``: taken from the cited chunks without a model); ``llm`` has the configured backend, why it was
-    chosen, tokens and fallbacks."""
-
-    answer: str
-    backend: str = ""
-    citations: list[Citation]
-    context: Any = None
-    plan: dict[str, Any] | None = None
-    llm: dict[str, Any] | None = None
-    seconds: float = 0.0
-
-
-class SearchOut(BaseModel):
-    results: list[ChunkOut]
-
-
-class Loose(BaseModel):
-    """A record whose fields come straight from the store."""
-
-    model_config = ConfigDict(extra="allow")
-
-
-class EntityOut(Loose):
-    name: str
-
-
-class NeighborsOut(Loose):
-    pass
-
-
-class StatusOut(BaseModel):
-    """Store statistics, skipped files and what the background indexer is doing."""
-
-    stats: dict[str, Any]
-    skipped: list[dict[str, Any]]
-    indexing: bool
-    state: str
-    done: int
-    total: int
-    message: str
-    ready: bool
-    folders: list[str]
-    watched: list[str]
-    excluded: list[str] = []  # folders remove_folder took out of an indexed folder
-    roots: list[str]
-    last_report: dict[str, Any] | None = None
-    last_error: str | None = None
-    llm: dict[str, str] | None = None  # the backend answer and decompose_query use for this client, and why
-
-
-class FolderOut(BaseModel):
-    folder: str
-    watched: bool
-    report: dict[str, Any]
-
-
 # -- helpers -------------------------------------------------------------------------------------------------
-def readable_errors() -> tuple[type[BaseException], ...]:
-    """Errors whose message is enough for the agent: user errors, sampling and LLM failures."""
-    found: list[type[BaseException]] = [*user_errors(), SamplingError]
-    with contextlib.suppress(ImportError):
-        from pathweaver.models.llm import LLMError
-
-        found.append(LLMError)
-    return tuple(found)
-
-
 async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run a service call on a worker thread; user-fixable errors become one-line tool errors."""
     try:
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
-    except readable_errors() as exc:
+    except USER_ERRORS as exc:
         raise ToolError(str(exc)) from exc
     except Exception as exc:  # a bug still tells the agent what failed, and the log keeps the traceback
         log.exception("tool call %s failed", getattr(fn, "__name__", fn))
@@ -196,9 +60,9 @@ async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 def structured(data: dict[str, Any]) -> CallToolResult:
     """A JSON-ready result as structured content plus the same JSON, compact, as the text block (for clients
     that read only text). The SDK validates ``data`` against the tool's output model once; building the model
-    here and letting the SDK dump it again, indented, cost more and sent a fifth more bytes. pydantic-core writes
-    compact JSON of the same values 5x faster than ``json.dumps`` (0.41–0.77 ms → 0.09–0.14 ms for a 2wiki
-    ``build_mcmi`` result); infinities become null, where ``json.dumps`` wrote invalid JSON."""
+    here and letting the SDK dump it again, indented, cost more and sent more bytes. pydantic-core writes compact
+    JSON of the same values faster than ``json.dumps``, and infinities become null where ``json.dumps`` wrote
+    invalid JSON."""
     text = pydantic_core.to_json(data).decode()
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
@@ -207,8 +71,7 @@ def publish_without_revalidation(server: MCPServer, names: tuple[str, ...]) -> N
     """Keep the output schema these tools publish, but stop the SDK validating each of their results against it.
 
     Their results come from ``structured`` with content the service shaped to that schema, and the SDK walks a
-    large result once more to validate it (0.5–0.9 ms of a 2wiki ``build_mcmi`` reply, interleaved A/B in
-    ``docs/benchmarks.md``). The published ``outputSchema`` is unchanged, clients still validate against it
+    large result once more to validate it (a cost measured in ``docs/benchmarks.md``). The published ``outputSchema`` is unchanged, clients still validate against it
     (the end-to-end tests do, through the SDK's client), and ``FuncMetadata`` documents that its fields are read
     live. The SDK offers no public handle on a registered tool, so where its tool manager is missing this leaves
     validation on rather than fail."""
@@ -247,11 +110,7 @@ def _defaults(state: ServerState, method: str) -> dict[str, Any]:
     """A method's paper defaults overlaid with ``[retrieval.<method>]`` from the settings."""
     from pathweaver.retrieval.registry import method_defaults
 
-    try:
-        base = method_defaults(method)
-    except ImportError:  # method module not installed in this build
-        base = {}
-    return {**base, **state.settings.retrieval.get(method, {})}
+    return {**method_defaults(method), **state.settings.retrieval.get(method, {})}
 
 
 # -- registration --------------------------------------------------------------------------------------------
@@ -291,17 +150,13 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
             int | None,
             Field(ge=1, description="N: nodes retrieved (PathRAG); omit for 10 where the documents name each other, "
                   "else 40."),
-        ] = pr.get("top_nodes"),
-        top_paths: Annotated[int, Field(ge=1, description="K: relational paths served (PathRAG).")] = pr.get(
-            "top_paths", 15
-        ),
-        alpha: Annotated[float, Field(gt=0, le=1, description="Decay rate of flow-based pruning (PathRAG).")] = pr.get(
-            "alpha", 0.7
-        ),
+        ] = pr["top_nodes"],
+        top_paths: Annotated[int, Field(ge=1, description="K: relational paths served (PathRAG).")] = pr["top_paths"],
+        alpha: Annotated[float, Field(gt=0, le=1, description="Decay rate of flow-based pruning (PathRAG).")] = pr["alpha"],
         theta: Annotated[
             float, Field(ge=0, description="Early-stop threshold of flow-based pruning (PathRAG).")
-        ] = pr.get("theta", 0.001),
-        top_k: Annotated[int, Field(ge=1, le=50, description="Supporting chunks returned.")] = 5,
+        ] = pr["theta"],
+        top_k: Annotated[int, Field(ge=1, le=50, description="Supporting chunks returned.")] = DEFAULT_TOP_K,
     ) -> Annotated[CallToolResult, RetrievalOut]:
         """Relational paths between the question's entities (PathRAG flow pruning), most reliable last, each with
         citations. Use for 'how is X related to Y' and multi-hop questions where the chain of facts matters."""
@@ -315,10 +170,10 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
         question: Question,
         k_triples: Annotated[
             int, Field(ge=1, description="Top triples whose entities are the Steiner terminals (AGRAG).")
-        ] = mc.get("k_triples", 5),
-        k_chunks: Annotated[int, Field(ge=1, description="Hybrid chunks served with the subgraph (AGRAG).")] = mc.get(
-            "k_chunks", 5
-        ),
+        ] = mc["k_triples"],
+        k_chunks: Annotated[
+            int, Field(ge=1, description="Hybrid chunks served with the subgraph (AGRAG).")
+        ] = DEFAULT_TOP_K,
         triple_descriptions: Annotated[
             bool, Field(description="Attach each subgraph triple's source sentence (a larger result; the chunks "
                                     "and get_entity carry the text too).")
@@ -356,7 +211,7 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
             Method | None, Field(description="Retrieval method; omit for ppr, the walk over titles and links.")
         ] = None,
         decompose: Annotated[bool, Field(description="Plan sub-questions first (PankRAG) and answer in order.")] = False,
-        top_k: Annotated[int, Field(ge=1, le=50, description="Chunks of context.")] = 5,
+        top_k: Annotated[int, Field(ge=1, le=50, description="Chunks of context.")] = DEFAULT_TOP_K,
     ) -> AnswerOut:
         """Answer from the indexed documents with numbered citations (file, chunk, span). Uses your client's model
         through MCP sampling when offered, else the configured LLM, else the cited chunks' own words (backend
@@ -374,7 +229,7 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
         mode: Annotated[
             Literal["dense", "bm25", "hybrid"], Field(description="dense vectors, BM25 keywords, or both.")
         ] = "hybrid",
-        k: Annotated[int, Field(ge=1, le=100, description="Number of chunks.")] = 5,
+        k: Annotated[int, Field(ge=1, le=100, description="Number of chunks.")] = DEFAULT_TOP_K,
     ) -> Annotated[CallToolResult, SearchOut]:
         """Plain chunk search (no graph). Use to look up a phrase, a file's content, or to check that a new file is
         indexed."""
@@ -452,7 +307,7 @@ def _checked(state: ServerState, path: str, want_dir: bool) -> Any:
     """``path`` resolved inside the roots, or a tool error saying why not."""
     try:
         real = state.roots.resolve(path)
-    except user_errors() as exc:
+    except USER_ERRORS as exc:
         raise ToolError(str(exc)) from exc
     if want_dir and not real.is_dir():
         raise ToolError(f"{path!r} is not a folder")

@@ -1,7 +1,7 @@
 """BM25 over the chunks in memory, with exactly the scores of FTS5's ``bm25()`` on ``chunks_fts``.
 
 FTS5 ranks an OR of the question's words by scoring every row that matches any of them, and a question's "the" or
-"of" matches nearly every chunk: 4.7 ms a query on musique's 1.9k chunks, 10 ms on 2wiki's 6.8k. Here the
+"of" matches nearly every chunk, so its cost grows with the store. Here the
 tokens FTS5 itself indexed (its ``fts5vocab`` instance table: porter-stemmed unicode61 terms of both columns) are
 read once per store version into per-term postings, and a query adds up the postings of its terms, in numpy.
 
@@ -28,7 +28,7 @@ from pathweaver.store.db import Connection
 K1 = 1.2  # FTS5 bm25() constants (fts5_aux.c)
 B = 0.75
 IDF_FLOOR = 1e-6  # FTS5's idf for a term in more than half the rows
-MAX_POSTINGS = 20_000_000  # tokens; a larger store keeps asking FTS5 (reading them takes ~0.25 s per million)
+MAX_POSTINGS = 20_000_000  # tokens; a larger store keeps asking FTS5, as reading its postings would take too long
 _VOCAB = "temp.pw_chunks_vocab"
 _TERMS = "temp.pw_chunks_terms"
 _QUERY = "temp.pw_query"

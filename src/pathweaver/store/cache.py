@@ -16,7 +16,7 @@ class SnapshotCache:
 
     A writer in this process may record that a version it committed is a small function of the one before
     (``patch``: the synonym pass of a watcher batch only adds synonym rows). A snapshot of that earlier version is
-    then carried forward by that function instead of being read again from the store (1.2 s on the 2wiki store)."""
+    then carried forward by that function instead of being read again from the store, which is slow."""
 
     def __init__(self) -> None:
         self._snapshot: GraphSnapshot | None = None

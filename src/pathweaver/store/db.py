@@ -18,13 +18,14 @@ from typing import Any
 import sqlean as sqlite3
 import sqlite_vec
 
+from pathweaver.errors import UserError
 from pathweaver.store.schema import MIGRATIONS, SCHEMA_VERSION, vector_table_ddl
 
 DB_FILE = "pathweaver.db"
 # Page size of new stores (SQLite fixes it with the first table; existing stores keep theirs). A vec0 table keeps
-# 1,024 vectors per 1.5 MB blob, which each insert reaches through the blob's chain of pages: at 16 KiB, 220k
-# relation vectors are written in 2.7 s instead of 4.0 and read back in 1.75 s instead of 3.5, and a 1.5 KB
-# ``embed_cache`` vector fits in its B-tree page (docs/benchmarks.md, "Indexing throughput").
+# 1,024 vectors per 1.5 MB blob, which each insert reaches through the blob's chain of pages, so larger pages
+# write and read them faster, and a 1.5 KB ``embed_cache`` vector fits in its B-tree page (docs/benchmarks.md,
+# "Indexing throughput").
 PAGE_SIZE = 16_384
 BUSY_TIMEOUT_MS = 30_000
 LOCK_RETRIES = 8
@@ -34,7 +35,7 @@ OperationalError = sqlite3.OperationalError
 IntegrityError = sqlite3.IntegrityError
 
 
-class StoreError(RuntimeError):
+class StoreError(UserError, RuntimeError):
     """The store cannot be used as asked; the message names the fix."""
 
 

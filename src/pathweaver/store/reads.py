@@ -18,12 +18,12 @@ import scipy.sparse as sp
 import sqlean
 
 from pathweaver.config import ConfigError
-from pathweaver.extract.entities import normalize
 from pathweaver.store.bm25 import Bm25Index, query_terms, read_index
 from pathweaver.store.cache import cache_for
 from pathweaver.store.db import Connection, Database, StoreError
 from pathweaver.store.snapshot import GraphSnapshot, file_span_json
 from pathweaver.store.vecdump import vec0_rows
+from pathweaver.text import normalize
 
 EXPORT_TABLES = ("documents", "chunks", "entities", "relations", "mentions", "relation_sources", "synonyms")
 _FTS_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)

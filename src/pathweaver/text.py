@@ -1,6 +1,13 @@
-"""A compact English stopword list used to filter n-gram entity candidates and relation labels."""
+"""Leaf text helpers every layer may use: the canonical form of a name and a compact English stopword list."""
 
 from __future__ import annotations
+
+import re
+
+# Possessive "'s" is removed the same way here and in ``extract.entities.words``, so names from every source meet.
+POSSESSIVE_RE = re.compile(r"'s\b")
+_SPACE_RE = re.compile(r"\s+")
+_EDGE_PUNCT_RE = re.compile(r"^[\W_]+|[\W_]+$")
 
 _WORDS = """
     a about above after again against all also am an and any are aren't as at be because been before being
@@ -24,3 +31,13 @@ STOPWORDS: frozenset[str] = frozenset(_WORDS.split())
 def is_stopword(word: str) -> bool:
     """True when ``word`` (already normalised to lower case) is a stopword."""
     return word in STOPWORDS
+
+
+def normalize(text: str) -> str:
+    """Canonical entity name: casefold, unify apostrophes, drop possessive 's, collapse whitespace, strip
+    surrounding punctuation (but not the ")" that closes a parenthesis inside the name)."""
+    text = _SPACE_RE.sub(" ", POSSESSIVE_RE.sub("", text.casefold().replace("\u2019", "'"))).strip()
+    name = _EDGE_PUNCT_RE.sub("", text)
+    if text.endswith(")") and name.count("(") > name.count(")"):  # keep a closing parenthesis: "vice (film)"
+        name += ")"
+    return name

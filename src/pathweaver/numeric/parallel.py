@@ -2,8 +2,7 @@
 
 Scoring a query against 10^5 stored vectors, and each sparse PageRank step, is one memory-bound loop on one core.
 numpy's BLAS (kept to one thread, see ``cli.py``) and scipy's sparse kernels release the GIL, so cutting the rows
-into one block per thread runs them side by side: on the 2-core machine of docs/benchmarks.md, 220k×384 float32
-scores take 16 ms instead of 27, and a 1M-entry sparse step 1.1 ms instead of 2.0. Every output row is the same
+into one block per thread runs them side by side (docs/benchmarks.md). Every output row is the same
 dot product as in ``matrix @ x``; only which thread computes it changes.
 
 The pool is created on first use (no import-time threads) and sized by ``set_threads`` (``[models]
@@ -151,9 +150,8 @@ class SparseRows:
     ``engine`` "torch" (the default whenever more than one thread is allowed) runs each product as one
     ``torch.mv`` on a CSR tensor that shares this matrix's arrays. torch's OpenMP workers spin for a while after
     each parallel region, so right after a question's embedding they are awake, and they take the product at
-    once. Our pool's threads would instead compete with them for the two cores: 12 steps over the 2wiki transition
-    matrix (1.14M entries, float32) took 12.9 ms on torch's pool against 17.9 ms on ours right after an
-    embedding, and a whole walk 19.1 against 22.8 (docs/design-notes.md, "PageRank"). "blocks" is the row split
+    once, where our pool's threads would compete with them for the cores (docs/design-notes.md, "PageRank").
+    "blocks" is the row split
     on our pool (``threads`` blocks, one when threads are off).
     """
 
@@ -236,8 +234,7 @@ def degree_order(matrix: sp.spmatrix, fixed_from: int | None = None) -> np.ndarr
     """Nodes ``0..fixed_from-1`` by falling number of entries in their row (stable), then the rest as they are.
 
     Products over a graph gather x at the columns of every row; with the busiest nodes first, their entries of x
-    share a few cache lines. On the 2wiki transition matrix (passages kept last), 12 products right after an
-    embedding took 5.95 ms instead of 13.3 (reverse Cuthill-McKee: 9.4; docs/design-notes.md, "PageRank")."""
+    share a few cache lines (an order that beat reverse Cuthill-McKee: docs/design-notes.md, "PageRank")."""
     csr = sp.csr_matrix(matrix)
     n = int(csr.shape[0])
     head = n if fixed_from is None else max(0, min(int(fixed_from), n))

@@ -5,8 +5,7 @@ v·q = (Pᵀv)·(Pᵀq) + v_r·q_r with residuals v_r = v − PPᵀv, and |v_r·
 ``(Pᵀv)·(Pᵀq) + |v_r||q_r|`` bounds v·q from above, and a row whose bound is below a score that k rows already
 reach cannot be among the top k. Scoring m = 128 of 384 dimensions, then exactly the few rows whose bound passes,
 returns the same rows as the full product (the exact scores decide; the basis only decides which rows are looked
-at) at about a third of the memory traffic: 220k relation vectors of the 2wiki store, 51 dev questions, 55 rows
-rescored at the median for the top triple. Each row is kept as its projection with its residual norm appended,
+at) at about a third of the memory traffic, as few rows pass the bound. Each row is kept as its projection with its residual norm appended,
 [Pᵀv, |v_r|], so the bound is one dot product of two such rows: a query's ([Pᵀq, |q_r|]), or another row's, as in
 the all-pairs synonym search (AGRAG Eq. 5), where a tile of bounds is then one matrix product.
 """
@@ -17,12 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pathweaver.retrieval.parallel import matmul
+from pathweaver.numeric.parallel import matmul
 
 MIN_ROWS = 20_000  # below this a plain product is as fast as the projected one
 # m, the projected dimension. Fewer dimensions read fewer bytes but loosen the bound, and a question whose best
-# score is low then rescores many rows. 51 2wiki dev questions, m = 96 against 128: top triple p50 8.8 / 11.1 ms but
-# p95 49.5 / 13.6 ms (max 20,701 / 2,295 rows rescored); top-8 entities p50 16.9 / 10.5, p95 81.1 / 29.8 ms.
+# score is low then rescores many rows; 128 keeps the slow tail short (docs/design-notes.md).
 # Synonym tiles have a fixed, high threshold and use fewer (synonyms.DIM).
 DIM = 128
 SAMPLE = 20_000  # rows the basis is fitted on
@@ -71,8 +69,7 @@ class Projection:
         """Upper bounds of every row's dot product with ``q`` (shape (n,)).
 
         float16 rows are scored by torch (its float16 matrix-vector product accumulates in float32), which reads
-        half the bytes: 2.8 ms instead of 8.8 for the 2wiki store's 220k relations right after a question's
-        embedding. The bound then carries the rounding of both sides and of the result: each factor is within
+        half the bytes. The bound then carries the rounding of both sides and of the result: each factor is within
         2^-11 of itself, relatively, so the product's error is at most (2u + u²)·|row|·|q| plus u·|result| with
         u = 2^-11 (``HALF_SLACK`` covers 3u plus the float32 sums)."""
         qa = augmented(q[None, :], self.basis)[0]
@@ -138,7 +135,7 @@ def _high_bounds(bound: np.ndarray, n_first: int) -> np.ndarray:
     """At least ``n_first`` rows with high bounds, to rescore first. Any such set is correct: the k-th best exact
     score among them is at most the k-th best overall, so every row of the true top k still passes the bound
     filter. Rows over a threshold read from a strided sample (``SELECT_SAMPLE`` of them, aiming at
-    ``OVERSAMPLE`` × ``n_first``) cost a comparison pass; a full ``argpartition`` (~1.9 ms on 220k rows) is the
+    ``OVERSAMPLE`` × ``n_first``) cost a comparison pass; a full ``argpartition``, which costs more, is the
     fallback when too few pass."""
     n = bound.shape[0]
     sample = bound[:: max(1, n // SELECT_SAMPLE)]

@@ -1,0 +1,148 @@
+"""The JSON shapes pathweaver returns: the MCP tools publish them as output schemas, and the service's
+``retrieve_json``, ``search``, ``plan``, ``rerank`` and ``ask`` build dicts of these shapes for the tools and the CLI
+(``--json``) alike. Citations everywhere are ``store.snapshot.citation_json``'s ``{doc, title, chunk_id, span[,
+locator]}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Citation(BaseModel):
+    """Where a piece of context comes from: file, chunk id and character span [start, end) in the file as stored on
+    disk (its characters, decoded); for PDF and DOCX no span but a locator ("page 3", "paragraph 7")."""
+
+    doc: str
+    title: str = ""
+    chunk_id: int
+    span: list[int] | None
+    locator: str | None = None
+    n: int | None = None
+
+
+class ChunkOut(Citation):
+    score: float
+    text: str
+
+
+class PathOut(BaseModel):
+    text: str
+    nodes: list[str]
+    relations: list[str]
+    reliability: float
+    citations: list[Citation] = []
+
+
+class TripleOut(BaseModel):
+    id: int
+    text: str
+    description: str | None = None  # the source sentence; only when asked for
+
+
+class SubgraphOut(BaseModel):
+    nodes: list[str]
+    edges: list[tuple[str, str, float]]
+    text: str
+    stats: dict[str, Any] = {}
+    node_scores: dict[str, float] = {}
+
+
+class RetrievalOut(BaseModel):
+    """Chunks best first; PathRAG paths in prompt order (ascending reliability, best last); MCMI subgraph."""
+
+    method: str
+    chunks: list[ChunkOut]
+    paths: list[PathOut] = []
+    subgraph: SubgraphOut | None = None
+    triples: list[TripleOut] = []
+    info: dict[str, Any] = {}
+    seconds: float = 0.0
+
+
+class PlanNodeOut(BaseModel):
+    id: str
+    question: str
+    depends_on: list[str] = []
+    relation: str | None = None
+
+
+class PlanOut(BaseModel):
+    """A DAG of sub-questions: run ``levels`` in order; questions within a level are independent."""
+
+    nodes: list[PlanNodeOut]
+    levels: list[list[str]]
+    order: list[str]
+    source: str
+    trace: Any = None
+
+
+class RerankItem(BaseModel):
+    index: int
+    text: str
+    score: float
+    relevance: float
+    dependency: float
+
+
+class RerankOut(BaseModel):
+    results: list[RerankItem]
+
+
+class AnswerOut(BaseModel):
+    """The answer with its citations; ``backend`` says who wrote it (``sampling``, ``openai``, ``llamacpp``, or
+    ``extractive``: taken from the cited chunks without a model); ``llm`` has the configured backend, why it was
+    chosen, tokens and fallbacks."""
+
+    answer: str
+    backend: str = ""
+    citations: list[Citation]
+    context: Any = None
+    plan: dict[str, Any] | None = None
+    llm: dict[str, Any] | None = None
+    seconds: float = 0.0
+
+
+class SearchOut(BaseModel):
+    results: list[ChunkOut]
+
+
+class Loose(BaseModel):
+    """A record whose fields come straight from the store."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class EntityOut(Loose):
+    name: str
+
+
+class NeighborsOut(Loose):
+    pass
+
+
+class StatusOut(BaseModel):
+    """Store statistics, skipped files and what the background indexer is doing."""
+
+    stats: dict[str, Any]
+    skipped: list[dict[str, Any]]
+    indexing: bool
+    state: str
+    done: int
+    total: int
+    message: str
+    ready: bool
+    folders: list[str]
+    watched: list[str]
+    excluded: list[str] = []  # folders remove_folder took out of an indexed folder
+    roots: list[str]
+    last_report: dict[str, Any] | None = None
+    last_error: str | None = None
+    llm: dict[str, str] | None = None  # the backend answer and decompose_query use for this client, and why
+
+
+class FolderOut(BaseModel):
+    folder: str
+    watched: bool
+    report: dict[str, Any]
