@@ -156,10 +156,16 @@ SCHEMA_NER: list[str] = [
     ) WITHOUT ROWID""",
 ]
 
-MIGRATIONS: list[list[str]] = [SCHEMA_V1, SCHEMA_FOLDERS_AND_FILE_SPANS, SCHEMA_NAMES, SCHEMA_NER]
+# Entity and relation vectors are made from ``embed_cache`` when a snapshot needs them (``store.graphvecs``): the
+# vec0 tables that held a second copy of each (560 MB of the 2wiki store's 777) go. ``Database`` then VACUUMs once.
+DROPPED_VECTOR_TABLES = ("entity_vec", "relation_vec")
+SCHEMA_GRAPH_VECTORS_COMPOSED: list[str] = [f"DROP TABLE IF EXISTS {name}" for name in DROPPED_VECTOR_TABLES]
+
+MIGRATIONS: list[list[str]] = [SCHEMA_V1, SCHEMA_FOLDERS_AND_FILE_SPANS, SCHEMA_NAMES, SCHEMA_NER,
+                               SCHEMA_GRAPH_VECTORS_COMPOSED]
 SCHEMA_VERSION = len(MIGRATIONS)
 
-VECTOR_TABLES = ("chunk_vec", "entity_vec", "relation_vec")
+VECTOR_TABLES = ("chunk_vec",)
 
 
 def vector_table_ddl(dim: int) -> list[str]:
