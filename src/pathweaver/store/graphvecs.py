@@ -46,11 +46,6 @@ class VectorRecipe:
         space = passes if precision == "float32" or not passes else f"{passes}-{precision}"
         return cls(fields.get("entities", "encoded"), fields.get("triples", "composed"), space)
 
-    @property
-    def needs_passes(self) -> bool:
-        """Whether the settings name no key space (a store from before ``passes`` was recorded)."""
-        return not self.space
-
 
 def recipe_of(conn: Connection) -> VectorRecipe:
     row = conn.execute("SELECT value FROM meta WHERE key = 'vector_settings'").fetchone()
