@@ -49,8 +49,9 @@ def test_snapshot_vectors_are_the_indexers_vectors(store: tuple[Path, Path]) -> 
 
 def test_migration_drops_the_stored_vectors_and_keeps_the_snapshot(store: tuple[Path, Path], tmp_path: Path
                                                                    ) -> None:
-    """A store of schema 4, with vec0 tables holding every entity and relation vector, migrates to tables
-    without them (VACUUMed: the file shrinks) and gives the same snapshot vectors."""
+    """A store of schema 4, with vec0 tables holding every entity and relation vector and a copy of each relation
+    source's sentence, migrates to tables without them (VACUUMed: the file shrinks) and gives the same snapshot
+    vectors and the same exported sentences."""
     path, _ = store
     old = tmp_path / "old"
     shutil.copytree(path, old)
@@ -64,7 +65,14 @@ def test_migration_drops_the_stored_vectors_and_keeps_the_snapshot(store: tuple[
                 for big in range(40):  # enough rows that dropping them frees pages
                     conn.executemany(f"INSERT INTO {table}(rowid, embedding) VALUES (?, ?)",
                                      [(int(i) + 10**6 * big, v.tobytes()) for i, v in zip(ids, vecs, strict=True)])
+            # and each relation source's sentence, copied
+            conn.execute("ALTER TABLE relation_sources ADD COLUMN sentence TEXT NOT NULL DEFAULT ''")
+            conn.execute("UPDATE relation_sources AS s SET sentence = (SELECT substr(c.text, s.start - c.start + 1, "
+                         "s.end - s.start) FROM chunks c WHERE c.id = s.chunk_id)")
             conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+        sources = db.conn.execute("SELECT relation_id, chunk_id, start, end, sentence FROM relation_sources "
+                                  "ORDER BY relation_id, chunk_id").fetchall()
+        assert sources and any(row[4] for row in sources)
     size = (old / "pathweaver.db").stat().st_size
     StoreReader(Database(old)).cache.clear()
     with Database(old) as db:  # migrates
@@ -76,6 +84,8 @@ def test_migration_drops_the_stored_vectors_and_keeps_the_snapshot(store: tuple[
         reader.cache.clear()
         got = reader.snapshot()
         assert got.entity_vecs.tobytes() == want_e.tobytes() and got.rel_vecs.tobytes() == want_r.tobytes()
+        columns, rows = reader.table_rows("relation_sources")  # the sentence, now cut from the chunk text
+        assert columns == ["relation_id", "chunk_id", "start", "end", "sentence"] and sorted(rows) == sources
     assert (old / "pathweaver.db").stat().st_size < size
 
 

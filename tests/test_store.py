@@ -48,7 +48,7 @@ def fill(db: Database) -> dict[str, int]:
         rows = [(key, "cooccur", "s", "marie curie lived in paris")] * 2  # twice: one relation
         rid = w.ensure_relations(conn, rows)[key]
         assert w.ensure_relations(conn, rows[:1]) == {key: rid}  # already there: the same id, nothing new
-        w.insert_relation_sources(conn, [(rid, cids[0], 0, 27, "Marie Curie lived in Paris.")])
+        w.insert_relation_sources(conn, [(rid, cids[0], 0, 27)])
         w.insert_synonyms(conn, [(ids["france"], ids["paris"], 0.99)])
     return {"doc": doc, **ids}
 

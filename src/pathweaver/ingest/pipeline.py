@@ -681,7 +681,7 @@ class Indexer:
         texts = [triple_text(r.src, r.label, r.dst) for r in graph.relations]
         rel_ids = w.ensure_relations(conn, [(k, r.kind, r.sentence, t)
                                             for k, r, t in zip(keys, graph.relations, texts, strict=True)])
-        w.insert_relation_sources(conn, [(rel_ids[k], chunk_ids[r.chunk], r.start, r.end, r.sentence)
+        w.insert_relation_sources(conn, [(rel_ids[k], chunk_ids[r.chunk], r.start, r.end)
                                          for k, r in zip(keys, graph.relations, strict=True)])
 
     def _rename(self, doc: KnownDoc, entry: FileEntry, deferred: bool) -> bool:
@@ -799,8 +799,8 @@ class Indexer:
         rows = [((ids[src], ids[dst], label), kind, description, triple_text(src, label, dst))
                 for (src, dst, label), (kind, description) in plan["relations"].items()]
         rel_ids = w.ensure_relations(conn, rows)
-        w.insert_relation_sources(conn, [(rel_ids[(ids[key[0]], ids[key[1]], key[2])], cid, start, end, sentence)
-                                         for key, cid, start, end, sentence in plan["sources"]])
+        w.insert_relation_sources(conn, [(rel_ids[(ids[key[0]], ids[key[1]], key[2])], cid, start, end)
+                                         for key, cid, start, end, _ in plan["sources"]])
         return w.collect_garbage(conn)
 
     # -- synonyms --------------------------------------------------------------------------------------------

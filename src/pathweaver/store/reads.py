@@ -27,6 +27,8 @@ from pathweaver.store.snapshot import GraphSnapshot, LazyRows, file_span_json
 from pathweaver.store.vecdump import vec0_rows
 
 EXPORT_TABLES = ("documents", "chunks", "entities", "relations", "mentions", "relation_sources", "synonyms")
+# A relation source's supporting sentence: its span (in the document's parsed text) cut from the chunk's text.
+SOURCE_SENTENCE = "substr(c.text, s.start - c.start + 1, s.end - s.start)"
 _FTS_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
 Bm25Row = tuple[int, float, str, str, int, int, str]  # chunk id, score, path, title, start, end, text
 
@@ -797,7 +799,11 @@ class StoreReader:
         """All rows of a whitelisted table (``EXPORT_TABLES``), with column names; chunk grams are left out."""
         if table not in EXPORT_TABLES:
             raise ConfigError(f"cannot export table {table!r}; choose one of {', '.join(EXPORT_TABLES)}")
-        cur = self.db.conn.execute(f"SELECT * FROM {table}")
+        sql = f"SELECT * FROM {table}"
+        if table == "relation_sources":  # the sentence column as it was stored before schema 6
+            sql = (f"SELECT s.relation_id, s.chunk_id, s.start, s.end, {SOURCE_SENTENCE} AS sentence "
+                   "FROM relation_sources s JOIN chunks c ON c.id = s.chunk_id")
+        cur = self.db.conn.execute(sql)
         columns = [d[0] for d in cur.description]
         rows = cur.fetchall()
         drop = [i for i, c in enumerate(columns) if c == "grams"]

@@ -160,9 +160,12 @@ SCHEMA_NER: list[str] = [
 # vec0 tables that held a second copy of each (560 MB of the 2wiki store's 777) go. ``Database`` then VACUUMs once.
 DROPPED_VECTOR_TABLES = ("entity_vec", "relation_vec")
 SCHEMA_GRAPH_VECTORS_COMPOSED: list[str] = [f"DROP TABLE IF EXISTS {name}" for name in DROPPED_VECTOR_TABLES]
+# A relation source's sentence is its span of the chunk's text (``reads.SOURCE_SENTENCE``), not a copy (35 MB of
+# the 2wiki store).
+SCHEMA_SOURCE_SPANS_ONLY: list[str] = ["ALTER TABLE relation_sources DROP COLUMN sentence"]
 
 MIGRATIONS: list[list[str]] = [SCHEMA_V1, SCHEMA_FOLDERS_AND_FILE_SPANS, SCHEMA_NAMES, SCHEMA_NER,
-                               SCHEMA_GRAPH_VECTORS_COMPOSED]
+                               SCHEMA_GRAPH_VECTORS_COMPOSED, SCHEMA_SOURCE_SPANS_ONLY]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 VECTOR_TABLES = ("chunk_vec",)

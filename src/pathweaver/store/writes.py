@@ -360,11 +360,12 @@ def _next_ids(conn: Connection, table: str, n: int) -> range:
     return range(start, start + n)
 
 
-def insert_relation_sources(conn: Connection, rows: Iterable[tuple[int, int, int, int, str]]) -> None:
-    """Provenance of relations as (relation_id, chunk_id, start, end, sentence); the first sentence of a chunk
-    that supports a relation is kept."""
+def insert_relation_sources(conn: Connection, rows: Iterable[tuple[int, int, int, int]]) -> None:
+    """Provenance of relations as (relation_id, chunk_id, start, end): the span of the supporting sentence in the
+    document's parsed text (``reads.SOURCE_SENTENCE`` cuts it from the chunk); a chunk's first sentence that
+    supports a relation is kept."""
     conn.executemany(
-        "INSERT OR IGNORE INTO relation_sources(relation_id, chunk_id, start, end, sentence) VALUES (?, ?, ?, ?, ?)",
+        "INSERT OR IGNORE INTO relation_sources(relation_id, chunk_id, start, end) VALUES (?, ?, ?, ?)",
         list(rows),
     )
 
