@@ -213,8 +213,9 @@ def test_changing_vector_settings_remakes_every_vector(tmp_path: Path, embedder)
     store = tmp_path / "store"
 
     def entity_vectors(db: Database) -> dict[str, bytes]:
-        return dict(db.conn.execute(
-            "SELECT e.name, v.embedding FROM entities e JOIN entity_vec v ON v.rowid = e.id").fetchall())
+        StoreReader(db).cache.clear()  # this test's stores share a path: a snapshot of the other must not serve
+        snap = StoreReader(db).snapshot()
+        return {n: snap.entity_vecs[i].tobytes() for i, n in enumerate(snap.entity_names)}
 
     encoded = settings(store)
     encoded.extract.entity_vectors = "encoded"

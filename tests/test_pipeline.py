@@ -137,7 +137,7 @@ def test_delete_leaves_no_row_and_no_search_hit(setup) -> None:  # type: ignore[
     assert snap.chunk_docs[best] != str(extra) and float(snap.chunk_vecs[best] @ query) < 0.9
     # no orphans anywhere: every FTS/vector row has its owner, every entity has support
     for fts, owner in (("chunks_fts", "chunks"), ("chunk_vec", "chunks"), ("entities_fts", "entities"),
-                       ("entity_vec", "entities"), ("relations_fts", "relations"), ("relation_vec", "relations")):
+                       ("relations_fts", "relations")):
         assert db.conn.execute(f"SELECT count(*) FROM {fts}").fetchone()[0] == \
             db.conn.execute(f"SELECT count(*) FROM {owner}").fetchone()[0], fts
     assert db.conn.execute(
@@ -275,8 +275,8 @@ def test_graph_vector_precision_keeps_chunks_float32_and_its_own_cache(tmp_path:
             assert np.abs(chunk - emb.encode(["polonium"])[0]).max() < 1e-6
             low = w.cache_get(db.conn, ["polonium", "marie", "curie"], pipeline.cache_space("bfloat16"))
             settings_text = db.get_meta("vector_settings")
-            (entity,) = db.conn.execute("SELECT v.embedding FROM entity_vec v JOIN entities e ON e.id = v.rowid "
-                                        "WHERE e.name = 'marie curie'").fetchone()
+            snap = StoreReader(db).snapshot()
+            entity = snap.entity_vecs[snap.entity_index["marie curie"]].tobytes()
         words = emb.encode(["marie", "curie"], precision=precision, invariant=True)
         want = (words[0] + words[1]) / np.linalg.norm(words[0] + words[1])
         assert np.allclose(np.frombuffer(entity, np.float32), want, atol=1e-6)

@@ -38,16 +38,17 @@ def fill(db: Database) -> dict[str, int]:
     with db.write() as conn:
         doc = w.upsert_document(conn, "/n/a.md", title="A", content_hash="h", size=50)
         cids = w.insert_chunks(conn, doc, "A", rows, np.stack([unit(1, 0, 0, 0), unit(0, 1, 0, 0)]))
-        vecs = {"marie curie": unit(1, 1, 0, 0), "paris": unit(0, 0, 1, 0), "france": unit(0, 0, 1, 0.01)}
-        ids = w.ensure_entities(conn, {"marie curie": "ngram", "paris": "ngram", "france": "ngram"}, vecs, {})
+        # no recorded vector settings: names take their own cached vectors ("encoded", store.graphvecs)
+        w.cache_put(conn, {"marie curie": unit(1, 1, 0, 0), "paris": unit(0, 0, 1, 0), "france": unit(0, 0, 1, 0.01),
+                           "lived in": unit(0, 0, 0, 1)})
+        ids = w.ensure_entities(conn, {"marie curie": "ngram", "paris": "ngram", "france": "ngram"}, {})
         w.insert_mentions(conn, [(ids["marie curie"], cids[0], 1, 0.5), (ids["paris"], cids[0], 1, 0.2),
                                  (ids["paris"], cids[1], 1, 0.2), (ids["france"], cids[1], 1, 0.3)])
         key = (ids["marie curie"], ids["paris"], "lived in")
         rows = [(key, "cooccur", "s", "marie curie lived in paris")] * 2  # twice: one relation
-        triple = {"marie curie lived in paris": unit(1, 0, 1, 0)}
-        rid = w.ensure_relations(conn, rows, triple)[key]
-        assert w.ensure_relations(conn, rows[:1], triple) == {key: rid}  # already there: the same id, nothing new
-        w.insert_relation_sources(conn, [(rid, cids[0], 0, 27, "Marie Curie lived in Paris.")])
+        rid = w.ensure_relations(conn, rows)[key]
+        assert w.ensure_relations(conn, rows[:1]) == {key: rid}  # already there: the same id, nothing new
+        w.insert_relation_sources(conn, [(rid, cids[0], 0, 27)])
         w.insert_synonyms(conn, [(ids["france"], ids["paris"], 0.99)])
     return {"doc": doc, **ids}
 
@@ -64,6 +65,9 @@ def test_round_trip_snapshot(db: Database) -> None:
     assert (snap.syn_a.tolist(), snap.syn_b.tolist()) == ([1], [2])
     np.testing.assert_allclose(snap.chunk_vecs[1], unit(0, 1, 0, 0))
     np.testing.assert_allclose(snap.entity_vecs[0], unit(1, 1, 0, 0))
+    # a relation's vector: its subject, label and object vectors summed and normalised (composed triples)
+    triple = unit(1, 1, 0, 0) + unit(0, 0, 0, 1) + unit(0, 0, 1, 0)
+    np.testing.assert_allclose(snap.rel_vecs[0], triple / np.linalg.norm(triple), rtol=1e-6)
     assert db.conn.execute("SELECT df FROM gram_df WHERE gram = 'paris'").fetchone()[0] == 2
 
 
@@ -72,14 +76,12 @@ def test_relation_lookup_by_table_scan_finds_the_same_ids(db: Database, monkeypa
     ids = fill(db)
     key = (ids["marie curie"], ids["paris"], "lived in")
     new = (ids["paris"], ids["france"], "capital of")
-    vec = np.eye(4, dtype=np.float32)[0]
     rows = [(key, "cooccur", "", "t"), (new, "cooccur", "", "paris capital of france")]
-    vectors = {"t": vec, "paris capital of france": vec}
     with db.write() as conn:
-        one_by_one = w.ensure_relations(conn, rows, vectors)
+        one_by_one = w.ensure_relations(conn, rows)
     monkeypatch.setattr(w, "SCAN_RELATIONS_OVER", 0)
     with db.write() as conn:
-        assert w.ensure_relations(conn, rows, vectors) == one_by_one
+        assert w.ensure_relations(conn, rows) == one_by_one
         assert conn.execute("SELECT count(*) FROM relations").fetchone()[0] == 2
 
 
@@ -89,8 +91,8 @@ def test_delete_document_collects_garbage_everywhere(db: Database) -> None:
         ents, rels = w.chunk_dependents(conn, ids["doc"])
         assert w.delete_document(conn, ids["doc"]) == 2
         assert w.collect_garbage(conn, ents, rels) == {"relations": 1, "entities": 3}
-    tables = ["documents", "chunks", "chunks_fts", "chunk_vec", "entities", "entities_fts", "entity_vec", "mentions",
-              "relations", "relations_fts", "relation_vec", "relation_sources", "synonyms", "gram_df"]
+    tables = ["documents", "chunks", "chunks_fts", "chunk_vec", "entities", "entities_fts", "mentions",
+              "relations", "relations_fts", "relation_sources", "synonyms", "gram_df"]
     assert {t: db.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables} == dict.fromkeys(tables, 0)
 
 
@@ -308,8 +310,7 @@ def test_bulk_inserts_take_the_ids_sqlite_would_give(db: Database) -> None:
     top = max(ids["marie curie"], ids["paris"], ids["france"])
     with db.write() as conn:
         w.delete_entities(conn, [top])
-        got = w.ensure_entities(conn, {"curie": "ngram", "radium": "title"}, {"curie": unit(1, 0, 0, 1),
-                                                                            "radium": unit(0, 1, 1, 0)}, {})
+        got = w.ensure_entities(conn, {"curie": "ngram", "radium": "title"}, {})
         assert list(got.values()) == [top + 1, top + 2]  # above the deleted one, in order
         seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entities'").fetchone()[0]
         assert seq == top + 2
@@ -318,10 +319,9 @@ def test_bulk_inserts_take_the_ids_sqlite_would_give(db: Database) -> None:
         rows = [(key, "cooccur", "first", "curie discovered radium"),
                 ((got["radium"], got["curie"], "related to"), "cooccur", "second", "radium related to curie"),
                 (key, "link", "again", "curie discovered radium")]
-        rel = w.ensure_relations(conn, rows, {"curie discovered radium": unit(1, 1, 1, 1),
-                                              "radium related to curie": unit(1, 0, 1, 0)})
+        rel = w.ensure_relations(conn, rows)
         assert list(rel.values()) == [rid + 1, rid + 2]
         assert conn.execute("SELECT kind, description FROM relations WHERE id = ?", (rel[key],)).fetchone() == (
             "cooccur", "first")  # a key given twice keeps its first row
-        assert conn.execute("SELECT count(*) FROM relation_vec WHERE rowid IN (?, ?)", (rid + 1, rid + 2)
+        assert conn.execute("SELECT count(*) FROM relations_fts WHERE rowid IN (?, ?)", (rid + 1, rid + 2)
                             ).fetchone()[0] == 2

@@ -153,6 +153,18 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compact(args: argparse.Namespace) -> int:
+    from pathweaver.config import resolve_store_dir
+    from pathweaver.store.db import Database
+
+    with Database(resolve_store_dir(args.store)) as db:
+        before = db.path.stat().st_size
+        after = db.compact()
+    _emit(args, {"store": str(db.path), "bytes_before": before, "bytes_after": after},
+          lambda d: f"{d['store']}: {d['bytes_before'] / 1e6:.1f} MB -> {d['bytes_after'] / 1e6:.1f} MB")
+    return 0
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     with _open(args) as pw:
         data = pw.stats()
@@ -357,6 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, fn, help_text in (
         ("refresh", cmd_refresh, "recompute what corpus statistics decide (ER entities, relations, synonyms)"),
         ("stats", cmd_stats, "store statistics and skipped files"),
+        ("compact", cmd_compact, "give free pages back to the file system (VACUUM; no other process may use the store)"),
     ):
         p = sub.add_parser(name, help=help_text)
         p.add_argument("--json", action="store_true")

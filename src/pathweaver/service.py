@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 ProgressFn = Callable[[int, int, str], None]
 BeatFn = Callable[[float, str], None]  # (seconds since the call began, message): a slow LLM call's heartbeat
 SEARCH_MODES = ("dense", "bm25", "hybrid")
+CHUNK_METHODS = SEARCH_MODES  # the retrieval methods that rank chunks alone (no entity or relation)
 # ``warm`` replays a method's latest query on a new snapshot only when the method's quickest run took at most this
 # long (LEGO's OSAR and ISAR take seconds; they build their few per-snapshot structures on their next query)
 WARM_REPLAY_SECONDS = 1.0
@@ -281,8 +282,10 @@ class Pathweaver:
         top_k: int = DEFAULT_TOP_K,
         params: dict[str, Any] | None = None,
         keywords: list[str] | None = None,
+        snapshot: GraphSnapshot | None = None,
     ) -> RetrievalResult:
-        """Run one retrieval method; ``result.info['seconds']`` is the wall time without loading the model."""
+        """Run one retrieval method (on ``snapshot``, default the current one); ``result.info['seconds']`` is the
+        wall time without loading the model."""
         self.embedder.warm()  # load outside the timed region
         start = time.perf_counter()
         base = pank_base(method)
@@ -290,7 +293,7 @@ class Pathweaver:
             result = self._retrieve_planned(text, method, base, top_k, params, keywords)
         else:
             query = self.query(text, keywords)
-            env = self.env()
+            env = self.env(snapshot)
             if env.snapshot.n_passages == 0:
                 result = RetrievalResult(method=method, chunks=[])
             else:
@@ -372,9 +375,11 @@ class Pathweaver:
         keywords: list[str] | None = None,
         descriptions: bool = True,
     ) -> dict[str, Any]:
-        """``retrieve`` shaped as the CLI/tool JSON contract (see ``shape``)."""
-        result = self.retrieve(text, method, top_k, params, keywords)
-        return self.shape(result, descriptions=descriptions)
+        """``retrieve`` shaped as the CLI/tool JSON contract (see ``shape``). A method that ranks chunks alone runs on
+        the chunks' view (``StoreReader.passages``): a cold CLI query then reads no entity or relation rows."""
+        snap = self.reader.passages() if method in CHUNK_METHODS else self.snapshot()
+        result = self.retrieve(text, method, top_k, params, keywords, snapshot=snap)
+        return self.shape(result, snap, descriptions=descriptions)
 
     def shape(self, result: RetrievalResult, snapshot: GraphSnapshot | None = None,
               descriptions: bool = True) -> dict[str, Any]:

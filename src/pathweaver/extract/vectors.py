@@ -160,22 +160,26 @@ def compose_phrases(phrases: Sequence[str], word_vecs: Mapping[str, np.ndarray])
     missing = [w for w in vocab if w not in words]
     if missing:
         raise KeyError(f"no vector for the words {missing[:5]}")
-    dim = words.dim
-    table = np.zeros((len(vocab) + 1, dim), dtype=np.float32)  # row 0: the zero vector pads short phrases
-    table[1:] = words.rows(vocab)
-    index = {w: i + 1 for i, w in enumerate(vocab)}
+    table = words.rows(vocab)
+    index = {w: i for i, w in enumerate(vocab)}
     counts = np.fromiter((len(ws) for ws in split), dtype=np.int64, count=len(split))
-    width = int(counts.max(initial=0))
-    pos = np.zeros((len(unique), width), dtype=np.int64)  # word table rows per phrase, 0 (zero vector) after its end
     flat = np.fromiter((index[w] for ws in split for w in ws), dtype=np.int64, count=int(counts.sum()))
-    starts = np.repeat(np.cumsum(counts) - counts, counts)
-    pos[np.repeat(np.arange(len(unique)), counts), np.arange(flat.shape[0]) - starts] = flat
-    out = np.empty((len(unique), dim), dtype=np.float32)
-    for lo in range(0, len(unique), BLOCK_ROWS):
-        acc = np.zeros((min(BLOCK_ROWS, len(unique) - lo), dim), dtype=np.float32)
-        for j in range(width):
-            acc += table[pos[lo : lo + BLOCK_ROWS, j]]
-        out[lo : lo + BLOCK_ROWS] = normalise_rows(acc)
-    single = np.flatnonzero(counts == 1)
-    out[single] = table[pos[single, 0]]
+    starts = np.cumsum(counts) - counts
+    out = np.zeros((len(unique), words.dim), dtype=np.float32)  # a phrase without words keeps zeros
+    # phrases of one length at a time, so no pass adds padding; each row's sum is 0 + w1 + w2 + ... in word order
+    # as before (0 + w1 turns a -0.0 into +0.0, so the sum starts from it), the same bits at any batch
+    for length in np.unique(counts).tolist():
+        rows = np.flatnonzero(counts == length)
+        if length == 0:
+            continue
+        if length == 1:
+            out[rows] = table[flat[starts[rows]]]
+            continue
+        for lo in range(0, rows.shape[0], BLOCK_ROWS):
+            block = rows[lo : lo + BLOCK_ROWS]
+            first = starts[block]
+            acc = table[flat[first]] + np.float32(0.0)
+            for j in range(1, length):
+                acc += table[flat[first + j]]
+            out[block] = normalise_rows(acc)
     return VectorTable({p: i for i, p in enumerate(unique)}, out)

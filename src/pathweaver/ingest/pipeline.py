@@ -616,13 +616,13 @@ class Indexer:
 
     def _name_entities(self, names: Iterable[str]) -> Callable[[Mapping[str, str]], None]:
         """What ``apply_names`` calls to make entity rows for a document's names new to the store, inside the
-        caller's transaction (a stronger kind replaces a weaker one). Their vectors are made now, before that
-        transaction: a word new to the embedding cache is written in a transaction of its own."""
-        vectors = self._graph_vectors(list(names), [])
+        caller's transaction (a stronger kind replaces a weaker one). The words their vectors are made of are cached
+        now, before that transaction: a word new to the embedding cache is written in a transaction of its own."""
+        self._graph_vectors(list(names), [])
 
         def ensure(kinds: Mapping[str, str]) -> None:
             if kinds:
-                w.ensure_entities(self.db.conn, dict(kinds), vectors, KIND_RANK)
+                w.ensure_entities(self.db.conn, dict(kinds), KIND_RANK)
 
         return ensure
 
@@ -686,13 +686,13 @@ class Indexer:
     @staticmethod
     def _write_graph(conn: Connection, graph: DocGraph, chunk_ids: dict[int, int],
                      vectors: Mapping[str, np.ndarray]) -> None:
-        ids = w.ensure_entities(conn, graph.kinds, vectors, KIND_RANK)
+        ids = w.ensure_entities(conn, graph.kinds, KIND_RANK)
         w.insert_mentions(conn, [(ids[n], chunk_ids[k], c, s) for (n, k), (c, s) in graph.mentions.items()])
         keys = [(ids[r.src], ids[r.dst], r.label) for r in graph.relations]
         texts = [triple_text(r.src, r.label, r.dst) for r in graph.relations]
         rel_ids = w.ensure_relations(conn, [(k, r.kind, r.sentence, t)
-                                            for k, r, t in zip(keys, graph.relations, texts, strict=True)], vectors)
-        w.insert_relation_sources(conn, [(rel_ids[k], chunk_ids[r.chunk], r.start, r.end, r.sentence)
+                                            for k, r, t in zip(keys, graph.relations, texts, strict=True)])
+        w.insert_relation_sources(conn, [(rel_ids[k], chunk_ids[r.chunk], r.start, r.end)
                                          for k, r in zip(keys, graph.relations, strict=True)])
 
     def _rename(self, doc: KnownDoc, entry: FileEntry, deferred: bool) -> bool:
@@ -804,14 +804,14 @@ class Indexer:
         """Write ``plan`` (mentions and relation sources already cleared) with the entity ids of ``entities``;
         returns what the garbage collection then removed."""
         ids = entities.ids
-        w.insert_entities(conn, plan["kinds"], vectors, KIND_RANK, entities)
+        w.insert_entities(conn, plan["kinds"], KIND_RANK, entities)
         w.set_entity_kinds(conn, {ids[n]: k for n, k in plan["kinds"].items()})
         w.insert_mentions(conn, [(ids[n], cid, c, s) for (n, cid), (c, s) in plan["mentions"].items()])
         rows = [((ids[src], ids[dst], label), kind, description, triple_text(src, label, dst))
                 for (src, dst, label), (kind, description) in plan["relations"].items()]
-        rel_ids = w.ensure_relations(conn, rows, vectors)
-        w.insert_relation_sources(conn, [(rel_ids[(ids[key[0]], ids[key[1]], key[2])], cid, start, end, sentence)
-                                         for key, cid, start, end, sentence in plan["sources"]])
+        rel_ids = w.ensure_relations(conn, rows)
+        w.insert_relation_sources(conn, [(rel_ids[(ids[key[0]], ids[key[1]], key[2])], cid, start, end)
+                                         for key, cid, start, end, _ in plan["sources"]])
         return w.collect_garbage(conn)
 
     # -- synonyms --------------------------------------------------------------------------------------------

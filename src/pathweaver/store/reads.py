@@ -20,12 +20,15 @@ import sqlean
 from pathweaver.config import ConfigError
 from pathweaver.store.bm25 import Bm25Index, query_terms, read_index
 from pathweaver.store.cache import cache_for
-from pathweaver.store.db import Connection, Database, StoreError
-from pathweaver.store.snapshot import GraphSnapshot, file_span_json
+from pathweaver.store.db import Connection, Database, StoreError, connect
+from pathweaver.store.graphvecs import phrase_vectors, recipe_of, relation_vectors
+from pathweaver.store.snapshot import GraphSnapshot, LazyRows, file_span_json
 from pathweaver.store.vecdump import vec0_rows
 from pathweaver.text import normalize
 
 EXPORT_TABLES = ("documents", "chunks", "entities", "relations", "mentions", "relation_sources", "synonyms")
+# A relation source's supporting sentence: its span (in the document's parsed text) cut from the chunk's text.
+SOURCE_SENTENCE = "substr(c.text, s.start - c.start + 1, s.end - s.start)"
 _FTS_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
 Bm25Row = tuple[int, float, str, str, int, int, str]  # chunk id, score, path, title, start, end, text
 
@@ -184,39 +187,29 @@ def _same(new_values: list[str], old_values: list[str]) -> Callable[[np.ndarray,
     return check
 
 
-def _reuse_from(
-    previous: GraphSnapshot | None,
-    dim: int,
-    entity_ids: np.ndarray,
-    names: list[str],
-    chunk_ids: np.ndarray,
-    texts: list[str],
-    rel_ids: np.ndarray,
-    rel_src: np.ndarray,
-    rel_dst: np.ndarray,
-    labels: list[str],
-) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per vector table, the rows of ``previous`` that stay valid: an entity with the same name, a chunk with the
-    same text, a relation with the same subject name, label and object name (its vector depends on nothing else).
-    ``rel_src``/``rel_dst`` are positions in ``names``."""
-    if previous is None or any(v.ndim != 2 or v.shape[1] != dim for v in (previous.entity_vecs, previous.rel_vecs,
-                                                                          previous.chunk_vecs)):
-        return {}
-    old = previous
-    same_label, same_name = _same(labels, old.rel_labels), _same(names, old.entity_names)
+def _reuse_rows(old_ids: np.ndarray, old_vecs: np.ndarray | None, new_ids: np.ndarray,
+                same: Callable[[np.ndarray, np.ndarray], np.ndarray], dim: int
+                ) -> tuple[np.ndarray, np.ndarray] | None:
+    """``_reusable`` rows of a previous snapshot's table, as ``_vectors``' ``reuse``; None when it has none."""
+    if old_vecs is None or old_vecs.ndim != 2 or old_vecs.shape[1] != dim or not old_vecs.shape[0]:
+        return None
+    return _reusable(old_ids, old_vecs, new_ids, same), old_vecs
 
-    def same_relation(new: np.ndarray, prev: np.ndarray) -> np.ndarray:
-        return (
-            same_label(new, prev)
-            & same_name(rel_src[new], old.rel_src[prev])
-            & same_name(rel_dst[new], old.rel_dst[prev])
-        )
 
-    return {
-        "entity_vec": (_reusable(old.entity_ids, old.entity_vecs, entity_ids, same_name), old.entity_vecs),
-        "chunk_vec": (_reusable(old.chunk_ids, old.chunk_vecs, chunk_ids, _same(texts, old.chunk_texts)), old.chunk_vecs),
-        "relation_vec": (_reusable(old.rel_ids, old.rel_vecs, rel_ids, same_relation), old.rel_vecs),
-    }
+def _with_reuse(n: int, dim: int, reuse: tuple[np.ndarray, np.ndarray] | None,
+                make: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``n`` rows: those ``reuse`` (row in the old table or -1, old table) keeps, the others from ``make(positions)``.
+    After a small change only a new document's rows are made."""
+    if reuse is None:
+        return make(np.arange(n)) if n else np.zeros((0, dim), dtype=np.float32)
+    pos, old = reuse
+    if pos.size == old.shape[0] and (pos == np.arange(pos.size)).all():
+        return old  # nothing moved: share the array (snapshots never write to their vectors)
+    out = _take_rows(old, pos)
+    missing = np.flatnonzero(pos < 0)
+    if missing.size:
+        out[missing] = make(missing)
+    return out
 
 
 MAX_RUNS = 4096  # above this many runs a fancy-index take is as quick as slice copies
@@ -294,7 +287,7 @@ def _vectors(
 
 @dataclass(frozen=True)
 class EntityRows:
-    """Every entity's id (ascending), name and stored vector at one point in time."""
+    """Every entity's id (ascending), name and vector at one point in time."""
 
     ids: np.ndarray
     names: list[str]
@@ -302,23 +295,24 @@ class EntityRows:
 
     @classmethod
     def of(cls, snapshot: GraphSnapshot | None) -> EntityRows | None:
-        """A snapshot's entities, when it holds their vectors."""
-        if snapshot is None or snapshot.entity_vecs.ndim != 2 or snapshot.entity_vecs.shape[1] == 0:
+        """A snapshot's entities, when it holds their vectors in memory (it makes none)."""
+        vecs = None if snapshot is None else snapshot.loaded("entity_vecs")
+        if snapshot is None or vecs is None or vecs.ndim != 2 or vecs.shape[1] == 0:
             return None
-        return cls(snapshot.entity_ids, snapshot.entity_names, snapshot.entity_vecs)
+        return cls(snapshot.entity_ids, snapshot.entity_names, vecs)
 
 
 def entity_rows(conn: Connection, dim: int, previous: EntityRows | None = None) -> EntityRows:
-    """Every entity with its stored vector, read in ``conn``'s transaction. Vectors of ``previous`` whose entity
-    is still there under the same id and name are reused (as a snapshot rebuild does: ids are never reused, and a
-    vector depends only on the name), so after a small change only the new rows are read, not the whole table
-    (145k rows of the 2wiki store: 2.4 s)."""
+    """Every entity with its vector (``store.graphvecs``), read in ``conn``'s transaction. Vectors of ``previous``
+    whose entity is still there under the same id and name are reused (as a snapshot rebuild does: ids are never
+    reused, and a vector depends only on the name), so after a small change only the new rows are made."""
     cols = _read_columns(conn, "entities", ["id"], ("name",), order=1)
     ids, (names,) = cols.ints[:, 0], cols.texts
-    reuse = None
-    if previous is not None and previous.vecs.ndim == 2 and previous.vecs.shape[1] == dim:
-        reuse = (_reusable(previous.ids, previous.vecs, ids, _same(names, previous.names)), previous.vecs)
-    return EntityRows(ids, names, _vectors(conn, "entity_vec", ids, dim, reuse))
+    reuse = None if previous is None else _reuse_rows(previous.ids, previous.vecs, ids, _same(names, previous.names), dim)
+    recipe = recipe_of(conn)
+    vecs = _with_reuse(len(ids), dim, reuse,
+                       lambda at: phrase_vectors(conn, recipe, [names[i] for i in at.tolist()], dim))
+    return EntityRows(ids, names, vecs)
 
 
 def _place(out: np.ndarray, ids: np.ndarray, rows: list[tuple[int, bytes]], dim: int) -> None:
@@ -472,16 +466,16 @@ class StoreReader:
             has_vec = self._has_vectors(conn)
             rel_src = _index_of(entity_ids, r_arr[:, 0], "relations")
             rel_dst = _index_of(entity_ids, r_arr[:, 1], "relations")
-            reuse = _reuse_from(previous, dim, entity_ids, names, chunk_ids, texts, rel_ids, rel_src, rel_dst, labels)
-
-            def vectors(table: str, ids: np.ndarray, n: int) -> np.ndarray:
-                return _vectors(conn, table, ids, dim, reuse.get(table)) if has_vec else np.zeros((n, 0))
-
-            entity_vecs = vectors("entity_vec", entity_ids, len(names))
-            rel_vecs = vectors("relation_vec", rel_ids, len(labels))
-            chunk_vecs = vectors("chunk_vec", chunk_ids, len(texts))
-            for vecs in (entity_vecs, rel_vecs, chunk_vecs):
-                vecs.flags.writeable = False  # the next snapshot may share these arrays
+            chunk_reuse = None if previous is None else _reuse_rows(
+                previous.chunk_ids, previous.chunk_vecs, chunk_ids, _same(texts, previous.chunk_texts), dim)
+            if has_vec:
+                chunk_vecs = _vectors(conn, "chunk_vec", chunk_ids, dim, chunk_reuse)
+                entity_vecs, rel_vecs = self._graph_vectors(previous, dim, entity_ids, names, rel_ids, rel_src, rel_dst,
+                                                            labels)
+            else:
+                chunk_vecs = np.zeros((len(texts), 0), dtype=np.float32)
+                entity_vecs, rel_vecs = np.zeros((len(names), 0), np.float32), np.zeros((len(labels), 0), np.float32)
+            chunk_vecs.flags.writeable = False  # the next snapshot may share these arrays
         n_e, n_p, n_r = len(names), len(texts), len(labels)
         m_rows = _index_of(chunk_ids, m_arr[:, 0], "mentions")
         m_cols = _index_of(entity_ids, m_arr[:, 1], "mentions")
@@ -518,11 +512,49 @@ class StoreReader:
             name_mentions=name_mentions,
             ties=ties,
             statistical_mentions=mentions,
-            entity_vecs=entity_vecs.astype(np.float32, copy=False),
-            rel_vecs=rel_vecs.astype(np.float32, copy=False),
+            entity_vecs=entity_vecs,
+            rel_vecs=rel_vecs,
             chunk_vecs=chunk_vecs.astype(np.float32, copy=False),
             entity_kinds=kinds,
         )
+
+    def _graph_vectors(self, previous: GraphSnapshot | None, dim: int, entity_ids: np.ndarray, names: list[str],
+                       rel_ids: np.ndarray, rel_src: np.ndarray, rel_dst: np.ndarray, labels: list[str]
+                       ) -> tuple[LazyRows, LazyRows]:
+        """Entity and relation vectors, made on first use (``store.graphvecs``, over a connection of their own:
+        the snapshot may be read on any thread, long after this transaction). Rows of ``previous`` that are in
+        memory and still valid are reused: an entity with the same name, a relation with the same subject name,
+        label and object name (its vector depends on nothing else)."""
+        entity_reuse = rel_reuse = None
+        if previous is not None:
+            same_name = _same(names, previous.entity_names)
+            entity_reuse = _reuse_rows(previous.entity_ids, previous.loaded("entity_vecs"), entity_ids, same_name, dim)
+            old = previous
+            same_label = _same(labels, old.rel_labels)
+
+            def same_relation(new: np.ndarray, prev: np.ndarray) -> np.ndarray:
+                return (same_label(new, prev) & same_name(rel_src[new], old.rel_src[prev])
+                        & same_name(rel_dst[new], old.rel_dst[prev]))
+
+            rel_reuse = _reuse_rows(old.rel_ids, old.loaded("rel_vecs"), rel_ids, same_relation, dim)
+        path = self.db.path
+
+        def make_entities() -> np.ndarray:
+            with contextlib.closing(connect(path, readonly=True)) as conn:
+                recipe = recipe_of(conn)
+                return _with_reuse(len(names), dim, entity_reuse, lambda at: phrase_vectors(
+                    conn, recipe, [names[i] for i in at.tolist()], dim))
+
+        entity_rows_ = LazyRows(make_entities)
+
+        def make_relations() -> np.ndarray:
+            ev = entity_rows_.get()
+            with contextlib.closing(connect(path, readonly=True)) as conn:
+                recipe = recipe_of(conn)
+                return _with_reuse(len(labels), dim, rel_reuse, lambda at: relation_vectors(
+                    conn, recipe, ev, names, rel_src[at], rel_dst[at], [labels[i] for i in at.tolist()], dim))
+
+        return entity_rows_, LazyRows(make_relations)
 
     def passages(self) -> GraphSnapshot:
         """The chunks of the store as it is now, as a snapshot with no entities or relations: all that dense and
@@ -777,7 +809,11 @@ class StoreReader:
         """All rows of a whitelisted table (``EXPORT_TABLES``), with column names; chunk grams are left out."""
         if table not in EXPORT_TABLES:
             raise ConfigError(f"cannot export table {table!r}; choose one of {', '.join(EXPORT_TABLES)}")
-        cur = self.db.conn.execute(f"SELECT * FROM {table}")
+        sql = f"SELECT * FROM {table}"
+        if table == "relation_sources":  # the sentence column as it was stored before schema 6
+            sql = (f"SELECT s.relation_id, s.chunk_id, s.start, s.end, {SOURCE_SENTENCE} AS sentence "
+                   "FROM relation_sources s JOIN chunks c ON c.id = s.chunk_id")
+        cur = self.db.conn.execute(sql)
         columns = [d[0] for d in cur.description]
         rows = cur.fetchall()
         drop = [i for i, c in enumerate(columns) if c == "grams"]

@@ -156,6 +156,14 @@ SCHEMA_NER: list[str] = [
     ) WITHOUT ROWID""",
 ]
 
+# Entity and relation vectors are made from ``embed_cache`` when a snapshot needs them (``store.graphvecs``): the
+# vec0 tables that held a second copy of each (560 MB of the 2wiki store's 777) go. ``Database`` then VACUUMs once.
+DROPPED_VECTOR_TABLES = ("entity_vec", "relation_vec")
+SCHEMA_GRAPH_VECTORS_COMPOSED: list[str] = [f"DROP TABLE IF EXISTS {name}" for name in DROPPED_VECTOR_TABLES]
+# A relation source's sentence is its span of the chunk's text (``reads.SOURCE_SENTENCE``), not a copy (35 MB of
+# the 2wiki store).
+SCHEMA_SOURCE_SPANS_ONLY: list[str] = ["ALTER TABLE relation_sources DROP COLUMN sentence"]
+
 # Names from links and headings (issue 23): the display text of ``[[Target|display]]`` (and ``[display](target.md)``)
 # names the documents that have Target as a title or alias; a heading names its own document when no other
 # document has the same heading ("References", "Early life" in every article name nothing). ``name_rows`` is the
@@ -179,10 +187,11 @@ SCHEMA_LINK_NAMES: list[str] = [
             JOIN doc_names n ON n.name = l.target AND n.kind IN ('title', 'alias')""",
 ]
 
-MIGRATIONS: list[list[str]] = [SCHEMA_V1, SCHEMA_FOLDERS_AND_FILE_SPANS, SCHEMA_NAMES, SCHEMA_NER, SCHEMA_LINK_NAMES]
+MIGRATIONS: list[list[str]] = [SCHEMA_V1, SCHEMA_FOLDERS_AND_FILE_SPANS, SCHEMA_NAMES, SCHEMA_NER,
+                               SCHEMA_GRAPH_VECTORS_COMPOSED, SCHEMA_SOURCE_SPANS_ONLY, SCHEMA_LINK_NAMES]
 SCHEMA_VERSION = len(MIGRATIONS)
 
-VECTOR_TABLES = ("chunk_vec", "entity_vec", "relation_vec")
+VECTOR_TABLES = ("chunk_vec",)
 
 
 def vector_table_ddl(dim: int) -> list[str]:

@@ -13,6 +13,8 @@ Edges:
 from __future__ import annotations
 
 import dataclasses
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +38,30 @@ def file_span_json(start: int, end: int, locator: str = "") -> dict[str, Any]:
 def citation_json(doc: str, title: str, chunk_id: int, start: int, end: int, locator: str = "") -> dict[str, Any]:
     """Where a chunk comes from, as every JSON result cites it: ``{doc, title, chunk_id, span[, locator]}``."""
     return {"doc": doc, "title": title, "chunk_id": int(chunk_id), **file_span_json(start, end, locator)}
+
+
+class LazyRows:
+    """A snapshot's vector table made on first use, once (a dense query never needs the graph's vectors)."""
+
+    def __init__(self, make: Callable[[], np.ndarray]) -> None:
+        self._make: Callable[[], np.ndarray] | None = make
+        self._value: np.ndarray | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def ready(self) -> np.ndarray | None:
+        """The rows when they were made already, else None (makes nothing)."""
+        return self._value
+
+    def get(self) -> np.ndarray:
+        if self._value is None:
+            with self._lock:
+                if self._value is None and self._make is not None:
+                    value = np.asarray(self._make(), dtype=np.float32)
+                    value.flags.writeable = False  # the next snapshot may share these rows
+                    self._value, self._make = value, None  # the maker's inputs go with it
+        assert self._value is not None
+        return self._value
 
 
 @dataclass
@@ -65,7 +91,8 @@ class GraphSnapshot:
     syn_cos: np.ndarray  # (S,) float32
     # Contains edges: (P, E) mention counts
     mentions: sp.csr_matrix
-    # vectors (unit-normalised rows); may be empty arrays of shape (0, d) when not loaded
+    # vectors (unit-normalised rows); may be empty arrays of shape (0, d) when not loaded. ``entity_vecs`` and
+    # ``rel_vecs`` may be given as ``LazyRows``, made when first read (``loaded``: without making them)
     entity_vecs: np.ndarray
     rel_vecs: np.ndarray
     chunk_vecs: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
@@ -140,11 +167,17 @@ class GraphSnapshot:
         if ((syn_a[1:] == syn_a[:-1]) & (syn_b[1:] == syn_b[:-1])).any():
             return None
         carried = dataclasses.replace(self, version=version, syn_a=syn_a.astype(np.int32),
-                                      syn_b=syn_b.astype(np.int32), syn_cos=syn_cos, adjacency=None, edge_relation=None)
+                                      syn_b=syn_b.astype(np.int32), syn_cos=syn_cos, adjacency=None, edge_relation=None,
+                                      entity_vecs=self.__dict__["_entity_vecs"], rel_vecs=self.__dict__["_rel_vecs"])
         inherited = self.__dict__.get(CARRIED_ATTR)
         if inherited:
             object.__setattr__(carried, CARRIED_ATTR, dict(inherited))
         return carried
+
+    def loaded(self, name: str) -> np.ndarray | None:
+        """``entity_vecs`` or ``rel_vecs`` when they are in memory already, else None (makes nothing)."""
+        value = self.__dict__["_" + name]
+        return value.ready if isinstance(value, LazyRows) else value
 
     @classmethod
     def from_arrays(
@@ -197,6 +230,23 @@ class GraphSnapshot:
             rel_vecs=rel_vecs if rel_vecs is not None else np.zeros((n_r, dim), dtype=np.float32),
             chunk_vecs=chunk_vecs if chunk_vecs is not None else np.zeros((n_p, dim), dtype=np.float32),
         )
+
+
+def _lazy_vectors(name: str) -> property:
+    key = "_" + name
+
+    def get(self: GraphSnapshot) -> np.ndarray:
+        value = self.__dict__[key]
+        return value.get() if isinstance(value, LazyRows) else value
+
+    def put(self: GraphSnapshot, value: np.ndarray | LazyRows) -> None:
+        self.__dict__[key] = value
+
+    return property(get, put)
+
+
+GraphSnapshot.entity_vecs = _lazy_vectors("entity_vecs")  # type: ignore[assignment]
+GraphSnapshot.rel_vecs = _lazy_vectors("rel_vecs")  # type: ignore[assignment]
 
 
 def _coo(pairs: list[tuple[int, int]], shape: tuple[int, int]) -> sp.csr_matrix:

@@ -22,7 +22,6 @@ from pathweaver.store.db import Connection
 
 _CHUNK_BATCH = 500
 _JSON_ROWS = 100_000  # texts per json_each statement
-_VECTOR_ROWS = 32_768  # vectors per statement (a 50 MB blob of 384 float32 each)
 
 
 @dataclass(frozen=True)
@@ -66,27 +65,6 @@ def _insert_texts(conn: Connection, table: str, column: str, first: int, texts: 
     for lo in range(0, len(texts), _JSON_ROWS):
         conn.execute(f"INSERT INTO {table}(rowid, {column}) SELECT ?1 + key, value FROM json_each(?2)",
                      (first + lo, json.dumps(list(texts[lo : lo + _JSON_ROWS]), ensure_ascii=False)))
-
-
-def _insert_vectors(conn: Connection, table: str, first: int, matrix: np.ndarray) -> None:
-    """Rows ``(first + k, matrix[k])`` of a ``vec0`` table in one statement per block: each vector is cut from one
-    bound blob of the block's rows (no Python per row; 220k relation vectors 2.5 s either way alone, but the GIL
-    is free meanwhile)."""
-    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-    width = matrix.shape[1] * 4 if matrix.ndim == 2 else 0
-    for lo in range(0, matrix.shape[0], _VECTOR_ROWS):
-        block = matrix[lo : lo + _VECTOR_ROWS]
-        conn.execute(f"WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i + 1 < ?2) "
-                     f"INSERT INTO {table}(rowid, embedding) SELECT ?1 + i, substr(?3, i * ?4 + 1, ?4) FROM k",
-                     (first + lo, block.shape[0], memoryview(block).cast("B"), width))
-
-
-def _matrix(vectors: Mapping[str, np.ndarray], texts: Sequence[str]) -> np.ndarray:
-    """The vectors of ``texts`` as rows, in one gather where the mapping is a table (``extract.vectors``)."""
-    rows = getattr(vectors, "rows", None)
-    if rows is not None:
-        return np.asarray(rows(texts), dtype=np.float32)
-    return np.stack([vectors[t] for t in texts]).astype(np.float32, copy=False) if texts else np.zeros((0, 0))
 
 
 # -- meta ----------------------------------------------------------------------------------------------------
@@ -280,12 +258,12 @@ def delete_document_chunks(conn: Connection, doc_id: int) -> int:
 
 
 # -- entities and relations ----------------------------------------------------------------------------------
-def ensure_entities(conn: Connection, kinds: Mapping[str, str], vectors: Mapping[str, np.ndarray],
-                    rank: Mapping[str, int]) -> dict[str, int]:
-    """Ids of the named entities, inserting missing ones (with FTS and vector rows) in ``kinds`` order; a
-    stronger kind (lower ``rank``) replaces a weaker one."""
+def ensure_entities(conn: Connection, kinds: Mapping[str, str], rank: Mapping[str, int]) -> dict[str, int]:
+    """Ids of the named entities, inserting missing ones (with FTS rows) in ``kinds`` order; a stronger kind
+    (lower ``rank``) replaces a weaker one. Their vectors are made from ``embed_cache`` when read
+    (``store.graphvecs``): the caller has cached what they need."""
     planned = plan_entities(conn, kinds)
-    insert_entities(conn, kinds, vectors, rank, planned)
+    insert_entities(conn, kinds, rank, planned)
     return planned.ids
 
 
@@ -314,15 +292,13 @@ def plan_entities(conn: Connection, names: Iterable[str]) -> EntityPlan:
     return EntityPlan({n: ids[n] for n in names}, existing, new)
 
 
-def insert_entities(conn: Connection, kinds: Mapping[str, str], vectors: Mapping[str, np.ndarray],
-                    rank: Mapping[str, int], plan: EntityPlan) -> None:
-    """Insert ``plan``'s new entities with their ids, FTS and vector rows (one ``executemany`` each, not one
-    insert per row); a stronger kind (lower ``rank``) replaces an existing entity's weaker one."""
+def insert_entities(conn: Connection, kinds: Mapping[str, str], rank: Mapping[str, int], plan: EntityPlan) -> None:
+    """Insert ``plan``'s new entities with their ids and FTS rows (one ``executemany`` each, not one insert per
+    row); a stronger kind (lower ``rank``) replaces an existing entity's weaker one."""
     ids = plan.ids
     conn.executemany("INSERT INTO entities(id, name, kind) VALUES (?, ?, ?)", [(ids[n], n, kinds[n]) for n in plan.new])
     if plan.new:  # the new ids are one run (``_next_ids``)
         _insert_texts(conn, "entities_fts", "name", ids[plan.new[0]], plan.new)
-        _insert_vectors(conn, "entity_vec", ids[plan.new[0]], _matrix(vectors, plan.new))
     conn.executemany("UPDATE entities SET kind = ? WHERE id = ?",
                      [(kinds[n], eid) for n, (eid, old) in plan.existing.items()
                       if rank.get(kinds[n], 9) < rank.get(old, 9)])
@@ -346,11 +322,10 @@ RelationKey = tuple[int, int, str]  # (src_id, dst_id, label)
 SCAN_RELATIONS_OVER = 2000  # look keys up in one scan of the table beyond this many (a refresh), else one by one
 
 
-def ensure_relations(conn: Connection, rows: Sequence[tuple[RelationKey, str, str, str]],
-                     vectors: Mapping[str, np.ndarray]) -> dict[RelationKey, int]:
-    """Ids of relations given as (key, kind, description, triple text), ``vectors`` holding every triple text's
-    vector; missing ones are inserted in order, with the ids SQLite would give them, FTS (triple text) and vector
-    rows. A key given twice keeps its first kind and description."""
+def ensure_relations(conn: Connection, rows: Sequence[tuple[RelationKey, str, str, str]]) -> dict[RelationKey, int]:
+    """Ids of relations given as (key, kind, description, triple text); missing ones are inserted in order, with
+    the ids SQLite would give them and FTS (triple text) rows. A key given twice keeps its first kind and
+    description."""
     wanted = list(dict.fromkeys(r[0] for r in rows))
     ids: dict[RelationKey, int] = {}
     if len(wanted) > SCAN_RELATIONS_OVER:
@@ -372,9 +347,7 @@ def ensure_relations(conn: Connection, rows: Sequence[tuple[RelationKey, str, st
     conn.executemany("INSERT INTO relations(id, src_id, dst_id, label, kind, description) VALUES (?, ?, ?, ?, ?, ?)",
                      [(ids[key], *key, kind, description) for key, kind, description, _ in new])
     if new:  # the new ids are one run (``_next_ids``)
-        texts = [r[3] for r in new]
-        _insert_texts(conn, "relations_fts", "text", ids[new[0][0]], texts)
-        _insert_vectors(conn, "relation_vec", ids[new[0][0]], _matrix(vectors, texts))
+        _insert_texts(conn, "relations_fts", "text", ids[new[0][0]], [r[3] for r in new])
     return ids
 
 
@@ -387,11 +360,12 @@ def _next_ids(conn: Connection, table: str, n: int) -> range:
     return range(start, start + n)
 
 
-def insert_relation_sources(conn: Connection, rows: Iterable[tuple[int, int, int, int, str]]) -> None:
-    """Provenance of relations as (relation_id, chunk_id, start, end, sentence); the first sentence of a chunk
-    that supports a relation is kept."""
+def insert_relation_sources(conn: Connection, rows: Iterable[tuple[int, int, int, int]]) -> None:
+    """Provenance of relations as (relation_id, chunk_id, start, end): the span of the supporting sentence in the
+    document's parsed text (``reads.SOURCE_SENTENCE`` cuts it from the chunk); a chunk's first sentence that
+    supports a relation is kept."""
     conn.executemany(
-        "INSERT OR IGNORE INTO relation_sources(relation_id, chunk_id, start, end, sentence) VALUES (?, ?, ?, ?, ?)",
+        "INSERT OR IGNORE INTO relation_sources(relation_id, chunk_id, start, end) VALUES (?, ?, ?, ?)",
         list(rows),
     )
 
@@ -451,7 +425,7 @@ def chunk_dependents(conn: Connection, doc_id: int) -> tuple[set[int], set[int]]
 def collect_garbage(conn: Connection, entity_ids: Iterable[int] | None = None,
                     relation_ids: Iterable[int] | None = None, keep_named: bool = True) -> dict[str, int]:
     """Remove relations without sources, then entities with neither mentions nor relations (their synonyms
-    cascade), with their FTS and vector rows; an entity some document names (``name_rows``) stays unless
+    cascade), with their FTS rows; an entity some document names (``name_rows``) stays unless
     ``keep_named`` is False. With candidate ids only those are checked (plus the endpoints of
     removed relations); with None, the whole store. Returns how many of each were removed."""
     if entity_ids is not None and relation_ids is not None and not entity_ids and not relation_ids:
@@ -481,17 +455,15 @@ def collect_garbage(conn: Connection, entity_ids: Iterable[int] | None = None,
 def delete_relations(conn: Connection, ids: Sequence[int]) -> None:
     params = [(i,) for i in ids]
     conn.executemany("DELETE FROM relations_fts WHERE rowid = ?", params)
-    conn.executemany("DELETE FROM relation_vec WHERE rowid = ?", params)
     conn.executemany("DELETE FROM relations WHERE id = ?", params)
 
 
 def delete_entities(conn: Connection, ids: Sequence[int]) -> None:
-    """Remove entities; their relations (with FTS/vector rows), mentions and synonyms go too."""
+    """Remove entities; their relations (with FTS rows), mentions and synonyms go too."""
     params = [(i,) for i in ids]
     rel_ids: list[int] = []
     for (eid,) in params:
         rel_ids += [r[0] for r in conn.execute("SELECT id FROM relations WHERE src_id = ? OR dst_id = ?", (eid, eid))]
     delete_relations(conn, sorted(set(rel_ids)))
     conn.executemany("DELETE FROM entities_fts WHERE rowid = ?", params)
-    conn.executemany("DELETE FROM entity_vec WHERE rowid = ?", params)
     conn.executemany("DELETE FROM entities WHERE id = ?", params)
