@@ -248,8 +248,8 @@ def test_synonym_pairs_blockwise_on_many_vectors() -> None:
 def test_composed_triple_vectors_track_encoded_ones() -> None:
     """``extract.triple_vectors = composed``: the sum of the parts' vectors ranks triples like their encoded text."""
     from pathweaver.extract.graph import ExtractParams, triple_text
-    from pathweaver.extract.vectors import compose_triple_vector, compose_triples
     from pathweaver.models.embedder import get_embedder
+    from pathweaver.numeric.vectors import compose_triple_vector, compose_triples
 
     emb = get_embedder()
     triples = [("marie curie", "discovered", "polonium"), ("pierre curie", "married", "marie curie"),
@@ -272,8 +272,8 @@ def test_composed_phrase_vectors_are_order_stable_and_track_encoded_names() -> N
     """``extract.entity_vectors = composed``: a name's vector is the normalised sum of its words' model vectors,
     bit-identical whatever else is composed in the same call, and it ranks names like their encoded text."""
     from pathweaver.extract.graph import ExtractParams
-    from pathweaver.extract.vectors import compose_phrases
     from pathweaver.models.embedder import get_embedder
+    from pathweaver.numeric.vectors import compose_phrases
 
     emb = get_embedder()
     names = ["marie curie", "nobel prize in physics", "vistula river", "university of paris", "radium", "warsaw"]
@@ -368,7 +368,7 @@ def test_entity_selection_scores_are_er_bit_for_bit() -> None:
 
 def test_vector_tables_compose_in_blocks_with_the_same_bits(monkeypatch: pytest.MonkeyPatch) -> None:
     from pathweaver.extract import vectors
-    from pathweaver.extract.vectors import LayeredVectors, VectorTable, compose_phrases, compose_triples
+    from pathweaver.numeric.vectors import LayeredVectors, VectorTable, compose_phrases, compose_triples
 
     rng = np.random.default_rng(9)
     words = [f"w{i}" for i in range(50)]

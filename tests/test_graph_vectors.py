@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from pathweaver.config import Settings
-from pathweaver.extract.vectors import compose_phrases
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
+from pathweaver.numeric.vectors import compose_phrases
 from pathweaver.service import Pathweaver
 from pathweaver.store import schema
 from pathweaver.store.db import Database
@@ -69,6 +69,8 @@ def test_migration_drops_the_stored_vectors_and_keeps_the_snapshot(store: tuple[
             conn.execute("ALTER TABLE relation_sources ADD COLUMN sentence TEXT NOT NULL DEFAULT ''")
             conn.execute("UPDATE relation_sources AS s SET sentence = (SELECT substr(c.text, s.start - c.start + 1, "
                          "s.end - s.start) FROM chunks c WHERE c.id = s.chunk_id)")
+            conn.execute("DROP VIEW name_rows")  # schema 7's, which a schema-4 store lacks
+            conn.execute("DROP TABLE link_names")
             conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
         sources = db.conn.execute("SELECT relation_id, chunk_id, start, end, sentence FROM relation_sources "
                                   "ORDER BY relation_id, chunk_id").fetchall()

@@ -29,9 +29,9 @@ from pathweaver.extract.names import display_name, document_names, linkable
 from pathweaver.extract.ner import entity_spans
 from pathweaver.extract.relations import cooccurrence_relations
 from pathweaver.extract.structure import link_relations, structural_entities
-from pathweaver.extract.vectors import VECTOR_MODES
 from pathweaver.models.packing import RECIPE
 from pathweaver.models.precision import check_precision, resolve_precision
+from pathweaver.numeric.vectors import VECTOR_MODES
 
 # Which kind an entity keeps when several sources name it (authored structure beats statistics).
 KIND_RANK = {"title": 0, "alias": 1, "heading": 2, "link": 3, "ner": 4, "ngram": 5}
@@ -61,8 +61,8 @@ class ExtractParams:
     max_entities: int = _SETTINGS.max_entities_per_chunk
     label_max_words: int = _SETTINGS.relation_label_max_words
     synonym_phi: float = _SETTINGS.synonym_phi  # phi, Eq. 5
-    triple_vectors: str = _SETTINGS.triple_vectors  # composed | encoded (extract/vectors.py)
-    entity_vectors: str = _SETTINGS.entity_vectors  # composed | encoded (extract/vectors.py)
+    triple_vectors: str = _SETTINGS.triple_vectors  # composed | encoded (numeric/vectors.py)
+    entity_vectors: str = _SETTINGS.entity_vectors  # composed | encoded (numeric/vectors.py)
     precision: str = _SETTINGS.graph_vector_precision  # of the model passes behind entity and relation vectors
     entities: str = _SETTINGS.entities  # entity sources (``parse_sources``)
     ner_model: str = _SETTINGS.ner_model

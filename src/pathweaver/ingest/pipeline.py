@@ -50,13 +50,6 @@ from pathweaver.extract.graph import (
     triple_text,
 )
 from pathweaver.extract.synonyms import on_our_pool, synonym_pairs_for
-from pathweaver.extract.vectors import (
-    LayeredVectors,
-    VectorTable,
-    compose_phrases,
-    compose_triples,
-    phrase_words,
-)
 from pathweaver.ingest.chunker import chunk_text
 from pathweaver.ingest.confine import Confinement
 from pathweaver.ingest.ignore import TEXT_SUFFIXES, IgnoreRules, iter_files, looks_binary
@@ -76,6 +69,13 @@ from pathweaver.ingest.scanner import (
 )
 from pathweaver.ingest.spans import file_spans, locator
 from pathweaver.models.packing import RECIPE
+from pathweaver.numeric.vectors import (
+    LayeredVectors,
+    VectorTable,
+    compose_phrases,
+    compose_triples,
+    phrase_words,
+)
 from pathweaver.store import writes as w
 from pathweaver.store.cache import cache_for
 from pathweaver.store.db import Connection, Database
@@ -545,7 +545,7 @@ class Indexer:
 
     def _graph_vectors(self, names: Iterable[str], triples: Sequence[tuple[str, str, str]]) -> LayeredVectors:
         """Vectors keyed by text for entity names and triple texts (``extract.entity_vectors`` and
-        ``extract.triple_vectors`` decide how; see ``extract/vectors.py``)."""
+        ``extract.triple_vectors`` decide how; see ``numeric/vectors.py``)."""
         composed_triples = self.params.triple_vectors == "composed"
         phrases = list(names) + ([label for _, label, _ in triples] if composed_triples else [])
         if self.params.entity_vectors == "composed":
@@ -631,7 +631,7 @@ class Indexer:
         holds; no vector is made (``apply_names`` marks a refresh for one whose entity is missing)."""
         have = entity_ids_of(self.db.conn, kinds)
         if have:
-            w.ensure_entities(self.db.conn, {n: kinds[n] for n in have}, {}, KIND_RANK)
+            w.ensure_entities(self.db.conn, {n: kinds[n] for n in have}, KIND_RANK)
 
     def _write_file(self, prep: _Prepared, known: KnownDoc | None, deferred: bool,
                     batch: Connection | None = None) -> None:

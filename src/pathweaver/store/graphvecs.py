@@ -1,7 +1,7 @@
 """Entity and relation vectors, made when a snapshot first needs them from the vectors ``embed_cache`` holds.
 
 With ``extract.entity_vectors`` / ``extract.triple_vectors`` = "composed" every such vector is a pure function of
-word vectors (``extract.vectors``), and with "encoded" it is the name's or triple's own cached vector, so the store
+word vectors (``numeric.vectors``), and with "encoded" it is the name's or triple's own cached vector, so the store
 keeps those and not a second copy of every row (docs/design-notes.md, "Graph vectors composed at load"). The
 recipe is the store's ``meta.vector_settings``: the modes, and the key space of the cached vectors.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pathweaver.extract.vectors import (
+from pathweaver.numeric.vectors import (
     BLOCK_ROWS,
     VectorTable,
     compose_phrases,
@@ -93,7 +93,7 @@ def phrase_vectors(conn: Connection, recipe: VectorRecipe, phrases: Sequence[str
 def relation_vectors(conn: Connection, recipe: VectorRecipe, entity_vecs: np.ndarray, names: Sequence[str],
                      src: np.ndarray, dst: np.ndarray, labels: Sequence[str], dim: int) -> np.ndarray:
     """Vectors of relations (subject index ``src``, ``labels``, object index ``dst``), in order: the normalised
-    sum of the subject's, label's and object's vectors (``extract.vectors.compose_triples``, the same operations
+    sum of the subject's, label's and object's vectors (``numeric.vectors.compose_triples``, the same operations
     in the same order, so the same bits), or the cached vector of the triple text ("encoded")."""
     n = len(labels)
     if not n:
