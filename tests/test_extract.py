@@ -367,7 +367,7 @@ def test_entity_selection_scores_are_er_bit_for_bit() -> None:
 
 
 def test_vector_tables_compose_in_blocks_with_the_same_bits(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pathweaver.extract import vectors
+    from pathweaver.numeric import vectors
     from pathweaver.numeric.vectors import LayeredVectors, VectorTable, compose_phrases, compose_triples
 
     rng = np.random.default_rng(9)
