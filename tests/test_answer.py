@@ -110,6 +110,37 @@ def test_a_two_part_question_is_answered_part_by_part_without_a_plan(env: Retrie
     assert out["plan"] is None  # one retrieval; only the extractive answer splits the question
 
 
+def test_a_chain_question_retrieves_for_its_later_hop(env: RetrievalEnv) -> None:
+    """One chunk retrieved for the whole question holds only the first hop; the second hop ("Whom did Steven
+    Spielberg marry?") retrieves its own chunk, which joins the citations after the first."""
+    calls: list[str] = []
+    inner = dense(env, top_k=1)
+
+    def retrieve(text: str, keywords: list[str] | None = None) -> RetrievalResult:
+        calls.append(text)
+        return inner(text, keywords)
+
+    out = ask(env, "Whom did the director of Jaws marry?", retrieve=retrieve, method="dense", top_k=1,
+              llm=NoneBackend())
+    assert calls == ["Whom did the director of Jaws marry?", "Whom did Steven Spielberg marry?"]
+    assert out["answer"] == "Kate Capshaw [1][2]"  # both hops' sentences
+    assert [c["doc"] for c in out["citations"]] == ["notes/0.md", "notes/1.md"]
+    assert [i["n"] for i in out["context"]["items"]] == [1, 2]
+
+
+def test_a_chain_hop_answers_with_a_title_the_store_knows(env: RetrievalEnv) -> None:
+    """An inner hop answers with the title of a retrieved passage that its best sentence writes."""
+    from pathweaver.extractive import ExtractiveParams, Passage, bridge_title
+
+    passages = [Passage("Attics to Eden is the second album by the American band Madina Lake.", 1,
+                        "Attics to Eden", 0),
+                Passage("Madina Lake was an American rock band formed in 2005 in Chicago.", 2, "Madina Lake", 1)]
+    found = bridge_title("Who performed Attics to Eden?", passages, env.encode, ExtractiveParams(), None, 0)
+    assert found == ("Madina Lake", [1])
+    assert bridge_title("Who performed Attics to Eden?", passages[:1], env.encode, ExtractiveParams(), None, 0) \
+        is None  # the album's own title is the question's, not an answer
+
+
 def test_llm_answer_with_layout_prompt(env: RetrievalEnv, chat_server: FakeChatServer) -> None:
     chat_server.script = [("text", "Steven Spielberg directed Jaws [1].")]
     llm = OpenAIBackend(chat_server.url, "m")

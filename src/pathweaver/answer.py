@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from pathweaver.extractive import extractive_answer, memo_encode
+from pathweaver.extractive import HopChunks, extractive_answer, memo_encode
 from pathweaver.models.llm import EXTRACTIVE, NO_LLM, LLMBackend, LLMError
 from pathweaver.planner.decompose import Plan, rephrase
 from pathweaver.planner.decompose import decompose as make_plan
 from pathweaver.planner.execute import PlanTrace, execute_plan
 from pathweaver.planner.heuristic import heuristic_decompose, is_conjunction
-from pathweaver.retrieval.context import Context, build_context, layout_for
+from pathweaver.retrieval.context import Context, build_context, layout_for, top_chunks
 from pathweaver.retrieval.types import EncodeFn, RetrievalEnv, RetrievalResult
 
 ANSWER_MAX_TOKENS = 512
@@ -47,20 +48,43 @@ def prompt_messages(question: str, context: Context, layout: str, resolved: str 
 
 
 def _span_answer(context: Context, question: str, env: RetrievalEnv, resolved: dict[str, str],
-                 encode: EncodeFn | None = None) -> tuple[str, str]:
+                 encode: EncodeFn | None = None, hop_chunks: HopChunks | None = None) -> tuple[str, str]:
     """``extractive.extractive_answer`` of ``question`` over the context (with ``encode``, else the env's):
     (the answer, it with its ``[n]`` marks); empty when the chunks hold none."""
     text, cites = extractive_answer(
         question, context, encode or env.encode, resolved=resolved or None, word_df=env.word_df,
-        n_docs=env.snapshot.n_passages,
+        n_docs=env.snapshot.n_passages, hop_chunks=hop_chunks,
     )
     return text, f"{text} {''.join(f'[{n}]' for n in dict.fromkeys(cites))}".strip() if text else ""
 
 
-def extractive_text(context: Context, question: str, env: RetrievalEnv, resolved: dict[str, str]) -> str:
+def extractive_text(context: Context, question: str, env: RetrievalEnv, resolved: dict[str, str],
+                    hop_chunks: HopChunks | None = None) -> str:
     """The extractive answer with its ``[n]`` citations: the one place ``ask`` answers a question without a
     model."""
-    return _span_answer(context, question, env, resolved)[1] or NO_EVIDENCE
+    return _span_answer(context, question, env, resolved, hop_chunks=hop_chunks)[1] or NO_EVIDENCE
+
+
+class HopRetrieval:
+    """A chain question's later hops retrieving for themselves (PankRAG §2.3's progressive resolution, without a
+    plan): each hop's chunks join the answer's context after the ones already there, so citations keep their
+    numbers; the hop searches the question's chunks, then its own."""
+
+    def __init__(self, env: RetrievalEnv, result: RetrievalResult, retrieve: Callable[[str, list[str] | None],
+                 RetrievalResult], layout: str, top_k: int, question: str, context: Context) -> None:
+        self.env, self.result, self.retrieve = env, result, retrieve
+        self.layout, self.top_k, self.question = layout, top_k, question
+        self.chunks = top_chunks(result.chunks, top_k)
+        self.context = context
+
+    def __call__(self, hop_question: str) -> list[tuple[str, int, str]]:
+        hop = top_chunks(self.retrieve(hop_question, None).chunks, self.top_k)
+        seen = {h.passage for h in self.chunks}
+        self.chunks += [h for h in hop if h.passage not in seen]
+        self.context = build_context(self.env.snapshot, replace(self.result, chunks=self.chunks), self.layout,
+                                     max_items=len(self.chunks), question=self.question)
+        items = {i.passage: i for i in self.context.items if i.kind == "chunk"}
+        return [(items[h.passage].text, items[h.passage].n, items[h.passage].title) for h in hop]
 
 
 def conjunction_text(context: Context, plan: Plan, env: RetrievalEnv) -> str:
@@ -151,6 +175,8 @@ def ask(
         if is_conjunction(question):  # one retrieval, but an extractive answer still answers each part
             parts = heuristic_decompose(question)
     context = build_context(env.snapshot, result, layout, max_items=max(top_k, 1), question=question)
+    hops = HopRetrieval(env, result, retrieve, layout, max(top_k, 1), question, context) \
+        if not (decompose or plan is not None) else None
     model, backend = getattr(llm, "model", ""), getattr(llm, "name", EXTRACTIVE)
     answer = ""
     try:
@@ -178,7 +204,9 @@ def ask(
     is_extractive = not answer
     if is_extractive:
         answer = (conjunction_text(context, parts, env) if parts is not None
-                  else extractive_text(context, extract_q, env, extract_resolved))
+                  else extractive_text(context, extract_q, env, extract_resolved, hops))
+        if hops is not None:
+            context = hops.context
     return {
         "answer": answer,
         "citations": [

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathweaver.config import CONFIG_FILE, DEFAULT_TOP_K, ConfigError, parse_param
+from pathweaver.retrieval.registry import ANSWER_METHOD, RETRIEVE_METHOD
 
 if TYPE_CHECKING:
     from pathweaver.service import Pathweaver
@@ -304,7 +305,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         from pathweaver.eval.answers import run_answer_eval
 
         data = run_answer_eval(
-            Path(args.dataset_dir), args.split, args.method, args.top_k, _params(args), store,
+            Path(args.dataset_dir), args.split, args.method or ANSWER_METHOD, args.top_k, _params(args), store,
             answerer=args.answerer, decompose=args.decompose, overrides=_overrides(args),
             record=not args.no_ledger, details=args.details,
         )
@@ -313,7 +314,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from pathweaver.eval.runner import run_eval
 
     data = run_eval(
-        Path(args.dataset_dir), args.split, args.method, args.top_k, _params(args), store,
+        Path(args.dataset_dir), args.split, args.method or RETRIEVE_METHOD, args.top_k, _params(args), store,
         overrides=_overrides(args), record=not args.no_ledger,
     )
     _emit(args, data, lambda d: json.dumps(d, indent=2, default=str))
@@ -340,8 +341,11 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 # -- parser --------------------------------------------------------------------------------------------------
-def _add_retrieval_flags(p: argparse.ArgumentParser, default_method: str) -> None:
-    p.add_argument("--method", default=default_method, help="dense|bm25|hybrid|ppr|pathrag|mcmi|pooling|lego:<sbe|sae>+<sbr|osar|isar>|pank[:<method>]")
+def _add_retrieval_flags(p: argparse.ArgumentParser, default_method: str | None,
+                         default_help: str = "") -> None:
+    p.add_argument("--method", default=default_method,
+                   help="dense|bm25|hybrid|ppr|pathrag|mcmi|pooling|lego:<sbe|sae>+<sbr|osar|isar>|pank[:<method>]"
+                        + default_help)
     p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K)
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="method parameter (repeatable)")
 
@@ -377,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("retrieve", help="retrieve chunks, paths or a subgraph for a question")
     p.add_argument("text")
-    _add_retrieval_flags(p, "hybrid")
+    _add_retrieval_flags(p, RETRIEVE_METHOD)
     p.add_argument("--keyword", action="append", help="keyword for PathRAG node retrieval (repeatable)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_retrieve)
@@ -411,7 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="evaluate retrieval (or, with --answers, answers) on 2wiki, musique or hotpotqa")
     p.add_argument("dataset_dir", nargs="?")
     p.add_argument("--split", choices=("dev", "test", "all"), default="dev")
-    _add_retrieval_flags(p, "hybrid")
+    _add_retrieval_flags(p, None, f" (default: {RETRIEVE_METHOD}; with --answers, {ANSWER_METHOD} as ask uses)")
     p.add_argument("--history", action="store_true", help="print the ledger of earlier runs")
     p.add_argument("--dataset", help="with --history: only this dataset")
     p.add_argument("--no-ledger", action="store_true", help="do not append this run to the ledger")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -61,6 +61,9 @@ class Sentence:
 
 
 ChunksLike = Context | Sequence[Any]
+# Chunks retrieved for one hop's rephrased question ("Where was Paul Thomas Anderson born?"), as a chain answer's
+# later hops search them.
+HopChunks = Callable[[str], ChunksLike]
 
 # -- question analysis ---------------------------------------------------------------------------------------
 def _word_list(text: str) -> list[str]:
@@ -625,12 +628,46 @@ def memo_encode(encode: EncodeFn | None) -> EncodeFn | None:
     return cached
 
 
-def _chain_answer(
+def _title_forms(title: str) -> list[str]:
+    """A passage title as a sentence may write it: whole, and without a trailing "(...)" disambiguator."""
+    bare = re.match(r"^(.*?\S)\s*\([^()]*\)$", title.strip())
+    return [title.strip()] + ([bare.group(1)] if bare else [])
+
+
+def bridge_title(
     question: str, passages: list[Passage], encode: EncodeFn | None, params: ExtractiveParams,
     word_df: WordDfFn | None, n_docs: int,
 ) -> tuple[str, list[int]] | None:
-    """A nested question answered hop by hop over the same chunks: the heuristic plan's nodes in order, each
-    node's answer filling the next node's "#id"; None when the plan is one node or not a chain."""
+    """A chain's inner hop answered by a name the store knows: the first title of another retrieved passage
+    that the best sentences write ("the group who performed Attics to Eden" -> "Madina Lake", which has a
+    passage of its own), as the next hop then retrieves by it; None when no such title is written."""
+    asked = set(_tokens(question))
+    forms = [(f, p) for p in passages if p.title and not _title_named(p, asked) for f in _title_forms(p.title)
+             if not content_words(f) <= asked]  # a form the question writes ("Come Dance" in "Come Dance With Me")
+    if not forms:
+        return None
+    for sent in rank_sentences(question, passages, encode, params, word_df, n_docs)[: params.max_sentences]:
+        hits = []
+        for form, owner in forms:
+            if owner.title == sent.passage.title or len(form) < 3:
+                continue
+            m = re.search(rf"(?<!\w){re.escape(form)}(?!\w)", sent.text, re.I)
+            if m:
+                hits.append((m.start(), -len(form), m.group(0)))
+        if hits:
+            return min(hits)[2], [sent.passage.n]
+    return None
+
+
+def _chain_answer(
+    question: str, passages: list[Passage], encode: EncodeFn | None, params: ExtractiveParams,
+    word_df: WordDfFn | None, n_docs: int, hop_chunks: HopChunks | None = None,
+) -> tuple[str, list[int]] | None:
+    """A nested question answered hop by hop: the heuristic plan's nodes in order, each node's answer filling
+    the next node's "#id" (an inner node answering with a title the store knows, ``bridge_title``). A hop that
+    depends on another searches the question's chunks, then the chunks ``hop_chunks`` retrieves for it when
+    given (PankRAG §2.3's progressive resolution, without an LLM). None when the plan is one node or not a
+    chain."""
     from pathweaver.planner.decompose import rephrase
     from pathweaver.planner.heuristic import heuristic_decompose
 
@@ -642,8 +679,14 @@ def _chain_answer(
     encode = memo_encode(encode)
     for node_id in plan.order:
         node = plan.node(node_id)
-        text, c = _span_answer(rephrase(node.question, answers, node.depends_on), passages, encode, params,
-                               word_df, n_docs)
+        hop_q = rephrase(node.question, answers, node.depends_on)
+        hop = passages
+        if hop_chunks is not None and node.depends_on:  # the question's chunks first, then the hop's own
+            seen = {p.n for p in passages}
+            fresh = [p for p in passages_of(hop_chunks(hop_q), params.max_chunks) if p.n not in seen]
+            hop = [replace(p, rank=r) for r, p in enumerate(passages + fresh)]
+        found = bridge_title(hop_q, hop, encode, params, word_df, n_docs) if node_id != plan.final else None
+        text, c = found or _span_answer(hop_q, hop, encode, params, word_df, n_docs)
         if not text:
             return None
         answers[node_id] = text
@@ -661,6 +704,7 @@ def extractive_answer(
     params: ExtractiveParams | None = None,
     word_df: WordDfFn | None = None,
     n_docs: int = 0,
+    hop_chunks: HopChunks | None = None,
 ) -> tuple[str, list[int]]:
     """The shortest span (else the sentence) of the chunks that answers ``question``, and the citation numbers
     it comes from; ``("", [])`` when there is no chunk. ``resolved`` are a plan's answers to the question's
@@ -676,7 +720,7 @@ def extractive_answer(
     if kind == "choice":
         return choose_option(question, options(question), passages, resolved)
     if kind != "yesno" and params.chain and not resolved:
-        chained = _chain_answer(question, passages, encode, params, word_df, n_docs)
+        chained = _chain_answer(question, passages, encode, params, word_df, n_docs, hop_chunks)
         if chained is not None:
             return chained
     return _span_answer(question, passages, encode, params, word_df, n_docs)

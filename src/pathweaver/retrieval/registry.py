@@ -36,6 +36,8 @@ PANK_DEFAULT_BASE = "hybrid"
 # what ``ask`` and the ``answer`` tool retrieve with when no method is named: the walk over the names people wrote
 # had the best answer support on the dev splits (docs/benchmarks.md, "Answers with the default method")
 ANSWER_METHOD = "ppr"
+# what ``retrieve`` and a retrieval ``eval`` use when no method is named: AGRAG's hybrid seeds (Eq. 20-21)
+RETRIEVE_METHOD = "hybrid"
 
 
 def registry_method_names() -> list[str]:
