@@ -92,8 +92,7 @@ from pathweaver.store.reads import (
 log = logging.getLogger(__name__)
 ProgressFn = Callable[[int, int, str], None]
 # Chunks parsed ahead and embedded in one call (and, in a bulk index, written in one transaction): a call packs its
-# texts into rows of its own, and 1,024 per call embedded 1-2% faster than 256 (the same 1,536 2wiki chunks,
-# alternating; docs/benchmarks.md).
+# texts into rows of its own, and larger calls pack fuller rows (docs/benchmarks.md).
 BATCH_CHUNKS = 1024
 PAIR_WHILE_WRITING_OVER = 20_000  # entities from which a refresh pairs synonyms while another thread writes rows
 
@@ -107,7 +106,7 @@ def cache_space(precision: str) -> str:
 def read_capped(path: Path, limit: int) -> bytes:
     """The file's bytes, at most ``limit + 1`` (one more than allowed shows that it is too large). Reads its stat
     size plus one byte, then on only if it grew meanwhile: ``read(limit + 1)`` would allocate the whole limit
-    (20 MB) for every small file first (25 us against 8 per 2wiki passage)."""
+    (20 MB) for every small file first."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         data = f.read(min(size, limit) + 1)
@@ -580,9 +579,8 @@ class Indexer:
     # -- per-file writes -------------------------------------------------------------------------------------
     @contextlib.contextmanager
     def _batch_transaction(self, bulk: bool) -> Iterator[Connection | None]:
-        """One transaction for a whole batch of files when ``bulk`` (a deferred index writes chunks only: 1,500
-        2wiki files in 0.49 s instead of 1.31 s, most of it gram_df pages dirtied again by every file's commit),
-        else None: each file then commits on its own (its graph is derived from the statistics the file before
+        """One transaction for a whole batch of files when ``bulk`` (a deferred index writes chunks only, and a
+        commit per file would dirty the same gram_df pages again and again), else None: each file then commits on its own (its graph is derived from the statistics the file before
         it committed). No file ever spans two transactions, so a crash leaves each file fully old or fully new."""
         if not bulk:
             yield None
