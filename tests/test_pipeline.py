@@ -98,8 +98,9 @@ def test_rename_costs_no_embedding_and_keeps_chunk_ids(setup) -> None:  # type: 
     assert chunk_ids(db, notes / "element-88.md") == before
     assert chunk_ids(db, notes / "radium.md") == []
     got = StoreReader(db).canonical_graph()
-    moved = {(path.replace("element-88.md", "radium.md"), name, kind) for path, name, kind in got.pop("doc_names")}
-    assert moved == graph_before.pop("doc_names")  # the same names, now of the moved file
+    for key in ("doc_names", "name_rows"):  # the same names, now of the moved file
+        moved = {(path.replace("element-88.md", "radium.md"), name, kind) for path, name, kind in got.pop(key)}
+        assert moved == graph_before.pop(key)
     assert got == graph_before
 
 

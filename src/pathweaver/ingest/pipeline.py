@@ -76,6 +76,7 @@ from pathweaver.numeric.vectors import (
     compose_triples,
     phrase_words,
 )
+from pathweaver.store import indexing as ix
 from pathweaver.store import writes as w
 from pathweaver.store.cache import cache_for
 from pathweaver.store.db import Connection, Database
@@ -92,8 +93,7 @@ from pathweaver.store.reads import (
 log = logging.getLogger(__name__)
 ProgressFn = Callable[[int, int, str], None]
 # Chunks parsed ahead and embedded in one call (and, in a bulk index, written in one transaction): a call packs its
-# texts into rows of its own, and 1,024 per call embedded 1-2% faster than 256 (the same 1,536 2wiki chunks,
-# alternating; docs/benchmarks.md).
+# texts into rows of its own, and larger calls pack fuller rows (docs/benchmarks.md).
 BATCH_CHUNKS = 1024
 PAIR_WHILE_WRITING_OVER = 20_000  # entities from which a refresh pairs synonyms while another thread writes rows
 
@@ -107,7 +107,7 @@ def cache_space(precision: str) -> str:
 def read_capped(path: Path, limit: int) -> bytes:
     """The file's bytes, at most ``limit + 1`` (one more than allowed shows that it is too large). Reads its stat
     size plus one byte, then on only if it grew meanwhile: ``read(limit + 1)`` would allocate the whole limit
-    (20 MB) for every small file first (25 us against 8 per 2wiki passage)."""
+    (20 MB) for every small file first."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         data = f.read(min(size, limit) + 1)
@@ -324,7 +324,7 @@ class Indexer:
                 w.set_meta(conn, "changed_chunks", "0")
                 w.set_meta(conn, "refresh_pending", "0")
                 w.set_meta(conn, "last_refresh", str(time.time()))
-                counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                counts = {t: ix.row_count(conn, t)
                           for t in ("entities", "relations", "mentions", "synonyms", "name_mentions")}
             self.last_refresh = {**counts, "removed_entities": removed["entities"],
                                  "removed_relations": removed["relations"], "new_synonyms": synonyms,
@@ -334,10 +334,7 @@ class Indexer:
 
     # -- scan application ------------------------------------------------------------------------------------
     def _known(self) -> dict[str, KnownDoc]:
-        rows = self.db.conn.execute(
-            "SELECT id, path, content_hash, mtime, size, status, reason FROM documents"
-        ).fetchall()
-        return {r[1]: KnownDoc(*r) for r in rows}
+        return {r[1]: KnownDoc(*r) for r in ix.known_documents(self.db.conn)}
 
     def set_folder(self, path: Path, state: str | None) -> None:
         """Record a folder in the store as 'watched', 'indexed' or 'removed' (None forgets it), for every process on
@@ -454,7 +451,7 @@ class Indexer:
         return stored != self.params.vector_settings and self._count("entities") > 0
 
     def _count(self, table: str) -> int:
-        return int(self.db.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+        return ix.row_count(self.db.conn, table)
 
     # -- reading and parsing ---------------------------------------------------------------------------------
     def _batches(self, work: list[FileEntry], report: IndexReport) -> Any:
@@ -580,9 +577,8 @@ class Indexer:
     # -- per-file writes -------------------------------------------------------------------------------------
     @contextlib.contextmanager
     def _batch_transaction(self, bulk: bool) -> Iterator[Connection | None]:
-        """One transaction for a whole batch of files when ``bulk`` (a deferred index writes chunks only: 1,500
-        2wiki files in 0.49 s instead of 1.31 s, most of it gram_df pages dirtied again by every file's commit),
-        else None: each file then commits on its own (its graph is derived from the statistics the file before
+        """One transaction for a whole batch of files when ``bulk`` (a deferred index writes chunks only, and a
+        commit per file would dirty the same gram_df pages again and again), else None: each file then commits on its own (its graph is derived from the statistics the file before
         it committed). No file ever spans two transactions, so a crash leaves each file fully old or fully new."""
         if not bulk:
             yield None
@@ -665,9 +661,9 @@ class Indexer:
         old_grams: dict[str, int] = {}
         n_old = 0
         if known is not None:
-            for (grams_json,) in conn.execute("SELECT grams FROM chunks WHERE doc_id = ?", (known.id,)):
+            for grams in ix.document_chunk_grams(conn, known.id):
                 n_old += 1
-                for g in json.loads(grams_json):
+                for g in grams:
                     old_grams[g] = old_grams.get(g, 0) + 1
         new_grams: dict[str, int] = {}
         for r in prep.rows:
@@ -705,12 +701,11 @@ class Indexer:
             return False
         if hashlib.sha1(data).hexdigest() != doc.content_hash:
             return False
-        row = self.db.conn.execute("SELECT title, headings, links FROM documents WHERE id = ?", (doc.id,)).fetchone()
-        same = (row[0], json.loads(row[1]), json.loads(row[2])) == (
+        same = ix.document_structure(self.db.conn, doc.id) == (
             parsed.title, [list(h) for h in parsed.headings], list(parsed.links))
         graph, vectors, keys = None, {}, {}
         if not same and not deferred:
-            chunks = self._with_ner(self._stored_chunks(f"c.doc_id = {int(doc.id)}"))
+            chunks = self._with_ner(self._stored_chunks(doc.id))
             n_chunks = self._count("chunks")
             df = gram_df(self.db.conn, sorted({g for c in chunks for g in c.grams}))
             graph = derive_document(chunks, Structure(parsed.title, parsed.headings, parsed.links), n_chunks, df,
@@ -728,8 +723,7 @@ class Indexer:
                 apply_names(conn, {doc.id: names}, [], ensure, self._linker)
             if not same:
                 ents, rels = w.chunk_dependents(conn, doc.id)
-                w.clear_chunk_derived(conn, list(keys) or [r[0] for r in conn.execute(
-                    "SELECT id FROM chunks WHERE doc_id = ?", (doc.id,))])
+                w.clear_chunk_derived(conn, list(keys) or ix.document_chunk_ids(conn, doc.id))
                 if graph is None:
                     w.set_meta(conn, "refresh_pending", "1")
                 else:
@@ -738,25 +732,20 @@ class Indexer:
         return True
 
     # -- refresh ---------------------------------------------------------------------------------------------
-    def _stored_chunks(self, where: str = "1") -> list[ChunkInput]:
-        rows = self.db.conn.execute(
-            f"SELECT c.id, c.start, c.end, c.text, c.grams, c.n_words FROM chunks c WHERE {where} ORDER BY c.id"
-        ).fetchall()
-        return [ChunkInput(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5]) for r in rows]
+    def _stored_chunks(self, doc_id: int) -> list[ChunkInput]:
+        return [ChunkInput(*row) for _, row in ix.stored_chunks(self.db.conn, doc_id)]
 
     def _derive_all(self) -> dict[str, Any]:
         """The graph every stored chunk supports under current statistics: kinds, mentions, relations."""
         conn = self.db.conn
         n_chunks = self._count("chunks")
-        df = dict(conn.execute("SELECT gram, df FROM gram_df").fetchall())
-        docs = conn.execute(
-            "SELECT id, title, headings, links FROM documents WHERE status = 'indexed' ORDER BY path"
-        ).fetchall()
+        df = ix.all_gram_df(conn)
+        docs = ix.indexed_structures(conn)
         by_doc: dict[int, list[ChunkInput]] = {}
-        rows = conn.execute("SELECT id, doc_id, start, end, text, grams, n_words FROM chunks").fetchall()
-        stored = self._with_ner([ChunkInput(r[0], r[2], r[3], r[4], json.loads(r[5]), r[6]) for r in rows])
-        for r, chunk in zip(rows, stored, strict=True):
-            by_doc.setdefault(r[1], []).append(chunk)
+        rows = ix.stored_chunks(conn)
+        stored = self._with_ner([ChunkInput(*row) for _, row in rows])
+        for (doc_id, _), chunk in zip(rows, stored, strict=True):
+            by_doc.setdefault(doc_id, []).append(chunk)
         kinds: dict[str, str] = {}
         mentions: dict[tuple[str, int], tuple[int, float]] = {}
         relations: dict[tuple[str, str, str], tuple[str, str]] = {}  # key -> (kind, description)
@@ -817,8 +806,8 @@ class Indexer:
     # -- synonyms --------------------------------------------------------------------------------------------
     def _synonym_pass(self) -> int:
         mark = int(self.db.get_meta("synonym_watermark", "0") or 0)
-        top = self.db.conn.execute("SELECT max(id) FROM entities").fetchone()[0]
-        if top is None or int(top) <= mark:
+        top = ix.max_entity_id(self.db.conn)
+        if top is None or top <= mark:
             return 0
         with self.db.write(bump_version=False) as conn:
             pairs = self._synonyms_in(conn)
@@ -844,8 +833,7 @@ class Indexer:
 
     @staticmethod
     def _watermark(conn: Connection) -> int:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'synonym_watermark'").fetchone()
-        return int(row[0]) if row else 0
+        return ix.meta_int(conn, "synonym_watermark")
 
     def _pairs_since(self, mark: int, ids: np.ndarray, vecs: np.ndarray, wide_after: threading.Event | None = None
                      ) -> list[tuple[int, int, float]]:

@@ -3,8 +3,7 @@
 The embedder mean-pools token vectors, so the normalised sum of the parts' unit vectors approximates the vector
 of the whole text. Two uses (``extract.entity_vectors`` and ``extract.triple_vectors``):
 - a phrase (entity name, relation label) from the vectors of its words: an n-gram entity costs one model pass
-  per distinct word of the corpus instead of one per distinct name (2wiki dev: 35k words for 156k names and
-  labels, a fifth of the tokens);
+  per distinct word of the corpus instead of one per distinct name (far fewer tokens);
 - a relation ("subject label object") from the vectors of its subject, label and object.
 """
 
@@ -16,8 +15,8 @@ import numpy as np
 
 VECTOR_MODES = ("composed", "encoded")
 # Rows composed at a time: 8,192 rows of 384 float32 are 12.6 MB, so a block's gathers, sums and norms stay in the
-# CPU's cache. Whole-array passes over the 220k triples of 2wiki (338 MB each) ran at ~2 GB/s here: composing them
-# took 3.2 s, in blocks 0.4 s, with the same bits (every step is per row).
+# CPU's cache, where whole-array passes over 10^5 triples run at memory speed; every step is per row, so the bits
+# are the same.
 BLOCK_ROWS = 8192
 
 

@@ -198,8 +198,8 @@ class Database:
 
     def _vacuum(self) -> None:
         """Give the pages of dropped tables and columns back to the file system, once, right after the migration
-        that dropped them (the 2wiki store: 779 MB to ~190 MB in seconds). Another process holding the store open makes VACUUM
-        fail; the store then stays correct at its old size, and ``pathweaver compact`` retries."""
+        that dropped them. Another process holding the store open makes VACUUM fail; the store then stays correct
+        at its old size, and ``pathweaver compact`` retries."""
         try:
             self.conn.execute("VACUUM")
         except OperationalError as exc:

@@ -61,8 +61,7 @@ def _index_of(ids: np.ndarray, wanted: np.ndarray, what: str) -> np.ndarray:
 
 
 # Bulk reads: SQLite joins each column of every row into one string (group_concat, in C), which numpy parses or
-# one ``split`` cuts; a Python tuple per row took ~3× as long on the 2wiki store's 130k-225k-row tables (0.8 s of
-# each snapshot rebuild). The aggregates of one query see the rows in one order, so the columns stay aligned; the
+# one ``split`` cuts, because a Python tuple per row costs several times as much on tables of 10^5 rows. The aggregates of one query see the rows in one order, so the columns stay aligned; the
 # rows are then sorted by ``order`` in numpy. Any surprise (a NULL, a separator inside a text) falls back to one
 # tuple per row.
 TEXT_SEP = "\x1f"  # ASCII unit separator between text values
@@ -217,8 +216,8 @@ MAX_RUNS = 4096  # above this many runs a fancy-index take is as quick as slice 
 
 def _take_rows(old: np.ndarray, pos: np.ndarray) -> np.ndarray:
     """``old[pos]``, with zero rows where ``pos`` is -1, copied slice by slice over the runs where ``pos`` counts
-    up by one. After a small change nearly every row keeps its order, so this is a few memory copies: the
-    row-by-row ``np.take`` of the 2wiki store's 380k vectors took 0.5 s of each snapshot rebuild."""
+    up by one. After a small change nearly every row keeps its order, so this is a few memory copies instead of
+    a row-by-row ``np.take``."""
     n = pos.shape[0]
     if n == 0:
         return np.zeros((0, old.shape[1]), dtype=old.dtype)
@@ -249,7 +248,7 @@ def _vectors(
 
     ``reuse`` = (row in ``old_vecs`` or -1 per id, ``old_vecs``): rows of the previous snapshot that are still
     valid (see ``_reusable``); only the others are read, one by one, by a rowid range, or by a full scan,
-    whichever reads least. A full scan of 220k rows takes seconds; one changed file adds a few hundred."""
+    whichever reads least: after one changed file only a few hundred rows are new."""
     out = np.zeros((len(ids), dim), dtype=np.float32)
     if not len(ids) or not dim:
         return out
@@ -559,9 +558,8 @@ class StoreReader:
     def passages(self) -> GraphSnapshot:
         """The chunks of the store as it is now, as a snapshot with no entities or relations: all that dense and
         hybrid search read. The full snapshot serves when it is current; otherwise this view is built from the
-        chunk rows, with the vectors of unchanged chunks taken from the latest full snapshot (~50 ms on the 2wiki
-        store, where a rebuild of the whole graph takes over a second), so a search right after a change does
-        not wait for the graph."""
+        chunk rows, with the vectors of unchanged chunks taken from the latest full snapshot, so a search right
+        after a change does not wait for a rebuild of the whole graph."""
         version = self.db.version()
         full = self.cache.latest()
         if full is not None and full.version == version:

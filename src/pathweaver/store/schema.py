@@ -157,11 +157,10 @@ SCHEMA_NER: list[str] = [
 ]
 
 # Entity and relation vectors are made from ``embed_cache`` when a snapshot needs them (``store.graphvecs``): the
-# vec0 tables that held a second copy of each (560 MB of the 2wiki store's 777) go. ``Database`` then VACUUMs once.
+# vec0 tables that held a second copy of each (most of a store's bytes) go. ``Database`` then VACUUMs once.
 DROPPED_VECTOR_TABLES = ("entity_vec", "relation_vec")
 SCHEMA_GRAPH_VECTORS_COMPOSED: list[str] = [f"DROP TABLE IF EXISTS {name}" for name in DROPPED_VECTOR_TABLES]
-# A relation source's sentence is its span of the chunk's text (``reads.SOURCE_SENTENCE``), not a copy (35 MB of
-# the 2wiki store).
+# A relation source's sentence is its span of the chunk's text (``reads.SOURCE_SENTENCE``), not a copy of it.
 SCHEMA_SOURCE_SPANS_ONLY: list[str] = ["ALTER TABLE relation_sources DROP COLUMN sentence"]
 
 # Names from links and headings (issue 23): the display text of ``[[Target|display]]`` (and ``[display](target.md)``)
