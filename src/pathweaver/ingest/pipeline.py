@@ -314,7 +314,7 @@ class Indexer:
                 id_arr = np.array([entities.ids[n] for n in names], dtype=np.int64)
                 vec_arr = vectors.rows(names) if names else np.zeros((0, int(self.embedder.dim)), np.float32)
                 mark = self._watermark(conn)
-                removed, pairs = self._write_plan_and_pair(conn, plan, vectors, entities, mark, id_arr, vec_arr)
+                removed, pairs = self._write_plan_and_pair(conn, plan, entities, mark, id_arr, vec_arr)
                 relink(conn, None, self._linker.get(plan["names"]))
                 self._store_pairs(conn, pairs, mark, id_arr)  # after the entities they refer to
                 synonyms = len(pairs)
@@ -578,8 +578,8 @@ class Indexer:
     @contextlib.contextmanager
     def _batch_transaction(self, bulk: bool) -> Iterator[Connection | None]:
         """One transaction for a whole batch of files when ``bulk`` (a deferred index writes chunks only, and a
-        commit per file would dirty the same gram_df pages again and again), else None: each file then commits on its own (its graph is derived from the statistics the file before
-        it committed). No file ever spans two transactions, so a crash leaves each file fully old or fully new."""
+        commit per file would dirty the same gram_df pages again and again), else None: each file then commits
+        on its own (its graph is derived from the statistics the file before it committed). No file ever spans two transactions, so a crash leaves each file fully old or fully new."""
         if not bulk:
             yield None
             return
@@ -631,7 +631,7 @@ class Indexer:
 
     def _write_file(self, prep: _Prepared, known: KnownDoc | None, deferred: bool,
                     batch: Connection | None = None) -> None:
-        graph, vectors = (None, {}) if deferred else self._file_graph(prep, known)
+        graph = None if deferred else self._file_graph(prep, known)
         doc = prep.doc
         names = names_of(doc.title, doc.aliases, doc.headings, doc.link_texts)
         ensure = self._no_new_names if deferred else self._name_entities(
@@ -650,13 +650,14 @@ class Indexer:
                 w.set_doc_names(conn, doc_id, names.names, names.links)  # the refresh that is due links every chunk
                 w.set_meta(conn, "refresh_pending", "1")
             else:
-                self._write_graph(conn, graph, dict(enumerate(ids)), vectors)
+                self._write_graph(conn, graph, dict(enumerate(ids)))
                 apply_names(conn, {doc_id: names}, ids, ensure, self._linker)
             w.add_meta_int(conn, "changed_chunks", removed + len(ids))
             w.collect_garbage(conn, ents, rels)
 
-    def _file_graph(self, prep: _Prepared, known: KnownDoc | None) -> tuple[DocGraph, LayeredVectors]:
-        """The file's graph with current statistics including its own new chunks (read before the write)."""
+    def _file_graph(self, prep: _Prepared, known: KnownDoc | None) -> DocGraph:
+        """The file's graph with current statistics including its own new chunks (read before the write), the
+        vectors its names and triples are made from cached."""
         conn = self.db.conn
         old_grams: dict[str, int] = {}
         n_old = 0
@@ -677,11 +678,11 @@ class Indexer:
                                  for i, r in enumerate(prep.rows)])
         structure = Structure(prep.doc.title, prep.doc.headings, prep.doc.links)
         graph = derive_document(chunks, structure, n_chunks, df, self.params)
-        return graph, self._doc_graph_vectors(graph)
+        self._doc_graph_vectors(graph)
+        return graph
 
     @staticmethod
-    def _write_graph(conn: Connection, graph: DocGraph, chunk_ids: dict[int, int],
-                     vectors: Mapping[str, np.ndarray]) -> None:
+    def _write_graph(conn: Connection, graph: DocGraph, chunk_ids: dict[int, int]) -> None:
         ids = w.ensure_entities(conn, graph.kinds, KIND_RANK)
         w.insert_mentions(conn, [(ids[n], chunk_ids[k], c, s) for (n, k), (c, s) in graph.mentions.items()])
         keys = [(ids[r.src], ids[r.dst], r.label) for r in graph.relations]
@@ -703,7 +704,7 @@ class Indexer:
             return False
         same = ix.document_structure(self.db.conn, doc.id) == (
             parsed.title, [list(h) for h in parsed.headings], list(parsed.links))
-        graph, vectors, keys = None, {}, {}
+        graph, keys = None, {}
         if not same and not deferred:
             chunks = self._with_ner(self._stored_chunks(doc.id))
             n_chunks = self._count("chunks")
@@ -711,7 +712,7 @@ class Indexer:
             graph = derive_document(chunks, Structure(parsed.title, parsed.headings, parsed.links), n_chunks, df,
                                     self.params)
             keys = {c.key: c.key for c in chunks}
-            vectors = self._doc_graph_vectors(graph)
+            self._doc_graph_vectors(graph)  # caches what the snapshot makes their vectors from
         names = names_of(parsed.title, parsed.aliases, parsed.headings, parsed.link_texts)
         ensure = None if deferred else self._name_entities(names_to_prepare(self.db.conn, doc.id, names))
         with self.db.write() as conn:
@@ -727,7 +728,7 @@ class Indexer:
                 if graph is None:
                     w.set_meta(conn, "refresh_pending", "1")
                 else:
-                    self._write_graph(conn, graph, keys, vectors)
+                    self._write_graph(conn, graph, keys)
                 w.collect_garbage(conn, ents, rels)
         return True
 
@@ -766,8 +767,8 @@ class Indexer:
             kinds[name] = merge_kind(kinds.get(name), kind)
         return {"kinds": kinds, "mentions": mentions, "relations": relations, "sources": sources, "names": names}
 
-    def _write_plan_and_pair(self, conn: Connection, plan: dict[str, Any], vectors: Mapping[str, np.ndarray],
-                             entities: w.EntityPlan, mark: int, ids: np.ndarray, vecs: np.ndarray
+    def _write_plan_and_pair(self, conn: Connection, plan: dict[str, Any], entities: w.EntityPlan, mark: int,
+                             ids: np.ndarray, vecs: np.ndarray
                              ) -> tuple[dict[str, int], list[tuple[int, int, float]]]:
         """Write ``plan``'s rows and pair the synonyms of its entities; returns what the garbage collection
         removed, and the pairs (not yet stored).
@@ -778,18 +779,17 @@ class Indexer:
         is the only one using it until it is done. Tiles on torch's own two threads (the fallback) would only
         slow the writing down, so those two steps then run one after the other."""
         if len(ids) < PAIR_WHILE_WRITING_OVER or not on_our_pool():
-            removed = self._apply_plan(conn, plan, vectors, entities)
+            removed = self._apply_plan(conn, plan, entities)
             return removed, self._pairs_since(mark, ids, vecs)
         written = threading.Event()
         with ThreadPoolExecutor(1, thread_name_prefix="pathweaver-refresh") as pool:
-            writing = pool.submit(self._apply_plan, conn, plan, vectors, entities)
+            writing = pool.submit(self._apply_plan, conn, plan, entities)
             writing.add_done_callback(lambda _: written.set())
             pairs = self._pairs_since(mark, ids, vecs, written)
             return writing.result(), pairs
 
     @staticmethod
-    def _apply_plan(conn: Connection, plan: dict[str, Any], vectors: Mapping[str, np.ndarray],
-                    entities: w.EntityPlan) -> dict[str, int]:
+    def _apply_plan(conn: Connection, plan: dict[str, Any], entities: w.EntityPlan) -> dict[str, int]:
         """Write ``plan`` (mentions and relation sources already cleared) with the entity ids of ``entities``;
         returns what the garbage collection then removed."""
         ids = entities.ids

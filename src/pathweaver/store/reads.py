@@ -61,8 +61,9 @@ def _index_of(ids: np.ndarray, wanted: np.ndarray, what: str) -> np.ndarray:
 
 
 # Bulk reads: SQLite joins each column of every row into one string (group_concat, in C), which numpy parses or
-# one ``split`` cuts, because a Python tuple per row costs several times as much on tables of 10^5 rows. The aggregates of one query see the rows in one order, so the columns stay aligned; the
-# rows are then sorted by ``order`` in numpy. Any surprise (a NULL, a separator inside a text) falls back to one
+# one ``split`` cuts, because a Python tuple per row costs several times as much on tables of 10^5 rows. The
+# aggregates of one query see the rows in one order, so the columns stay aligned; the rows are then sorted by
+# ``order`` in numpy. Any surprise (a NULL, a separator inside a text) falls back to one
 # tuple per row.
 TEXT_SEP = "\x1f"  # ASCII unit separator between text values
 
@@ -308,10 +309,15 @@ def entity_rows(conn: Connection, dim: int, previous: EntityRows | None = None) 
     cols = _read_columns(conn, "entities", ["id"], ("name",), order=1)
     ids, (names,) = cols.ints[:, 0], cols.texts
     reuse = None if previous is None else _reuse_rows(previous.ids, previous.vecs, ids, _same(names, previous.names), dim)
+    return EntityRows(ids, names, _entity_vectors(conn, names, dim, reuse))
+
+
+def _entity_vectors(conn: Connection, names: list[str], dim: int, reuse: tuple[np.ndarray, np.ndarray] | None
+                    ) -> np.ndarray:
+    """The vectors of entities ``names`` (``store.graphvecs``), the rows ``reuse`` keeps taken from the old table."""
     recipe = recipe_of(conn)
-    vecs = _with_reuse(len(ids), dim, reuse,
+    return _with_reuse(len(names), dim, reuse,
                        lambda at: phrase_vectors(conn, recipe, [names[i] for i in at.tolist()], dim))
-    return EntityRows(ids, names, vecs)
 
 
 def _place(out: np.ndarray, ids: np.ndarray, rows: list[tuple[int, bytes]], dim: int) -> None:
@@ -540,9 +546,7 @@ class StoreReader:
 
         def make_entities() -> np.ndarray:
             with contextlib.closing(connect(path, readonly=True)) as conn:
-                recipe = recipe_of(conn)
-                return _with_reuse(len(names), dim, entity_reuse, lambda at: phrase_vectors(
-                    conn, recipe, [names[i] for i in at.tolist()], dim))
+                return _entity_vectors(conn, names, dim, entity_reuse)
 
         entity_rows_ = LazyRows(make_entities)
 
