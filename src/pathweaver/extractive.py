@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from pathweaver.extract.names import without_disambiguator
 from pathweaver.retrieval.context import Context, sentences
 from pathweaver.retrieval.types import EncodeFn
 from pathweaver.text import STOPWORDS
@@ -630,8 +631,8 @@ def memo_encode(encode: EncodeFn | None) -> EncodeFn | None:
 
 def _title_forms(title: str) -> list[str]:
     """A passage title as a sentence may write it: whole, and without a trailing "(...)" disambiguator."""
-    bare = re.match(r"^(.*?\S)\s*\([^()]*\)$", title.strip())
-    return [title.strip()] + ([bare.group(1)] if bare else [])
+    bare = without_disambiguator(title)
+    return [title.strip()] + ([bare] if bare else [])
 
 
 def bridge_title(

@@ -40,6 +40,12 @@ def display_name(name: str) -> str:
     return name if any(ch.isalpha() for ch in name) else ""
 
 
+def without_disambiguator(title: str) -> str:
+    """The title without a trailing "(...)" ("Inherent Vice (film)" -> "Inherent Vice"); '' when it has none."""
+    bare = _PAREN_RE.match(title.strip())
+    return bare.group(1) if bare else ""
+
+
 def document_names(title: str, aliases: Sequence[str] = (), headings: Sequence[str] = ()) -> dict[str, str]:
     """{entity name: "title" | "alias" | "heading"} of a document: its title, the title without a trailing "(...)",
     its front-matter aliases and its ``heading_names``; names that can never be linked are still returned (they
@@ -48,8 +54,8 @@ def document_names(title: str, aliases: Sequence[str] = (), headings: Sequence[s
     main = display_name(title)
     if main:
         out[main] = TITLE
-    bare = _PAREN_RE.match(title.strip())
-    candidates = ([bare.group(1)] if bare else []) + list(aliases)
+    bare = without_disambiguator(title)
+    candidates = ([bare] if bare else []) + list(aliases)
     for raw in candidates:
         name = display_name(raw)
         if name and name not in out:
@@ -63,8 +69,7 @@ def proper_form(text: str) -> bool:
     """Whether ``text`` is written as a name: some word has a letter, and every word with a letter that is not a
     stopword starts with a capital ("Paul Thomas Anderson", "The Lord of the Rings", "Anderson"; not "his film",
     "Early life", "here"). A trailing "(...)" is not looked at ("The Master (2012 film)")."""
-    bare = _PAREN_RE.match(text.strip())
-    body = bare.group(1) if bare else text
+    body = without_disambiguator(text) or text
     content = [body[s.start:s.end] for s in word_spans(body)
                if s.word not in STOPWORDS and any(ch.isalpha() for ch in s.word)]
     return bool(content) and all(raw[0].isupper() for raw in content)
