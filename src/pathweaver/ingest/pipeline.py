@@ -79,6 +79,7 @@ from pathweaver.numeric.vectors import (
 from pathweaver.store import indexing as ix
 from pathweaver.store import writes as w
 from pathweaver.store.cache import cache_for
+from pathweaver.store.changes import document_change
 from pathweaver.store.db import Connection, Database
 from pathweaver.store.reads import (
     EntityRows,
@@ -121,14 +122,9 @@ def delete_documents(conn: Connection, doc_ids: Sequence[int], ensure: Callable[
     """Delete documents with their chunks and the graph only they supported (inside the caller's transaction)."""
     if doc_ids:  # their names go first: what only they named is re-linked where it occurred
         apply_names(conn, {d: NO_NAMES for d in doc_ids}, [], ensure or (lambda kinds: None), linker or LinkerCache())
-    ents: set[int] = set()
-    rels: set[int] = set()
-    for doc_id in doc_ids:
-        e, r = w.chunk_dependents(conn, doc_id)
-        ents |= e
-        rels |= r
-        w.add_meta_int(conn, "changed_chunks", w.delete_document(conn, doc_id))
-    w.collect_garbage(conn, ents, rels)
+    with document_change(conn, doc_ids) as change:
+        for doc_id in doc_ids:
+            change.count_chunks(w.delete_document(conn, doc_id))
 
 
 def prune_missing(db: Database) -> list[str]:
@@ -596,15 +592,12 @@ class Indexer:
             yield own
 
     def _write_skipped(self, entry: FileEntry, known: KnownDoc | None, batch: Connection | None = None) -> None:
-        with self._writing(batch) as conn:
-            ents, rels = w.chunk_dependents(conn, known.id) if known else (set(), set())
+        with self._writing(batch) as conn, document_change(conn, [known.id] if known else []) as change:
             doc_id = w.upsert_document(conn, entry.path, title=Path(entry.path).name, mtime=entry.mtime,
                                        size=entry.size, status="skipped", reason=entry.reason or "unknown",
                                        indexed_at=time.time())
             apply_names(conn, {doc_id: NO_NAMES}, [], self._no_new_names, self._linker)
-            removed = w.delete_document_chunks(conn, doc_id)
-            w.add_meta_int(conn, "changed_chunks", removed)
-            w.collect_garbage(conn, ents, rels)
+            change.count_chunks(w.delete_document_chunks(conn, doc_id))
 
     def _delete(self, doc: KnownDoc) -> None:
         with self.db.write() as conn:
@@ -636,8 +629,7 @@ class Indexer:
         names = names_of(doc.title, doc.aliases, doc.headings, doc.link_texts)
         ensure = self._no_new_names if deferred else self._name_entities(
             names_to_prepare(self.db.conn, known.id if known else None, names))
-        with self._writing(batch) as conn:
-            ents, rels = w.chunk_dependents(conn, known.id) if known else (set(), set())
+        with self._writing(batch) as conn, document_change(conn, [known.id] if known else []) as change:
             doc_id = w.upsert_document(
                 conn, prep.entry.path, title=doc.title, content_hash=prep.content_hash, mtime=prep.entry.mtime,
                 size=prep.entry.size, status="indexed", reason="", indexed_at=time.time(), headings=doc.headings,
@@ -652,8 +644,7 @@ class Indexer:
             else:
                 self._write_graph(conn, graph, dict(enumerate(ids)))
                 apply_names(conn, {doc_id: names}, ids, ensure, self._linker)
-            w.add_meta_int(conn, "changed_chunks", removed + len(ids))
-            w.collect_garbage(conn, ents, rels)
+            change.count_chunks(removed + len(ids))
 
     def _file_graph(self, prep: _Prepared, known: KnownDoc | None) -> DocGraph:
         """The file's graph with current statistics including its own new chunks (read before the write), the
@@ -723,13 +714,12 @@ class Indexer:
             else:
                 apply_names(conn, {doc.id: names}, [], ensure, self._linker)
             if not same:
-                ents, rels = w.chunk_dependents(conn, doc.id)
-                w.clear_chunk_derived(conn, list(keys) or ix.document_chunk_ids(conn, doc.id))
-                if graph is None:
-                    w.set_meta(conn, "refresh_pending", "1")
-                else:
-                    self._write_graph(conn, graph, keys)
-                w.collect_garbage(conn, ents, rels)
+                with document_change(conn, [doc.id]):
+                    w.clear_chunk_derived(conn, list(keys) or ix.document_chunk_ids(conn, doc.id))
+                    if graph is None:
+                        w.set_meta(conn, "refresh_pending", "1")
+                    else:
+                        self._write_graph(conn, graph, keys)
         return True
 
     # -- refresh ---------------------------------------------------------------------------------------------
