@@ -38,7 +38,7 @@ from pathweaver.store.reads import StoreReader
 from pathweaver.store.snapshot import GraphSnapshot, citation_json
 
 if TYPE_CHECKING:
-    from pathweaver.ingest.pipeline import IndexReport
+    from pathweaver.ingest.types import IndexReport
 
 log = logging.getLogger(__name__)
 ProgressFn = Callable[[int, int, str], None]
@@ -169,8 +169,8 @@ class Pathweaver:
         return folder_states(self.reader.db.conn)
 
     def prune_missing(self) -> list[str]:
-        """Delete the documents whose files are gone (``ingest.pipeline.prune_missing``); their paths."""
-        from pathweaver.ingest.pipeline import prune_missing
+        """Delete the documents whose files are gone (``ingest.documents.prune_missing``); their paths."""
+        from pathweaver.ingest.documents import prune_missing
 
         if self.readonly:
             return []
