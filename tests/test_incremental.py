@@ -256,14 +256,14 @@ def test_a_snapshot_is_carried_forward_over_a_batch_synonym_pass(  # type: ignor
         indexer.index_paths([folder])
         reader = StoreReader(db)
         reader.snapshot()
-        real_pass = indexer._synonym_pass
+        real_pass = indexer.synonyms.run
         between: list[int] = []
 
         def read_then_pair() -> int:
             between.append(reader.snapshot().version)  # what a query landing between the two commits builds
             return real_pass()
 
-        indexer._synonym_pass = read_then_pair  # type: ignore[method-assign]
+        indexer.synonyms.run = read_then_pair  # type: ignore[method-assign]
         patched = reader.cache.patched
         (folder / "new.txt").write_text(POOL[4] + " " + POOL[6], encoding="utf-8")
         indexer.apply_changes({folder / "new.txt"}, set())

@@ -14,27 +14,21 @@ from pathweaver.extract.graph import (
     KIND_RANK,
     ChunkInput,
     DocGraph,
+    ExtractParams,
     Structure,
     derive_document,
     triple_text,
 )
+from pathweaver.ingest.graph_inputs import GraphInputs
 from pathweaver.ingest.linking import NO_NAMES, LinkerCache, apply_names, names_of, names_to_prepare
 from pathweaver.ingest.parsers import ParseError, parse_file
-from pathweaver.ingest.prepare import _Prepared
-from pathweaver.ingest.scanner import (
-    FileEntry,
-    KnownDoc,
-    under,
-)
+from pathweaver.ingest.prepare import Prepared
+from pathweaver.ingest.scanner import FileEntry, KnownDoc, under
 from pathweaver.store import indexing as ix
 from pathweaver.store import writes as w
 from pathweaver.store.changes import document_change
 from pathweaver.store.db import Connection, Database
-from pathweaver.store.reads import (
-    entity_ids_of,
-    gram_df,
-    indexed_paths,
-)
+from pathweaver.store.reads import entity_ids_of, gram_df, indexed_paths
 
 
 def delete_documents(conn: Connection, doc_ids: Sequence[int], ensure: Callable[[Mapping[str, str]], object] | None = None,
@@ -68,13 +62,23 @@ def prune_missing(db: Database) -> list[str]:
     return [path for _, path in gone]
 
 
-class _DocumentWrites:
-    # -- per-file writes -------------------------------------------------------------------------------------
+class DocumentWriter:
+    """Writes (or removes) one document at a time, each in one transaction, never split: its own, or a batch's,
+    in which it runs in a savepoint. Its graph is derived and written with it unless the write is ``deferred``
+    to the refresh that is then due; a rename keeps the chunks and their vectors."""
+
+    def __init__(self, db: Database, params: ExtractParams, inputs: GraphInputs, linker: LinkerCache) -> None:
+        self.db = db
+        self.params = params
+        self.inputs = inputs
+        self._linker = linker
+
     @contextlib.contextmanager
-    def _batch_transaction(self, bulk: bool) -> Iterator[Connection | None]:
+    def batch_transaction(self, bulk: bool) -> Iterator[Connection | None]:
         """One transaction for a whole batch of files when ``bulk`` (a deferred index writes chunks only, and a
         commit per file would dirty the same gram_df pages again and again), else None: each file then commits
-        on its own (its graph is derived from the statistics the file before it committed). No file ever spans two transactions, so a crash leaves each file fully old or fully new."""
+        on its own (its graph is derived from the statistics the file before it committed). No file ever spans
+        two transactions, so a crash leaves each file fully old or fully new."""
         if not bulk:
             yield None
             return
@@ -90,7 +94,7 @@ class _DocumentWrites:
         with self.db.write() as own:
             yield own
 
-    def _write_skipped(self, entry: FileEntry, known: KnownDoc | None, batch: Connection | None = None) -> None:
+    def write_skipped(self, entry: FileEntry, known: KnownDoc | None, batch: Connection | None = None) -> None:
         with self._writing(batch) as conn, document_change(conn, [known.id] if known else []) as change:
             doc_id = w.upsert_document(conn, entry.path, title=Path(entry.path).name, mtime=entry.mtime,
                                        size=entry.size, status="skipped", reason=entry.reason or "unknown",
@@ -98,7 +102,7 @@ class _DocumentWrites:
             apply_names(conn, {doc_id: NO_NAMES}, [], self._no_new_names, self._linker)
             change.count_chunks(w.delete_document_chunks(conn, doc_id))
 
-    def _delete(self, doc: KnownDoc) -> None:
+    def delete(self, doc: KnownDoc) -> None:
         with self.db.write() as conn:
             delete_documents(conn, [doc.id], self._no_new_names, self._linker)
 
@@ -106,7 +110,7 @@ class _DocumentWrites:
         """What ``apply_names`` calls to make entity rows for a document's names new to the store, inside the
         caller's transaction (a stronger kind replaces a weaker one). The words their vectors are made of are cached
         now, before that transaction: a word new to the embedding cache is written in a transaction of its own."""
-        self._graph_vectors(list(names), [])
+        self.inputs.graph_vectors(list(names), [])
 
         def ensure(kinds: Mapping[str, str]) -> None:
             if kinds:
@@ -121,8 +125,8 @@ class _DocumentWrites:
         if have:
             w.ensure_entities(self.db.conn, {n: kinds[n] for n in have}, KIND_RANK)
 
-    def _write_file(self, prep: _Prepared, known: KnownDoc | None, deferred: bool,
-                    batch: Connection | None = None) -> None:
+    def write_file(self, prep: Prepared, known: KnownDoc | None, deferred: bool,
+                   batch: Connection | None = None) -> None:
         graph = None if deferred else self._file_graph(prep, known)
         doc = prep.doc
         names = names_of(doc.title, doc.aliases, doc.headings, doc.link_texts)
@@ -145,7 +149,7 @@ class _DocumentWrites:
                 apply_names(conn, {doc_id: names}, ids, ensure, self._linker)
             change.count_chunks(removed + len(ids))
 
-    def _file_graph(self, prep: _Prepared, known: KnownDoc | None) -> DocGraph:
+    def _file_graph(self, prep: Prepared, known: KnownDoc | None) -> DocGraph:
         """The file's graph with current statistics including its own new chunks (read before the write), the
         vectors its names and triples are made from cached."""
         conn = self.db.conn
@@ -163,12 +167,12 @@ class _DocumentWrites:
         df = gram_df(conn, list(new_grams))
         for g, n in new_grams.items():
             df[g] = df.get(g, 0) - old_grams.get(g, 0) + n
-        n_chunks = self._count("chunks") - n_old + len(prep.rows)
-        chunks = self._with_ner([ChunkInput(i, r.start, r.end, r.text, r.grams, r.n_words)
+        n_chunks = ix.row_count(conn, "chunks") - n_old + len(prep.rows)
+        chunks = self.inputs.with_ner([ChunkInput(i, r.start, r.end, r.text, r.grams, r.n_words)
                                  for i, r in enumerate(prep.rows)])
         structure = Structure(prep.doc.title, prep.doc.headings, prep.doc.links)
         graph = derive_document(chunks, structure, n_chunks, df, self.params)
-        self._doc_graph_vectors(graph)
+        self.inputs.doc_graph_vectors(graph)
         return graph
 
     @staticmethod
@@ -182,7 +186,7 @@ class _DocumentWrites:
         w.insert_relation_sources(conn, [(rel_ids[k], chunk_ids[r.chunk], r.start, r.end)
                                          for k, r in zip(keys, graph.relations, strict=True)])
 
-    def _rename(self, doc: KnownDoc, entry: FileEntry, deferred: bool) -> bool:
+    def rename(self, doc: KnownDoc, entry: FileEntry, deferred: bool) -> bool:
         """Move ``doc`` to ``entry.path`` without re-embedding; False if the content changed meanwhile."""
         try:
             with open(entry.path, "rb") as f:
@@ -196,13 +200,13 @@ class _DocumentWrites:
             parsed.title, [list(h) for h in parsed.headings], list(parsed.links))
         graph, keys = None, {}
         if not same and not deferred:
-            chunks = self._with_ner(self._stored_chunks(doc.id))
-            n_chunks = self._count("chunks")
+            chunks = self.inputs.with_ner(self._stored_chunks(doc.id))
+            n_chunks = ix.row_count(self.db.conn, "chunks")
             df = gram_df(self.db.conn, sorted({g for c in chunks for g in c.grams}))
             graph = derive_document(chunks, Structure(parsed.title, parsed.headings, parsed.links), n_chunks, df,
                                     self.params)
             keys = {c.key: c.key for c in chunks}
-            self._doc_graph_vectors(graph)  # caches what the snapshot makes their vectors from
+            self.inputs.doc_graph_vectors(graph)  # caches what the snapshot makes their vectors from
         names = names_of(parsed.title, parsed.aliases, parsed.headings, parsed.link_texts)
         ensure = None if deferred else self._name_entities(names_to_prepare(self.db.conn, doc.id, names))
         with self.db.write() as conn:
@@ -220,3 +224,6 @@ class _DocumentWrites:
                     else:
                         self._write_graph(conn, graph, keys)
         return True
+
+    def _stored_chunks(self, doc_id: int) -> list[ChunkInput]:
+        return [ChunkInput(*row) for _, row in ix.stored_chunks(self.db.conn, doc_id)]

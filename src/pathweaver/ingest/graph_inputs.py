@@ -5,12 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
+from pathweaver.config import Settings
 from pathweaver.extract import ner
-from pathweaver.extract.graph import (
-    ChunkInput,
-    DocGraph,
-    triple_text,
-)
+from pathweaver.extract.graph import ChunkInput, DocGraph, ExtractParams, triple_text
+from pathweaver.ingest.types import EmbedderLike
 from pathweaver.models.packing import RECIPE
 from pathweaver.numeric.vectors import (
     LayeredVectors,
@@ -20,6 +18,7 @@ from pathweaver.numeric.vectors import (
     phrase_words,
 )
 from pathweaver.store import writes as w
+from pathweaver.store.db import Database
 
 
 def cache_space(precision: str) -> str:
@@ -28,8 +27,17 @@ def cache_space(precision: str) -> str:
     return RECIPE if precision == "float32" else f"{RECIPE}-{precision}"
 
 
-class _GraphInputs:
-    def _with_ner(self, chunks: Sequence[ChunkInput]) -> list[ChunkInput]:
+class GraphInputs:
+    """NER spans and vectors of names and triples for deriving graphs, each made once and kept in the store's caches
+    (``ner_cache``, ``embed_cache``); a new vector or span is written in a transaction of its own."""
+
+    def __init__(self, db: Database, settings: Settings, embedder: EmbedderLike, params: ExtractParams) -> None:
+        self.db = db
+        self.settings = settings
+        self.embedder = embedder
+        self.params = params
+
+    def with_ner(self, chunks: Sequence[ChunkInput]) -> list[ChunkInput]:
         """``chunks`` with their entity spans of ``extract.ner_labels`` (``extract.entities`` with "ner"), from
         ``ner_cache`` or the spaCy pipeline (whose output is then cached)."""
         if not self.params.uses_ner or not chunks:
@@ -46,26 +54,26 @@ class _GraphInputs:
         labels = set(self.params.ner_labels)
         return [replace(c, ner=tuple(text for label, text in spans[c.text] if label in labels)) for c in chunks]
 
-    def _doc_graph_vectors(self, graph: DocGraph) -> LayeredVectors:
-        return self._graph_vectors(graph.kinds, [(r.src, r.label, r.dst) for r in graph.relations])
+    def doc_graph_vectors(self, graph: DocGraph) -> LayeredVectors:
+        return self.graph_vectors(graph.kinds, [(r.src, r.label, r.dst) for r in graph.relations])
 
-    def _graph_vectors(self, names: Iterable[str], triples: Sequence[tuple[str, str, str]]) -> LayeredVectors:
+    def graph_vectors(self, names: Iterable[str], triples: Sequence[tuple[str, str, str]]) -> LayeredVectors:
         """Vectors keyed by text for entity names and triple texts (``extract.entity_vectors`` and
         ``extract.triple_vectors`` decide how; see ``numeric/vectors.py``)."""
         composed_triples = self.params.triple_vectors == "composed"
         phrases = list(names) + ([label for _, label, _ in triples] if composed_triples else [])
         if self.params.entity_vectors == "composed":
-            base = compose_phrases(phrases, self._vectors([w for p in phrases for w in phrase_words(p)]))
+            base = compose_phrases(phrases, self.vectors([w for p in phrases for w in phrase_words(p)]))
         else:
-            base = self._vectors(phrases)
+            base = self.vectors(phrases)
         texts = [triple_text(*t) for t in triples]
         if composed_triples:  # a text given twice keeps its last triple's vector
             out = VectorTable({t: i for i, t in enumerate(texts)}, compose_triples(triples, base))
         else:
-            out = self._vectors(texts)
+            out = self.vectors(texts)
         return LayeredVectors(base, out)  # a triple text equal to a name or label takes that text's own vector
 
-    def _vectors(self, texts: list[str]) -> VectorTable:
+    def vectors(self, texts: list[str]) -> VectorTable:
         """Model vectors of short texts (words, names, triples) at ``extract.graph_vector_precision``: from
         ``embed_cache``, else embedded and cached."""
         unique = list(dict.fromkeys(texts))

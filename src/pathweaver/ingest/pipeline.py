@@ -7,16 +7,16 @@ Incremental rule for corpus statistics (ER, AGRAG §III-B Eq. 2-3, depends on |T
   entities are selected with the statistics *including* the new chunks; other chunks keep the selection they had.
 - A large change (a first index, a big batch) is written as chunks only, with ``refresh_pending`` set in meta;
   the graph is then derived for the whole corpus by ``refresh()`` at the end of the call.
-- ``refresh()`` re-selects every chunk's entities from its stored ``grams`` with current statistics, re-derives
-  mentions, relations (and the synonyms of new entities, Eq. 5) and collects garbage in one transaction, without
-  re-parsing or re-embedding chunks (entity and triple vectors come from ``embed_cache``). It runs on its own when
-  ``refresh_pending`` is set (also after a crash) or when the chunks changed since the last refresh exceed
-  ``auto_refresh_ratio`` of all chunks.
+- ``refresh()`` (``ingest.refresh``) re-derives the whole graph from the stored chunks with current statistics. It
+  runs on its own when ``refresh_pending`` is set (also after a crash) or when the chunks changed since the last
+  refresh exceed ``auto_refresh_ratio`` of all chunks.
 Hence any sequence of changes followed by ``refresh()`` ends in exactly the graph of a fresh index of the final
-folder (which itself ends with the refresh computation).
+folder (which itself ends with the refresh computation). Each call ends with the synonym pass
+(``ingest.synonym_pass``) unless it refreshed.
 
-Synonyms depend only on the entity set: each entity is paired with all others once, when its id first passes the
-``synonym_watermark`` kept in meta (entity ids are never reused), in a pass at the end of each call.
+The steps, one module each: scan (``scanner``), read, parse, chunk and embed (``prepare``), write one document
+(``documents``, its graph's model inputs from ``graph_inputs``), refresh, synonym pass; this module decides which
+runs when.
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ from pathweaver.config import ConfigError, Settings
 from pathweaver.extract import ner
 from pathweaver.extract.graph import ExtractParams
 from pathweaver.ingest.confine import Confinement
-from pathweaver.ingest.documents import _DocumentWrites
-from pathweaver.ingest.graph_inputs import _GraphInputs
+from pathweaver.ingest.documents import DocumentWriter
+from pathweaver.ingest.graph_inputs import GraphInputs
 from pathweaver.ingest.ignore import IgnoreRules, iter_files
 from pathweaver.ingest.linking import LinkerCache
-from pathweaver.ingest.prepare import _Prepared, _Preparing
-from pathweaver.ingest.refresh import _Refreshing
+from pathweaver.ingest.prepare import Prepared, Preparer
+from pathweaver.ingest.refresh import Refresher, vector_settings_changed
 from pathweaver.ingest.scanner import (
     FileEntry,
     KnownDoc,
@@ -52,17 +52,17 @@ from pathweaver.ingest.scanner import (
     under,
     walk,
 )
-from pathweaver.ingest.synonym_pass import _SynonymPass
+from pathweaver.ingest.synonym_pass import SynonymPass
 from pathweaver.ingest.types import EmbedderLike, IndexReport, ProgressFn
 from pathweaver.store import indexing as ix
 from pathweaver.store import writes as w
 from pathweaver.store.db import Connection, Database
-from pathweaver.store.reads import EntityRows, folder_states
+from pathweaver.store.reads import folder_states
 
 log = logging.getLogger(__name__)
 
 
-class Indexer(_Preparing, _GraphInputs, _DocumentWrites, _Refreshing, _SynonymPass):
+class Indexer:
     """Keeps a store in step with folders; see the module docstring for the incremental rule."""
 
     def __init__(self, db: Database, settings: Settings, embedder: EmbedderLike) -> None:
@@ -83,8 +83,12 @@ class Indexer(_Preparing, _GraphInputs, _DocumentWrites, _Refreshing, _SynonymPa
                         "one only to rounding (docs/design-notes.md, \"Batch-invariant vectors\")",
                         self.params.precision)
         self.last_refresh: dict[str, Any] | None = None  # the result of the latest refresh()
-        self._entities: EntityRows | None = None  # every entity and its vector, as of the last synonym pass
-        self._linker = LinkerCache()  # the name automaton of the latest vocabulary
+        linker = LinkerCache()  # the name automaton of the latest vocabulary
+        self.inputs = GraphInputs(db, settings, embedder, self.params)
+        self.synonyms = SynonymPass(db, self.params)
+        self._preparer = Preparer(db, settings, embedder, self.params)
+        self._writer = DocumentWriter(db, self.params, self.inputs, linker)
+        self._refresher = Refresher(db, self.params, self.inputs, self.synonyms, linker)
         if self._count("entities") == 0 and db.get_meta("vector_settings") != self.params.vector_settings:
             with db.write(bump_version=False) as conn:  # nothing to re-make yet: record the modes entities get
                 w.set_meta(conn, "vector_settings", self.params.vector_settings)
@@ -149,9 +153,14 @@ class Indexer(_Preparing, _GraphInputs, _DocumentWrites, _Refreshing, _SynonymPa
         target = os.path.abspath(path)
         docs = [d for d in self._known().values() if under(d.path, [target])]
         for doc in docs:
-            self._delete(doc)
-        self._synonym_pass()
+            self._writer.delete(doc)
+        self.synonyms.run()
         return len(docs)
+
+    def refresh(self) -> dict[str, Any]:
+        """Re-derive the whole graph from stored chunks with current corpus statistics (``ingest.refresh``)."""
+        self.last_refresh = self._refresher.run()
+        return self.last_refresh
 
     # -- scan application ------------------------------------------------------------------------------------
     def _known(self) -> dict[str, KnownDoc]:
@@ -191,32 +200,32 @@ class Indexer(_Preparing, _GraphInputs, _DocumentWrites, _Refreshing, _SynonymPa
             self._count("chunks") == 0 or n_work > self.settings.extract.auto_refresh_ratio * max(1, n_indexed)
         )
         for doc in scan.deleted:
-            if self._alone(report, doc.path, self._delete, doc):
+            if self._alone(report, doc.path, self._writer.delete, doc):
                 report.deleted += 1
         for entry in scan.skipped:
-            if self._alone(report, entry.path, self._write_skipped, entry, known.get(entry.path)):
+            if self._alone(report, entry.path, self._writer.write_skipped, entry, known.get(entry.path)):
                 report.note_skipped(entry.path, entry.reason)
         if scan.touched:
             with self.db.write() as conn:
                 for doc, entry in scan.touched:
                     w.update_document_stat(conn, doc.id, entry.mtime, entry.size)
         for doc, entry in scan.renamed:
-            if self._rename(doc, entry, deferred):
+            if self._writer.rename(doc, entry, deferred):
                 report.renamed += 1
             else:  # the content changed after the scan: a plain delete + add
-                self._delete(doc)
+                self._writer.delete(doc)
                 report.deleted += 1
                 scan.new.append(entry)
         work = scan.new + scan.changed
         new_paths = {e.path for e in scan.new}
         done = 0
-        for batch in self._batches(work, report):
-            self._embed_chunks(batch, report)
-            with self._batch_transaction(deferred) as conn:
-                written: list[_Prepared] = []
+        for batch in self._preparer.batches(work, report):
+            self._preparer.embed_chunks(batch, report)
+            with self._writer.batch_transaction(deferred) as conn:
+                written: list[Prepared] = []
                 for prep in batch:
-                    if isinstance(prep, _Prepared):
-                        if self._alone(report, prep.entry.path, self._write_file, prep, known.get(prep.entry.path),
+                    if isinstance(prep, Prepared):
+                        if self._alone(report, prep.entry.path, self._writer.write_file, prep, known.get(prep.entry.path),
                                        deferred, conn, batch=conn):
                             written.append(prep)
                             report.chunks += len(prep.rows)
@@ -226,20 +235,20 @@ class Indexer(_Preparing, _GraphInputs, _DocumentWrites, _Refreshing, _SynonymPa
                                 report.updated += 1
                     else:
                         entry, reason = prep
-                        if self._alone(report, entry.path, self._write_skipped,
+                        if self._alone(report, entry.path, self._writer.write_skipped,
                                        FileEntry(entry.path, reason, entry.mtime, entry.size), known.get(entry.path),
                                        conn, batch=conn):
                             report.note_skipped(entry.path, reason)
                     done += 1
                     if progress:
-                        progress(done, len(work), prep.entry.path if isinstance(prep, _Prepared) else prep[0].path)
-                if conn is not None:  # the batch's gram_df increments, in one pass (``_write_file``)
+                        progress(done, len(work), prep.entry.path if isinstance(prep, Prepared) else prep[0].path)
+                if conn is not None:  # the batch's gram_df increments, in one pass (``DocumentWriter.write_file``)
                     w.add_gram_df(conn, w.gram_counts(r for p in written for r in p.rows))
         if self._needs_refresh():
             self.refresh()
             report.refreshed = True
         else:
-            self._synonym_pass()
+            self.synonyms.run()
         return report
 
     def _alone(self, report: IndexReport, path: str, step: Callable[..., Any], *args: Any,
@@ -256,7 +265,7 @@ class Indexer(_Preparing, _GraphInputs, _DocumentWrites, _Refreshing, _SynonymPa
             return False
 
     def _needs_refresh(self) -> bool:
-        if self.db.get_meta("refresh_pending", "0") == "1" or self._vector_settings_changed():
+        if self.db.get_meta("refresh_pending", "0") == "1" or vector_settings_changed(self.db, self.params):
             return True
         if self._count("chunks") and self.db.get_meta("entity_settings", "names,statistical") != \
                 self.params.entity_settings:  # stores from before the setting were names + statistical
@@ -264,12 +273,6 @@ class Indexer(_Preparing, _GraphInputs, _DocumentWrites, _Refreshing, _SynonymPa
         changed = int(self.db.get_meta("changed_chunks", "0") or 0)
         total = self._count("chunks")
         return changed > 0 and changed > self.settings.extract.auto_refresh_ratio * max(1, total)
-
-    def _vector_settings_changed(self) -> bool:
-        """Whether the store's entity and relation vectors and synonyms were made under other ``extract.*_vectors``
-        modes or another ``synonym_phi`` (a store from before these were recorded had encoded names, phi 0.9)."""
-        stored = self.db.get_meta("vector_settings", "entities:encoded,triples:composed,phi:0.9")
-        return stored != self.params.vector_settings and self._count("entities") > 0
 
     def _count(self, table: str) -> int:
         return ix.row_count(self.db.conn, table)

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from pathweaver.extract.graph import chunk_stats
+from pathweaver.config import Settings
+from pathweaver.extract.graph import ExtractParams, chunk_stats
 from pathweaver.ingest.chunker import chunk_text
 from pathweaver.ingest.ignore import TEXT_SUFFIXES, looks_binary
 from pathweaver.ingest.parsers import ParsedDocument, ParseError, parse_file
 from pathweaver.ingest.scanner import FileEntry
 from pathweaver.ingest.spans import file_spans, locator
-from pathweaver.ingest.types import IndexReport
+from pathweaver.ingest.types import EmbedderLike, IndexReport
 from pathweaver.store import writes as w
+from pathweaver.store.db import Database
 
 # Chunks parsed ahead and embedded in one call (and, in a bulk index, written in one transaction): a call packs its
 # texts into rows of its own, and larger calls pack fuller rows (docs/benchmarks.md).
@@ -38,36 +39,46 @@ def read_capped(path: Path, limit: int) -> bytes:
 
 
 @dataclass
-class _Prepared:
+class Prepared:
+    """A file read, parsed and chunked (``vecs``: its chunks' vectors, once embedded)."""
+
     entry: FileEntry
     content_hash: str
     doc: ParsedDocument
     rows: list[w.ChunkRow]
     vecs: np.ndarray | None = None
 
+Failed = tuple[FileEntry, str]  # a file that could not be prepared, with the reason it is skipped
 
 
-class _Preparing:
-    # -- reading and parsing ---------------------------------------------------------------------------------
-    def _batches(self, work: list[FileEntry], report: IndexReport) -> Any:
+class Preparer:
+    """Files to chunk rows with their vectors, a batch at a time (chunk vectors from ``embed_cache`` when there)."""
+
+    def __init__(self, db: Database, settings: Settings, embedder: EmbedderLike, params: ExtractParams) -> None:
+        self.db = db
+        self.settings = settings
+        self.embedder = embedder
+        self.params = params
+
+    def batches(self, work: list[FileEntry], report: IndexReport) -> Iterator[list[Prepared | Failed]]:
         """Yield lists of prepared files (or (entry, reason) failures) holding about BATCH_CHUNKS chunks."""
-        batch: list[_Prepared | tuple[FileEntry, str]] = []
+        batch: list[Prepared | Failed] = []
         n = 0
         for entry in work:
             try:
-                prep: _Prepared | tuple[FileEntry, str] = self._prepare(entry)
+                prep: Prepared | Failed = self.prepare(entry)
             except Exception as exc:  # a parser bug must not stop the whole run; the file is reported
                 prep = (entry, f"error: {type(exc).__name__}: {exc}")
                 report.errors.append({"path": entry.path, "error": prep[1]})
             batch.append(prep)
-            n += len(prep.rows) if isinstance(prep, _Prepared) else 0
+            n += len(prep.rows) if isinstance(prep, Prepared) else 0
             if n >= BATCH_CHUNKS:
                 yield batch
                 batch, n = [], 0
         if batch:
             yield batch
 
-    def _prepare(self, entry: FileEntry) -> _Prepared | tuple[FileEntry, str]:
+    def prepare(self, entry: FileEntry) -> Prepared | Failed:
         path = Path(entry.path)
         try:
             data = read_capped(path, self.settings.ingest.max_file_bytes)
@@ -97,11 +108,11 @@ class _Preparing:
             file_start, file_end = in_file[i] if in_file else (None, None)
             rows.append(w.ChunkRow(c.ord, c.start, c.end, c.n_tokens, c.text, c.heading, grams, n_words,
                                    file_start, file_end, locator(doc.units, c.start, c.end)))
-        return _Prepared(entry, hashlib.sha1(data).hexdigest(), doc, rows)
+        return Prepared(entry, hashlib.sha1(data).hexdigest(), doc, rows)
 
-    def _embed_chunks(self, batch: Sequence[_Prepared | tuple[FileEntry, str]], report: IndexReport) -> None:
+    def embed_chunks(self, batch: Sequence[Prepared | Failed], report: IndexReport) -> None:
         """Vectors for every chunk of the batch, in one model call for the texts not in ``embed_cache``."""
-        preps = [p for p in batch if isinstance(p, _Prepared)]
+        preps = [p for p in batch if isinstance(p, Prepared)]
         texts = [r.text for p in preps for r in p.rows]
         cached = w.cache_get(self.db.conn, texts)
         missing = sorted({t for t in texts if t not in cached})

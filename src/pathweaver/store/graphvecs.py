@@ -25,7 +25,7 @@ from pathweaver.store.db import Connection
 from pathweaver.store.writes import cache_get
 
 log = logging.getLogger(__name__)
-# What stores that recorded no settings were made with (``Indexer._vector_settings_changed``).
+# What stores that recorded no settings were made with (``ingest.refresh.vector_settings_changed``).
 UNRECORDED = "entities:encoded,triples:composed,phi:0.9"
 
 
