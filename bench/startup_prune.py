@@ -1,4 +1,4 @@
-"""The server's start-up pass over indexed documents (``ingest.pipeline.prune_missing``): one stat per document, and
+"""The server's start-up pass over indexed documents (``ingest.documents.prune_missing``): one stat per document, and
 the deletion of those whose file is gone, before the first tool call is answered.
 
 Times it on an indexed store (the 2wiki eval store, 6,119 passage files) as it is, where nothing is gone (the stat
@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pathweaver.ingest.pipeline import prune_missing
+from pathweaver.ingest.documents import prune_missing
 from pathweaver.store import writes as w
 from pathweaver.store.db import Database
 from pathweaver.store.reads import indexed_paths

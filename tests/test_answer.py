@@ -256,8 +256,8 @@ def test_prefetch_gets_each_levels_rephrased_queries(env: RetrievalEnv) -> None:
         return RetrievalResult("fixed", [ChunkHit(1, 0.9), ChunkHit(4, 0.8)])
 
     batches: list[list[str]] = []
-    trace = execute_plan(plan, fixed, env.encode, NoneBackend(), env.snapshot, top_k=3, prefetch=batches.append,
-                         sub_answer="embedding")
+    # no sentence of chunks 1 and 4 shares a word with "director" or "jaws": node 1's sentence is the embedding's
+    trace = execute_plan(plan, fixed, env.encode, NoneBackend(), env.snapshot, top_k=3, prefetch=batches.append)
     first = trace.nodes["1"].answer
     level0, extractive, level1 = batches[:3]
     assert first and level0 == ["Who is the director of Jaws?"]
@@ -286,34 +286,31 @@ def test_a_chain_pays_one_model_pass_per_level(env: RetrievalEnv, monkeypatch: p
     monkeypatch.setattr(embedder, "_encode", counted)
     fixed = lambda text: RetrievalResult("fixed", [ChunkHit(1, 0.9), ChunkHit(4, 0.8)])  # noqa: E731
     trace = execute_plan(plan, fixed, embedder.encode, NoneBackend(), env.snapshot, top_k=3,
-                         prefetch=embedder.remember, answer_leaves=False, sub_answer="embedding")
+                         prefetch=embedder.remember, answer_leaves=False)
     assert trace.nodes["1"].answer and trace.nodes["2"].reranked
     assert len(passes) == 2, passes  # level 0's query; node 1's sentences with level 1's texts (cached after)
     embedder.clear_cache()
-    again = execute_plan(plan, fixed, embedder.encode, NoneBackend(), env.snapshot, top_k=3, answer_leaves=False,
-                         sub_answer="embedding")
+    again = execute_plan(plan, fixed, embedder.encode, NoneBackend(), env.snapshot, top_k=3, answer_leaves=False)
     assert again.nodes["1"].answer == trace.nodes["1"].answer
     assert [h["chunk_id"] for h in again.nodes["2"].chunks_after] == [
         h["chunk_id"] for h in trace.nodes["2"].chunks_after]
 
 
-def test_extractive_answer_embeds_only_the_most_overlapping_sentences(env: RetrievalEnv, monkeypatch) -> None:
+def test_the_embedding_fallback_embeds_only_the_first_sentences(env: RetrievalEnv, monkeypatch) -> None:
+    """A question sharing no word with any sentence: only the first ``SUB_ANSWER_SENTENCES`` are embedded."""
     embedded: list[list[str]] = []
 
     def counting(texts: list[str]):
         embedded.append(list(texts))
         return env.encode(texts)
 
-    hits = [ChunkHit(p, 1.0) for p in range(min(3, env.snapshot.n_passages))]
+    hits = [ChunkHit(1, 1.0), ChunkHit(2, 0.9), ChunkHit(4, 0.8)]
     every = sum(len(sentences(env.snapshot.chunk_texts[h.passage])) for h in hits)
     monkeypatch.setattr(execute, "SUB_ANSWER_SENTENCES", 1)
-    answer, passage = extractive_answer(env.snapshot, [ChunkHit(1, 1.0), *hits], "Who did Steven Spielberg marry?",
-                                        counting, choice="embedding")
-    assert every > 1 and [len(t) for t in embedded] == [1, 1]  # the question, then one sentence, not all
-    assert (answer, passage) == ("Kate Capshaw", 1)
-    cands = [("a cat sat", 0), ("Spielberg married Capshaw", 1), ("the dog ran", 2), ("Spielberg directed Jaws", 3)]
-    assert execute._most_overlapping(cands, "Whom did Spielberg marry?", 2) == [cands[1], cands[3]]
-    assert execute._most_overlapping(cands, "Whom did Spielberg marry?", 0) == cands
+    answer, passage = extractive_answer(env.snapshot, hits, "Whom did the filmmaker wed?", counting)
+    assert every > 1 and embedded == [["Steven Spielberg married the actress Kate Capshaw in 1991."],
+                                      ["Whom did the filmmaker wed?"]]  # one sentence, then the question
+    assert passage == 1 and answer
 
 
 
@@ -322,11 +319,9 @@ def _no_model(texts: list[str]) -> np.ndarray:
 
 
 def test_lexical_sub_answer_runs_no_model_pass(env: RetrievalEnv) -> None:
-    """The default choice reads the words only: the same answer as the embedding's, with no model call."""
+    """A sentence sharing words with the question is chosen from the words alone, with no model call."""
     hits = [ChunkHit(1, 1.0), ChunkHit(4, 0.9), ChunkHit(0, 0.8)]
     assert extractive_answer(env.snapshot, hits, "Who did Steven Spielberg marry?", _no_model) == ("Kate Capshaw", 1)
-    assert extractive_answer(env.snapshot, hits, "Who did Steven Spielberg marry?", env.encode,
-                             choice="embedding") == ("Kate Capshaw", 1)
 
 
 def test_lexical_sub_answer_weighs_words_by_idf(env: RetrievalEnv) -> None:
@@ -350,7 +345,7 @@ def test_lexical_sub_answer_weighs_words_by_idf(env: RetrievalEnv) -> None:
 
 
 def test_lexical_sub_answer_falls_back_to_the_embedding(env: RetrievalEnv) -> None:
-    """No sentence shares a word with the question: the embedding picks, as with the embedding choice."""
+    """No sentence shares a word with the question: the sentence most similar to it picks the answer."""
     embedded: list[list[str]] = []
 
     def counting(texts: list[str]) -> np.ndarray:
@@ -359,18 +354,12 @@ def test_lexical_sub_answer_falls_back_to_the_embedding(env: RetrievalEnv) -> No
 
     hits = [ChunkHit(2, 1.0), ChunkHit(1, 0.9)]
     question = "Whom did the filmmaker wed?"
-    lexical = extractive_answer(env.snapshot, hits, question, counting)
-    assert embedded and lexical == extractive_answer(env.snapshot, hits, question, env.encode, choice="embedding")
-
-
-def test_bad_sub_answer_choice_is_a_clear_error(env: RetrievalEnv) -> None:
-    with pytest.raises(ConfigError, match="sub_answer must be one of lexical, embedding"):
-        extractive_answer(env.snapshot, [ChunkHit(1, 1.0)], "Who did Steven Spielberg marry?", env.encode,
-                          choice="llm")
-    plan = heuristic_decompose("Who is the spouse of the director of Jaws?")
-    with pytest.raises(ConfigError, match="got 'nope'"):
-        execute_plan(plan, lambda q: RetrievalResult("fixed", []), env.encode, NoneBackend(), env.snapshot, 3,
-                     sub_answer="nope")
+    _, passage = extractive_answer(env.snapshot, hits, question, counting)
+    cands = [(" ".join(env.snapshot.chunk_texts[h.passage][a:b].split()), h.passage)
+             for h in hits for a, b in sentences(env.snapshot.chunk_texts[h.passage])]
+    assert embedded == [[c[0] for c in cands], [question]]
+    sims = env.encode([c[0] for c in cands]) @ env.encode([question])[0]
+    assert passage == cands[int(np.argmax(sims))][1]
 
 
 def test_plans_reuse_their_node_threads_and_connections(indexed: Any) -> None:
@@ -385,14 +374,10 @@ def test_plans_reuse_their_node_threads_and_connections(indexed: Any) -> None:
     assert len(indexed._dbs) <= 3 + execute.MAX_WORKERS
 
 
-def test_pank_sub_answer_comes_from_the_config(indexed: Any) -> None:
-    """``[retrieval.pank] sub_answer`` sets the default; a bad value is a clear error naming the choices."""
+def test_a_pank_table_is_a_clear_error(indexed: Any) -> None:
+    """``[retrieval.pank]`` takes no settings (its ``sub_answer`` is gone): a config naming one is not ignored."""
     from pathweaver.service import Pathweaver
 
-    question = "Were Marie Curie and Pierre Curie of the same nationality?"
-    store = indexed.settings.store_dir
-    with Pathweaver.open(store, overrides={"retrieval": {"pank": {"sub_answer": "embedding"}}}) as pw:
-        assert pw.retrieve(question, method="pank", top_k=4).chunks
-    with Pathweaver.open(store, overrides={"retrieval": {"pank": {"sub_answer": "llm"}}}) as pw, \
-            pytest.raises(ConfigError, match="sub_answer must be one of lexical, embedding, got 'llm'"):
-        pw.retrieve(question, method="pank", top_k=4)
+    with Pathweaver.open(indexed.settings.store_dir, overrides={"retrieval": {"pank": {"sub_answer": "lexical"}}}
+                         ) as pw, pytest.raises(ConfigError, match=r"\[retrieval.pank\] takes no settings.*sub_answer"):
+        pw.retrieve("Were Marie Curie and Pierre Curie of the same nationality?", method="pank", top_k=4)

@@ -122,7 +122,7 @@ def test_missing_path_is_a_clear_error(tmp_path: Path) -> None:
 def test_reads_are_capped_one_byte_past_the_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file is read whole up to the limit, and one byte further shows that it is too large, also when it is
     larger than its size at the first look (it grew in between)."""
-    from pathweaver.ingest.pipeline import read_capped
+    from pathweaver.ingest.prepare import read_capped
 
     small, big = tmp_path / "small.txt", tmp_path / "big.txt"
     small.write_bytes(b"x" * 100)
@@ -131,9 +131,9 @@ def test_reads_are_capped_one_byte_past_the_limit(tmp_path: Path, monkeypatch: p
     assert read_capped(small, 99) == b"x" * 100  # one past the limit: too large
     assert read_capped(big, 1000) == b"y" * 1001
     assert read_capped(tmp_path / "small.txt", 0) == b"x"
-    import pathweaver.ingest.pipeline as pipeline
+    import pathweaver.ingest.prepare as prepare
 
     real = os.fstat
-    monkeypatch.setattr(pipeline.os, "fstat", lambda fd: os.stat_result((*real(fd)[:6], 10, *real(fd)[7:])))
+    monkeypatch.setattr(prepare.os, "fstat", lambda fd: os.stat_result((*real(fd)[:6], 10, *real(fd)[7:])))
     assert read_capped(big, 10_000) == b"y" * 5000  # stat said 10 bytes: the rest is read on
     assert read_capped(big, 1000) == b"y" * 1001

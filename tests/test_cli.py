@@ -112,22 +112,6 @@ def test_pank_runs_the_plan_and_fuses_node_rankings(cli_store: tuple[Path, dict]
     assert {"marie-curie.md", "pierre-curie.md"} <= docs  # each parallel node brings its own person's page
 
 
-def test_pank_sub_answer_param(cli_store: tuple[Path, dict]) -> None:
-    """``sub_answer`` is pank's own parameter (not passed to the base method); a bad value is a clear error."""
-    store, _ = cli_store
-    question = "Where was the discoverer of polonium born?"
-    rankings = []
-    for choice in ("lexical", "embedding"):
-        out = run_cli("--store", str(store), "retrieve", question, "--method", "pank:hybrid", "--top-k", "4",
-                      "--param", f"sub_answer={choice}", "--json")
-        rankings.append([c["chunk_id"] for c in json.loads(out.stdout)["chunks"]])
-    assert all(len(r) == 4 for r in rankings)
-    bad = run_cli("--store", str(store), "retrieve", question, "--method", "pank", "--param", "sub_answer=llm",
-                  check=False)
-    assert bad.returncode == 2 and "sub_answer must be one of lexical, embedding" in bad.stderr
-    assert "Traceback" not in bad.stderr
-
-
 def test_watch_indexes_follows_changes_and_stops_on_sigterm(corpus_dir: Path, tmp_path: Path) -> None:
     """``pathweaver watch DIR --json``: one report for the first index, then one per change batch; SIGTERM ends it
     cleanly. Each report is a line of JSON on stdout."""

@@ -22,10 +22,11 @@ CHILD = """
 import sys, time
 from pathlib import Path
 import pathweaver.ingest.pipeline as pipeline
+import pathweaver.ingest.prepare as prepare
 from pathweaver.config import Settings
 from pathweaver.models.embedder import get_embedder
 from pathweaver.store.db import Database
-pipeline.BATCH_CHUNKS = 2  # small batches: many commits, so the kill lands between them
+prepare.BATCH_CHUNKS = 2  # small batches: many commits, so the kill lands between them
 emb = get_embedder()
 real = emb.encode
 def slow(texts, *args, **kwargs):

@@ -41,7 +41,7 @@ def test_snapshot_vectors_are_the_indexers_vectors(store: tuple[Path, Path]) -> 
         indexer = Indexer(db, Settings(store_dir=path), get_embedder())
         triples = [(snap.entity_names[a], snap.rel_labels[r], snap.entity_names[b])
                    for r, (a, b) in enumerate(zip(snap.rel_src.tolist(), snap.rel_dst.tolist(), strict=True))]
-        made = indexer._graph_vectors(snap.entity_names, triples)
+        made = indexer.inputs.graph_vectors(snap.entity_names, triples)
         assert snap.n_entities > 20 and snap.n_relations > 20
         assert snap.entity_vecs.tobytes() == made.rows(snap.entity_names).tobytes()
         assert snap.rel_vecs.tobytes() == made.rows([snap.triple_text(r) for r in range(snap.n_relations)]).tobytes()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pathweaver.config import Settings
-from pathweaver.ingest import pipeline
+from pathweaver.ingest import synonym_pass
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
 from pathweaver.models.precision import resolve_precision
@@ -256,14 +256,14 @@ def test_a_snapshot_is_carried_forward_over_a_batch_synonym_pass(  # type: ignor
         indexer.index_paths([folder])
         reader = StoreReader(db)
         reader.snapshot()
-        synonym_pass = indexer._synonym_pass
+        real_pass = indexer.synonyms.run
         between: list[int] = []
 
         def read_then_pair() -> int:
             between.append(reader.snapshot().version)  # what a query landing between the two commits builds
-            return synonym_pass()
+            return real_pass()
 
-        indexer._synonym_pass = read_then_pair  # type: ignore[method-assign]
+        indexer.synonyms.run = read_then_pair  # type: ignore[method-assign]
         patched = reader.cache.patched
         (folder / "new.txt").write_text(POOL[4] + " " + POOL[6], encoding="utf-8")
         indexer.apply_changes({folder / "new.txt"}, set())
@@ -277,7 +277,7 @@ def test_a_snapshot_is_carried_forward_over_a_batch_synonym_pass(  # type: ignor
         assert (carried.edge_relation != cold.edge_relation).nnz == 0
         assert len(carried.syn_a) > len(between) and carried.entity_vecs is not None
 
-        monkeypatch.setattr(pipeline, "synonym_pairs_for", lambda *args, **kwargs: [])  # new entities, no pair passes
+        monkeypatch.setattr(synonym_pass, "synonym_pairs_for", lambda *args, **kwargs: [])  # new entities, no pair passes
         before, n_synonyms = db.version(), len(carried.syn_a)
         (folder / "other.txt").write_text("Zanzibar exports cloves. Zanzibar lies off Tanzania.", encoding="utf-8")
         indexer.apply_changes({folder / "other.txt"}, set())

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pathweaver.config import ConfigError, Settings
-from pathweaver.ingest import pipeline
+from pathweaver.ingest import graph_inputs, prepare, refresh
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
 from pathweaver.store import writes as w
@@ -274,7 +274,7 @@ def test_graph_vector_precision_keeps_chunks_float32_and_its_own_cache(tmp_path:
                                      "WHERE c.text = 'polonium'").fetchone()
             chunk = np.frombuffer(vec, np.float32)  # float32 on the fast path: equal to its batch's rounding
             assert np.abs(chunk - emb.encode(["polonium"])[0]).max() < 1e-6
-            low = w.cache_get(db.conn, ["polonium", "marie", "curie"], pipeline.cache_space("bfloat16"))
+            low = w.cache_get(db.conn, ["polonium", "marie", "curie"], graph_inputs.cache_space("bfloat16"))
             settings_text = db.get_meta("vector_settings")
             snap = StoreReader(db).snapshot()
             entity = snap.entity_vecs[snap.entity_index["marie curie"]].tobytes()
@@ -297,11 +297,9 @@ def test_a_failure_in_a_bulk_batch_is_that_files_alone(tmp_path: Path, monkeypat
     """A first index writes a batch of whole files per transaction, each file in a savepoint: a file whose write
     fails is rolled back alone and reported with its error, every other file lands whole, and the next index
     completes the job exactly."""
-    import pathweaver.ingest.pipeline as pipeline
-
     notes = tmp_path / "notes"
     shutil.copytree(CORPUS, notes)
-    monkeypatch.setattr(pipeline, "BATCH_CHUNKS", 2)  # the six notes have one or two chunks each
+    monkeypatch.setattr(prepare, "BATCH_CHUNKS", 2)  # the six notes have one or two chunks each
     real, calls = w.insert_chunks, []
 
     def failing(conn, doc_id, title, rows, vecs, count_grams=True):  # type: ignore[no-untyped-def]
@@ -340,15 +338,13 @@ def test_pairing_synonyms_while_writing_rows_gives_the_same_graph(tmp_path: Path
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A large refresh writes its rows on a second thread while it pairs synonyms; the store ends exactly as when
     the two run one after the other."""
-    import pathweaver.ingest.pipeline as pipeline
-
     notes = tmp_path / "notes"
     shutil.copytree(CORPUS, notes)
     emb = get_embedder()
     graphs = []
     for overlap in (False, True):
-        monkeypatch.setattr(pipeline, "on_our_pool", lambda overlap=overlap: overlap)
-        monkeypatch.setattr(pipeline, "PAIR_WHILE_WRITING_OVER", 0)
+        monkeypatch.setattr(refresh, "on_our_pool", lambda overlap=overlap: overlap)
+        monkeypatch.setattr(refresh, "PAIR_WHILE_WRITING_OVER", 0)
         store = tmp_path / f"store-{overlap}"
         s = Settings(store_dir=store)
         s.extract.synonym_phi = 0.6  # pairs on this small corpus

@@ -96,6 +96,23 @@ def test_delete_document_collects_garbage_everywhere(db: Database) -> None:
     assert {t: db.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables} == dict.fromkeys(tables, 0)
 
 
+def test_document_change_counts_chunks_and_collects_what_lost_its_support(db: Database) -> None:
+    """The unit of work notes the document's graph rows before the change and collects them after it; a change
+    that raises rolls back with its transaction and counts nothing."""
+    from pathweaver.store.changes import document_change
+
+    ids = fill(db)
+    with pytest.raises(RuntimeError), db.write() as conn, document_change(conn, [ids["doc"]]) as change:
+        change.count_chunks(w.delete_document(conn, ids["doc"]))
+        raise RuntimeError("disk full")
+    assert db.conn.execute("SELECT count(*) FROM entities").fetchone()[0] == 3 and db.get_meta("changed_chunks") is None
+    with db.write() as conn, document_change(conn, [ids["doc"]]) as change:
+        assert change.entity_ids == {ids["marie curie"], ids["paris"], ids["france"]} and len(change.relation_ids) == 1
+        change.count_chunks(w.delete_document(conn, ids["doc"]))
+    assert db.get_meta("changed_chunks") == "2"
+    assert [db.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("entities", "relations")] == [0, 0]
+
+
 def test_snapshot_is_cached_until_the_version_moves(db: Database) -> None:
     fill(db)
     reader = StoreReader(db)

@@ -85,9 +85,4 @@ def default_config_text() -> str:
         for key, value in defaults.items():
             lines.append(f"# {key} = {_toml_value(value)}")
         lines.append("")
-    from pathweaver.planner.execute import SUB_ANSWER_CHOICE, SUB_ANSWER_CHOICES
-
-    lines.append("# [retrieval.pank]  (the base method's own table applies to its retrievals)")
-    lines.append(f"# sub_answer = {_toml_value(SUB_ANSWER_CHOICE)}  # {' | '.join(SUB_ANSWER_CHOICES)}")
-    lines.append("")
     return "\n".join(lines)

@@ -1,7 +1,7 @@
 """The JSON shapes pathweaver returns: the MCP tools publish them as output schemas, and the service's
-``retrieve_json``, ``search``, ``plan``, ``rerank`` and ``ask`` build dicts of these shapes for the tools and the CLI
-(``--json``) alike. Citations everywhere are ``store.snapshot.citation_json``'s ``{doc, title, chunk_id, span[,
-locator]}``."""
+``retrieve_json``, ``search`` and ``plan`` and the plan trace build their results from these models (``dump``) for
+the tools and the CLI (``--json``) alike; ``rerank`` and ``ask`` return dicts of these shapes. Citations everywhere
+are ``store.snapshot.citation_json``'s ``{doc, title, chunk_id, span[, locator]}``."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ class PathOut(BaseModel):
     text: str
     nodes: list[str]
     relations: list[str]
+    relation_ids: list[int | None] = []  # the store's relation ids; None for a synonym step
     reliability: float
     citations: list[Citation] = []
 
@@ -106,6 +107,13 @@ class AnswerOut(BaseModel):
 
 class SearchOut(BaseModel):
     results: list[ChunkOut]
+
+
+def dump(model: BaseModel) -> dict[str, Any]:
+    """``model`` as the JSON-ready dict the CLI and the tools return: the fields it was given (nested models too), in
+    the model's field order. Results are built with ``model_construct``, unvalidated, from values that already have
+    their types (the service's hot path; the tools' output schemas are these models)."""
+    return model.model_dump(exclude_unset=True)
 
 
 class Loose(BaseModel):

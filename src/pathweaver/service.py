@@ -22,6 +22,7 @@ import numpy as np
 from pathweaver.config import DEFAULT_TOP_K, ConfigError, Settings, load_settings
 from pathweaver.models.embedder import Embedder, get_embedder
 from pathweaver.numeric import parallel
+from pathweaver.results import ChunkOut, Citation, PathOut, RetrievalOut, SubgraphOut, TripleOut, dump
 from pathweaver.retrieval.graphs import cached
 from pathweaver.retrieval.registry import (
     ANSWER_METHOD,
@@ -38,7 +39,7 @@ from pathweaver.store.reads import StoreReader
 from pathweaver.store.snapshot import GraphSnapshot, citation_json
 
 if TYPE_CHECKING:
-    from pathweaver.ingest.pipeline import IndexReport
+    from pathweaver.ingest.types import IndexReport
 
 log = logging.getLogger(__name__)
 ProgressFn = Callable[[int, int, str], None]
@@ -169,8 +170,8 @@ class Pathweaver:
         return folder_states(self.reader.db.conn)
 
     def prune_missing(self) -> list[str]:
-        """Delete the documents whose files are gone (``ingest.pipeline.prune_missing``); their paths."""
-        from pathweaver.ingest.pipeline import prune_missing
+        """Delete the documents whose files are gone (``ingest.documents.prune_missing``); their paths."""
+        from pathweaver.ingest.documents import prune_missing
 
         if self.readonly:
             return []
@@ -342,17 +343,16 @@ class Pathweaver:
         """``pank:<base>``: PankRAG's plan (heuristic DAG, no LLM) executed with ``base`` per node (dependency
         reranking, extractive sub-answers, top-down rephrase); the nodes' rankings and the whole question's own
         are fused by reciprocal rank. The no-LLM form keeps evaluation deterministic; ``ask --decompose`` runs
-        the same plan with the configured model. ``params`` go to ``base``, except ``sub_answer`` (how a
-        sub-answer's sentence is chosen: ``execute.SUB_ANSWER_CHOICES``; default ``[retrieval.pank]
-        sub_answer``, else ``execute.SUB_ANSWER_CHOICE``)."""
+        the same plan with the configured model. ``params`` go to ``base``; ``[retrieval.pank]`` takes none
+        (the base method's own table applies)."""
         from pathweaver.models.llm import NoneBackend
         from pathweaver.planner.decompose import decompose
-        from pathweaver.planner.execute import SUB_ANSWER_CHOICE, check_sub_answer_choice, execute_plan
+        from pathweaver.planner.execute import execute_plan
 
-        opts = dict(params or {})
-        choice = check_sub_answer_choice(str(opts.pop(
-            "sub_answer", self.settings.retrieval.get(PANK, {}).get("sub_answer", SUB_ANSWER_CHOICE))))
-        params = opts or None
+        stale = sorted(self.settings.retrieval.get(PANK, {}))
+        if stale:  # sub_answer chose between two ways until issue 25: a config naming it must not pass unnoticed
+            raise ConfigError(f"[retrieval.{PANK}] takes no settings (the base method's table applies); remove "
+                              f"{', '.join(stale)}")
         llm = NoneBackend()
         plan, _ = decompose(text, llm)
         if len(plan.nodes) > 1 and plan.levels:  # the question and the first sub-questions in one batch
@@ -363,7 +363,7 @@ class Pathweaver:
         env = self.env()
         trace = execute_plan(plan, lambda q: self.retrieve(q, base, top_k, params), env.encode, llm, env.snapshot,
                              top_k, root_hits=list(root.chunks), answer_leaves=False,
-                             prefetch=self.remember_queries, sub_answer=choice, word_df=env.word_df)
+                             prefetch=self.remember_queries, word_df=env.word_df)
         return RetrievalResult(method=method, chunks=trace.merged, info={"plan_nodes": len(plan.nodes)})
 
     def retrieve_json(
@@ -387,40 +387,41 @@ class Pathweaver:
         paths with citations, subgraph, and triples with their source sentence as ``description`` (left out unless
         ``descriptions``)."""
         snap = snapshot or self.snapshot()
-        chunks = [self._chunk_json(snap, hit.passage, hit.score) for hit in result.chunks]
-        paths = []
-        for path in result.paths:
-            paths.append(
-                {
-                    "text": path.text,
-                    "nodes": [snap.entity_names[n] for n in path.nodes],
-                    "relations": [snap.rel_labels[r] if r >= 0 else "synonym of" for r in path.relations],
-                    "relation_ids": [int(snap.rel_ids[r]) if r >= 0 else None for r in path.relations],
-                    "reliability": float(path.reliability),
-                    "citations": [snap.citation(p) for p in path.passages],
-                }
+        paths = [
+            PathOut.model_construct(
+                text=path.text,
+                nodes=[snap.entity_names[n] for n in path.nodes],
+                relations=[snap.rel_labels[r] if r >= 0 else "synonym of" for r in path.relations],
+                relation_ids=[int(snap.rel_ids[r]) if r >= 0 else None for r in path.relations],
+                reliability=float(path.reliability),
+                citations=[Citation.model_construct(**snap.citation(p)) for p in path.passages],
             )
-        subgraph = result.subgraph.to_json() if result.subgraph is not None else None
+            for path in result.paths
+        ]
+        subgraph = None
+        if result.subgraph is not None:
+            made = result.subgraph.to_json()
+            subgraph = SubgraphOut.model_construct(**{**made, "edges": [tuple(e) for e in made["edges"]]})
         triples = [
-            {"id": int(snap.rel_ids[r]), "text": snap.triple_text(r),
-             **({"description": snap.rel_descriptions[r]} if descriptions else {})}
+            TripleOut.model_construct(id=int(snap.rel_ids[r]), text=snap.triple_text(r),
+                                      **({"description": snap.rel_descriptions[r]} if descriptions else {}))
             for r in result.triples
         ]
         info = {k: v for k, v in result.info.items() if k != "seconds"}
         info["backfill_share"] = result.backfill_share()
-        return {
-            "method": result.method,
-            "chunks": chunks,
-            "paths": paths,
-            "subgraph": subgraph,
-            "triples": triples,
-            "info": _jsonable(info),
-            "seconds": float(result.info.get("seconds", 0.0)),
-        }
+        return dump(RetrievalOut.model_construct(
+            method=result.method,
+            chunks=[self._chunk_out(snap, hit.passage, hit.score) for hit in result.chunks],
+            paths=paths,
+            subgraph=subgraph,
+            triples=triples,
+            info=_jsonable(info),
+            seconds=float(result.info.get("seconds", 0.0)),
+        ))
 
     @staticmethod
-    def _chunk_json(snap: GraphSnapshot, passage: int, score: float) -> dict[str, Any]:
-        return {**snap.citation(passage), "score": float(score), "text": snap.chunk_texts[passage]}
+    def _chunk_out(snap: GraphSnapshot, passage: int, score: float) -> ChunkOut:
+        return ChunkOut.model_construct(**snap.citation(passage), score=float(score), text=snap.chunk_texts[passage])
 
     def search(self, query: str, mode: str = "hybrid", k: int = DEFAULT_TOP_K) -> list[dict[str, Any]]:
         """Plain chunk search: ``dense``, ``bm25`` or ``hybrid``, the same chunks and scores as those retrieval
@@ -433,7 +434,8 @@ class Pathweaver:
         if mode == "bm25":
             latest = self.reader.cache.latest()  # its postings serve while the store is still at its version
             rows = self.reader.bm25_rows(self.query(query).text, k, self.bm25_index(latest) if latest else None)
-            return [{**citation_json(doc, title, chunk_id, start, end, locator), "score": score, "text": text}
+            return [dump(ChunkOut.model_construct(**citation_json(doc, title, chunk_id, start, end, locator),
+                                                  score=score, text=text))
                     for chunk_id, score, doc, title, start, end, locator, text in rows]
         question = self.query(query)
         self.embedder.warm()  # load the model before reading the chunks
@@ -484,9 +486,7 @@ class Pathweaver:
         result, trace = decompose(
             question, self.llm(llm, progress), plan, timeout=self.settings.models.llm_timeout
         )
-        out = result.to_dict()
-        out["trace"] = _jsonable(trace)
-        return out
+        return dump(result.to_out(trace=_jsonable(trace)))
 
     def rerank(
         self, question: str, candidates: list[str], resolved: list[str], alpha: float | None = None

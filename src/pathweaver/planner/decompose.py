@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pathweaver.errors import UserError
 from pathweaver.models.llm import LLMBackend, LLMError
 from pathweaver.models.schemas import MAX_PLAN_NODES, PLAN_SCHEMA
+from pathweaver.results import PlanNodeOut, PlanOut, dump
 
 Relation = Literal["parallel", "progress"]
 Source = Literal["caller", "llm", "heuristic", "single"]
@@ -61,13 +62,14 @@ class Plan:
         """The node that answers the whole question: the last one in topological order."""
         return self.order[-1]
 
+    def to_out(self, **more: Any) -> PlanOut:
+        """The plan as ``results.PlanOut`` (``more``: its ``trace``)."""
+        return PlanOut.model_construct(nodes=[PlanNodeOut.model_construct(**asdict(n)) for n in self.nodes],
+                                       levels=[list(lv) for lv in self.levels], order=list(self.order),
+                                       source=self.source, **more)
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "nodes": [asdict(n) for n in self.nodes],
-            "levels": [list(lv) for lv in self.levels],
-            "order": list(self.order),
-            "source": self.source,
-        }
+        return dump(self.to_out())
 
 
 def _node(raw: Any, i: int) -> PlanNode:

@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from pathweaver.config import ConfigError
 from pathweaver.extract.entities import words
 from pathweaver.extractive import answer_type, typed_spans
 from pathweaver.models.llm import LLMBackend, LLMError
 from pathweaver.planner.decompose import Plan, rephrase
 from pathweaver.planner.rerank import ALPHA, dependency_rerank, question_type
+from pathweaver.results import Citation, dump
 from pathweaver.retrieval.context import build_context, sentences
 from pathweaver.retrieval.types import ChunkHit, EncodeFn, RetrievalResult, WordDf
 from pathweaver.store.snapshot import GraphSnapshot
@@ -32,17 +32,11 @@ RRF_K = (
 MAX_WORKERS = 4
 SUB_ANSWER_TOKENS = 64
 SUB_ANSWER_CHUNKS = 3
-# Sentences an extractive sub-answer embeds: those sharing most words with the question (0 = every sentence of
-# the SUB_ANSWER_CHUNKS chunks). Ours: the fewest that kept pank's dev figures (bench/pank_variants.py).
+# Sentences an extractive sub-answer embeds when none shares a word with the question (0 = every sentence of the
+# SUB_ANSWER_CHUNKS chunks). Ours: the fewest that kept pank's dev figures (bench/pank_variants.py).
 SUB_ANSWER_SENTENCES = 5
-# How an extractive sub-answer picks its sentence (ours; PankRAG asks the LLM). "lexical": the sentence sharing the
-# most BM25-idf weight of non-stopwords with the question, no model pass; "embedding": of the SUB_ANSWER_SENTENCES
-# most overlapping, the one whose vector is closest to the question's. Lexical is the default because it needs
-# no model pass for nearly the same answers (docs/design-notes.md).
-SUB_ANSWER_CHOICES = ("lexical", "embedding")
 # The answer kinds whose sub-answers narrow to a span of that type (extractive.typed_spans), not the first entity.
 TYPED_KINDS = ("date", "number", "place", "person", "nationality")
-SUB_ANSWER_CHOICE = "lexical"
 SUB_ANSWER_PROMPT = """Answer the question in a few words, using only the sources. If they do not say, reply
 "unknown".
 
@@ -121,13 +115,6 @@ def _words(text: str) -> set[str]:
     return {w for w in words(text) if len(w) > 1 and not is_stopword(w)}
 
 
-def check_sub_answer_choice(choice: str) -> str:
-    """``choice`` if it is one of ``SUB_ANSWER_CHOICES``; else a clear error."""
-    if choice not in SUB_ANSWER_CHOICES:
-        raise ConfigError(f"sub_answer must be one of {', '.join(SUB_ANSWER_CHOICES)}, got {choice!r}")
-    return choice
-
-
 def idf_weights(terms: set[str], word_df: WordDf | None, n_passages: int) -> dict[str, float]:
     """BM25's idf, ln(1 + (N - df + 0.5) / (df + 0.5)), of each term over the store's ``n_passages`` chunks
     (Robertson & Sparck Jones; FTS5 ranks with the same). Without ``word_df`` every term weighs 1. A term the store
@@ -144,19 +131,6 @@ def _overlaps(cands: list[tuple[str, int]], question: str, word_df: WordDf | Non
     asked = _words(question)
     weight = idf_weights(asked, word_df, n_passages)
     return [sum(weight[t] for t in asked & _words(text)) for text, _ in cands]
-
-
-def _most_overlapping(cands: list[tuple[str, int]], question: str, n: int, word_df: WordDf | None = None,
-                      n_passages: int = 0, shared: list[float] | None = None) -> list[tuple[str, int]]:
-    """The ``n`` candidate sentences sharing most weight with ``question`` (``_overlaps``, or ``shared`` when the
-    caller has them; ties: the earlier, i.e. from a better-ranked chunk), in their original order; all of them
-    when ``n`` is 0 or covers them."""
-    if n <= 0 or len(cands) <= n:
-        return cands
-    if shared is None:
-        shared = _overlaps(cands, question, word_df, n_passages)
-    ranked = sorted(range(len(cands)), key=lambda i: -shared[i])
-    return [cands[i] for i in sorted(ranked[:n])]
 
 
 def _narrowed(snapshot: GraphSnapshot, sentence: str, passage: int, question: str) -> str:
@@ -193,22 +167,20 @@ def extractive_answer(
     encode: EncodeFn,
     prefetch: Callable[[list[str]], None] | None = None,
     follow_up: Callable[[str], list[str]] | None = None,
-    choice: str | None = None,
     word_df: WordDf | None = None,
 ) -> tuple[str, int | None]:
     """The best-supported answer in the top chunks: a sentence of them, narrowed to the first (preferably
     capitalised) entity it names that the question does not (a placeholder filler), else the sentence. Returns
     (answer, passage).
 
-    ``choice`` (default ``SUB_ANSWER_CHOICE``) picks the sentence. "lexical": the one sharing the most idf weight
-    with ``question`` (``_overlaps``; ``word_df`` gives the store's document frequencies), with no model pass; when
-    no sentence shares a word, the embedding decides. "embedding": of the ``SUB_ANSWER_SENTENCES`` most overlapping
-    sentences, the one most similar to ``question``.
+    The sentence is the one sharing the most idf weight with ``question`` (``_overlaps``; ``word_df`` gives the
+    store's document frequencies; ours, PankRAG asks the LLM), with no model pass. When no sentence shares a word,
+    the embedding decides: of the first ``SUB_ANSWER_SENTENCES`` sentences, the one most similar to ``question``.
 
     With ``prefetch`` (which embeds and caches texts in one batch, so that ``encode`` of one text finds them),
     the embedded sentences go into one batch with ``follow_up(answer)`` for each candidate's answer: the texts
     the plan's next level will embed if this answer wins. The next level then finds its vectors cached and runs
-    no model pass of its own; the choice is the same, only batched (one model pass instead of two)."""
+    no model pass of its own; the sentence chosen is the same, only batched (one model pass instead of two)."""
     top = hits[:SUB_ANSWER_CHUNKS]
     cands = [
         (" ".join(snapshot.chunk_texts[h.passage][a:b].split()), h.passage)
@@ -218,14 +190,12 @@ def extractive_answer(
     cands = [c for c in cands if len(c[0]) > 3]
     if not cands:
         return "", None
-    shared = None
-    if check_sub_answer_choice(choice or SUB_ANSWER_CHOICE) == "lexical":
-        shared = _overlaps(cands, question, word_df, snapshot.n_passages)
-        best = max(range(len(cands)), key=lambda i: (shared[i], -i))
-        if shared[best] > 0:
-            sentence, passage = cands[best]
-            return _narrowed(snapshot, sentence, passage, question), passage
-    cands = _most_overlapping(cands, question, SUB_ANSWER_SENTENCES, word_df, snapshot.n_passages, shared)
+    shared = _overlaps(cands, question, word_df, snapshot.n_passages)
+    best = max(range(len(cands)), key=lambda i: (shared[i], -i))
+    if shared[best] > 0:
+        sentence, passage = cands[best]
+        return _narrowed(snapshot, sentence, passage, question), passage
+    cands = cands[:SUB_ANSWER_SENTENCES] if SUB_ANSWER_SENTENCES > 0 else cands
     texts = [c[0] for c in cands]
     answers: list[str] | None = None  # every candidate's answer, needed only to look ahead
     if prefetch is not None:
@@ -250,11 +220,10 @@ def _sub_answer(
     timeout: float,
     prefetch: Callable[[list[str]], None] | None = None,
     follow_up: Callable[[str], list[str]] | None = None,
-    choice: str | None = None,
     word_df: WordDf | None = None,
 ) -> tuple[str, str, int | None, str | None, tuple[int, int]]:
     """(answer, source, passage, fallback reason, (prompt tokens, completion tokens)); ``prefetch``,
-    ``follow_up``, ``choice`` and ``word_df`` go to ``extractive_answer``."""
+    ``follow_up`` and ``word_df`` go to ``extractive_answer``."""
     if not hits:
         return "", "none", None, "no chunks retrieved", (0, 0)
     ctx = build_context(snapshot, RetrievalResult(method="plan", chunks=hits[:SUB_ANSWER_CHUNKS]), "chunks")
@@ -267,7 +236,7 @@ def _sub_answer(
         reason = "the model had no answer"
     except LLMError as exc:
         reason = str(exc)
-    answer, passage = extractive_answer(snapshot, hits, node_q, encode, prefetch, follow_up, choice, word_df)
+    answer, passage = extractive_answer(snapshot, hits, node_q, encode, prefetch, follow_up, word_df)
     return answer, "extractive", passage, reason, (0, 0)
 
 
@@ -303,7 +272,6 @@ def execute_plan(
     root_hits: list[ChunkHit] | None = None,
     answer_leaves: bool = True,
     prefetch: Callable[[list[str]], None] | None = None,
-    sub_answer: str | None = None,
     word_df: WordDf | None = None,
 ) -> PlanTrace:
     """Run ``plan`` level by level; see the module docstring. ``alpha`` None = by question type (PankRAG §3.4).
@@ -312,9 +280,7 @@ def execute_plan(
     ``prefetch``, when given, gets each level's rephrased queries and resolved answers before the level runs (to
     embed them in one batch rather than one by one). An extractive sub-answer also hands it, with its candidate
     sentences, what the next level would embed for each candidate answer (``follow_up``), so that a chain of
-    sub-questions pays one model pass per level rather than two. ``sub_answer`` and ``word_df`` are
-    ``extractive_answer``'s ``choice`` and ``word_df``."""
-    choice = check_sub_answer_choice(sub_answer or SUB_ANSWER_CHOICE)
+    sub-questions pays one model pass per level rather than two. ``word_df`` goes to ``extractive_answer``."""
     start = time.perf_counter()
     answers: dict[str, str] = {}
     traces: dict[str, NodeTrace] = {}
@@ -370,10 +336,10 @@ def execute_plan(
             hits = [ChunkHit(hits[i].passage, float(scores[i])) for i in np.argsort(-scores, kind="stable")]
         if answer_leaves or node.id in needed:
             answer, source, passage, fallback, used = _sub_answer(query, hits, snapshot, encode, llm, timeout,
-                                                                  prefetch, follow_up(node_id), choice, word_df)
+                                                                  prefetch, follow_up(node_id), word_df)
         else:
             answer, source, passage, fallback, used = "", "skipped", None, None, (0, 0)
-        citation = snapshot.citation(passage) if passage is not None else None
+        citation = dump(Citation.model_construct(**snapshot.citation(passage))) if passage is not None else None
         trace = NodeTrace(
             node.id,
             node.question,

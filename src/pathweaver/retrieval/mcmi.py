@@ -63,7 +63,7 @@ from pathweaver.retrieval.steiner import mehlhorn_edges
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult, Subgraph
 from pathweaver.store.snapshot import GraphSnapshot
 
-CHUNK_MODES = ("auto", "subgraph", "subgraph-hybrid", "hybrid")
+CHUNK_MODES = ("auto", "subgraph", "hybrid")
 PSEUDO = -1  # node id of the pseudo node joining all passages (entities are 0..E-1, passages E..E+P-1)
 
 
@@ -97,11 +97,10 @@ class MCMIParams:
     name_links: float = 3.0
     statistical: float = 0.0
     # "subgraph" (ours): the passages of the MCMI subgraph (and those its relations come from) by node
-    # influence s_v, then the walk's highest-influence passages; "subgraph-hybrid": the same passages ordered by
-    # the hybrid score HS (Eq. 21, 0 outside its pool) before influence; "hybrid": AGRAG Eq. 20's k_r hybrid
-    # chunks; "auto" (default): "subgraph" when the walk is over the name layer and the store's documents name
-    # each other (``graphs.documents_link``), else "hybrid", since n-gram subgraphs alone pick passages poorly. Either way a hybrid chunk the method did not
-    # reach is reported as a back-fill
+    # influence s_v, then the walk's highest-influence passages; "hybrid": AGRAG Eq. 20's k_r hybrid chunks;
+    # "auto" (default): "subgraph" when the walk is over the name layer and the store's documents name each other
+    # (``graphs.documents_link``), else "hybrid", since n-gram subgraphs alone pick passages poorly. Either way a
+    # hybrid chunk the method did not reach is reported as a back-fill
     chunks: str = "auto"
 
     def validate(self) -> None:
@@ -396,14 +395,10 @@ def _rank_chunks(
 
 def _subgraph_chunks(
     env: RetrievalEnv, query: Query, top_k: int, params: MCMIParams, touched: set[int], passage_scores: np.ndarray,
-    mode: str,
 ) -> tuple[list[ChunkHit], int]:
     """The subgraph's passages by node influence s_v (ties: passage index), then the walk's highest-influence
     passages, then hybrid chunks (a back-fill): the chunks and how many came from the walk beyond the subgraph."""
-    hs: dict[int, float] = {}
-    if mode == "subgraph-hybrid":
-        hs = hybrid_chunk_scores(env, query, max(params.hybrid_pool_min, params.hybrid_pool_factor * top_k))
-    order = sorted(touched, key=lambda p: (-hs.get(p, 0.0), -float(passage_scores[p]), p))[:top_k]
+    order = sorted(touched, key=lambda p: (-float(passage_scores[p]), p))[:top_k]
     hits = [ChunkHit(int(p), float(passage_scores[p])) for p in order]
     seen = set(order)
     walked = 0
@@ -532,8 +527,7 @@ def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParam
     named_graph = statistical < 1.0 and documents_link(snap)
     mode = params.chunks if params.chunks != "auto" else ("subgraph" if named_graph else "hybrid")
     if mode != "hybrid":
-        chunks, info["walk_fill"] = _subgraph_chunks(env, query, top_k, params, touched, raw[snap.n_entities:],
-                                                     mode)
+        chunks, info["walk_fill"] = _subgraph_chunks(env, query, top_k, params, touched, raw[snap.n_entities:])
     else:
         chunks = _rank_chunks(env, query, top_k, params, touched)
     info["ms_total"] = _ms(t0)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pathweaver.ingest.pipeline import IndexReport
+    from pathweaver.ingest.types import IndexReport
     from pathweaver.service import Pathweaver
 
 log = logging.getLogger(__name__)

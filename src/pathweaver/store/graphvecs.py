@@ -25,7 +25,7 @@ from pathweaver.store.db import Connection
 from pathweaver.store.writes import cache_get
 
 log = logging.getLogger(__name__)
-# What stores that recorded no settings were made with (``Indexer._vector_settings_changed``).
+# What stores that recorded no settings were made with (``ingest.refresh.vector_settings_changed``).
 UNRECORDED = "entities:encoded,triples:composed,phi:0.9"
 
 
@@ -40,7 +40,7 @@ class VectorRecipe:
     @classmethod
     def parse(cls, settings: str | None) -> VectorRecipe:
         """The recipe ``meta.vector_settings`` records ("entities:composed,triples:composed,phi:0.9,passes:fixed,
-        precision:bfloat16"; the key space is ``ingest.pipeline.cache_space`` of the passes and precision)."""
+        precision:bfloat16"; the key space is ``ingest.graph_inputs.cache_space`` of the passes and precision)."""
         fields = dict(p.split(":", 1) for p in (settings or UNRECORDED).split(",") if ":" in p)
         passes, precision = fields.get("passes", ""), fields.get("precision", "float32")
         space = passes if precision == "float32" or not passes else f"{passes}-{precision}"

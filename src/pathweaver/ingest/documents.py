@@ -1,0 +1,229 @@
+"""Writing one document (or removing it) in one transaction, its graph with it when it is derived at once."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+from pathweaver.extract.graph import (
+    KIND_RANK,
+    ChunkInput,
+    DocGraph,
+    ExtractParams,
+    Structure,
+    derive_document,
+    triple_text,
+)
+from pathweaver.ingest.graph_inputs import GraphInputs
+from pathweaver.ingest.linking import NO_NAMES, LinkerCache, apply_names, names_of, names_to_prepare
+from pathweaver.ingest.parsers import ParseError, parse_file
+from pathweaver.ingest.prepare import Prepared
+from pathweaver.ingest.scanner import FileEntry, KnownDoc, under
+from pathweaver.store import indexing as ix
+from pathweaver.store import writes as w
+from pathweaver.store.changes import document_change
+from pathweaver.store.db import Connection, Database
+from pathweaver.store.reads import entity_ids_of, gram_df, indexed_paths
+
+
+def delete_documents(conn: Connection, doc_ids: Sequence[int], ensure: Callable[[Mapping[str, str]], object] | None = None,
+                     linker: LinkerCache | None = None) -> None:
+    """Delete documents with their chunks and the graph only they supported (inside the caller's transaction)."""
+    if doc_ids:  # their names go first: what only they named is re-linked where it occurred
+        apply_names(conn, {d: NO_NAMES for d in doc_ids}, [], ensure or (lambda kinds: None), linker or LinkerCache())
+    with document_change(conn, doc_ids) as change:
+        for doc_id in doc_ids:
+            change.count_chunks(w.delete_document(conn, doc_id))
+
+
+def prune_missing(db: Database) -> list[str]:
+    """Delete the indexed documents whose file is gone (one stat each), so a file deleted while no process watched
+    is never served; returns their paths. Documents under an indexed root that is itself missing (an unmounted
+    drive) stay, as the folder scan keeps them."""
+    roots = json.loads(db.get_meta("roots", "[]") or "[]")
+    absent = [r for r in roots if not os.path.isdir(r)]
+    gone: list[tuple[int, str]] = []
+    for doc_id, path in indexed_paths(db.conn):
+        try:
+            os.stat(path)
+        except FileNotFoundError:
+            if not under(path, absent):
+                gone.append((doc_id, path))
+        except OSError:
+            continue  # there but unreadable now: the next scan gives it its reason
+    if gone:
+        with db.write() as conn:
+            delete_documents(conn, [doc_id for doc_id, _ in gone])
+    return [path for _, path in gone]
+
+
+class DocumentWriter:
+    """Writes (or removes) one document at a time, each in one transaction, never split: its own, or a batch's,
+    in which it runs in a savepoint. Its graph is derived and written with it unless the write is ``deferred``
+    to the refresh that is then due; a rename keeps the chunks and their vectors."""
+
+    def __init__(self, db: Database, params: ExtractParams, inputs: GraphInputs, linker: LinkerCache) -> None:
+        self.db = db
+        self.params = params
+        self.inputs = inputs
+        self._linker = linker
+
+    @contextlib.contextmanager
+    def batch_transaction(self, bulk: bool) -> Iterator[Connection | None]:
+        """One transaction for a whole batch of files when ``bulk`` (a deferred index writes chunks only, and a
+        commit per file would dirty the same gram_df pages again and again), else None: each file then commits
+        on its own (its graph is derived from the statistics the file before it committed). No file ever spans
+        two transactions, so a crash leaves each file fully old or fully new."""
+        if not bulk:
+            yield None
+            return
+        with self.db.write() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def _writing(self, conn: Connection | None) -> Iterator[Connection]:
+        """``conn`` when a batch transaction is open, else a transaction of its own."""
+        if conn is not None:
+            yield conn
+            return
+        with self.db.write() as own:
+            yield own
+
+    def write_skipped(self, entry: FileEntry, known: KnownDoc | None, batch: Connection | None = None) -> None:
+        with self._writing(batch) as conn, document_change(conn, [known.id] if known else []) as change:
+            doc_id = w.upsert_document(conn, entry.path, title=Path(entry.path).name, mtime=entry.mtime,
+                                       size=entry.size, status="skipped", reason=entry.reason or "unknown",
+                                       indexed_at=time.time())
+            apply_names(conn, {doc_id: NO_NAMES}, [], self._no_new_names, self._linker)
+            change.count_chunks(w.delete_document_chunks(conn, doc_id))
+
+    def delete(self, doc: KnownDoc) -> None:
+        with self.db.write() as conn:
+            delete_documents(conn, [doc.id], self._no_new_names, self._linker)
+
+    def _name_entities(self, names: Iterable[str]) -> Callable[[Mapping[str, str]], None]:
+        """What ``apply_names`` calls to make entity rows for a document's names new to the store, inside the
+        caller's transaction (a stronger kind replaces a weaker one). The words their vectors are made of are cached
+        now, before that transaction: a word new to the embedding cache is written in a transaction of its own."""
+        self.inputs.graph_vectors(list(names), [])
+
+        def ensure(kinds: Mapping[str, str]) -> None:
+            if kinds:
+                w.ensure_entities(self.db.conn, dict(kinds), KIND_RANK)
+
+        return ensure
+
+    def _no_new_names(self, kinds: Mapping[str, str]) -> None:
+        """What a removal may add: only a heading it un-shares, whose entity its own document's graph already
+        holds; no vector is made (``apply_names`` marks a refresh for one whose entity is missing)."""
+        have = entity_ids_of(self.db.conn, kinds)
+        if have:
+            w.ensure_entities(self.db.conn, {n: kinds[n] for n in have}, KIND_RANK)
+
+    def write_file(self, prep: Prepared, known: KnownDoc | None, deferred: bool,
+                   batch: Connection | None = None) -> None:
+        graph = None if deferred else self._file_graph(prep, known)
+        doc = prep.doc
+        names = names_of(doc.title, doc.aliases, doc.headings, doc.link_texts)
+        ensure = self._no_new_names if deferred else self._name_entities(
+            names_to_prepare(self.db.conn, known.id if known else None, names))
+        with self._writing(batch) as conn, document_change(conn, [known.id] if known else []) as change:
+            doc_id = w.upsert_document(
+                conn, prep.entry.path, title=doc.title, content_hash=prep.content_hash, mtime=prep.entry.mtime,
+                size=prep.entry.size, status="indexed", reason="", indexed_at=time.time(), headings=doc.headings,
+                links=doc.links,
+            )
+            removed = w.delete_document_chunks(conn, doc_id)
+            # in a batch transaction (no graph derived in it) the batch adds every file's gram_df at its end
+            ids = w.insert_chunks(conn, doc_id, doc.title, prep.rows, prep.vecs, count_grams=batch is None)
+            if graph is None:
+                w.set_doc_names(conn, doc_id, names.names, names.links)  # the refresh that is due links every chunk
+                w.set_meta(conn, "refresh_pending", "1")
+            else:
+                self._write_graph(conn, graph, dict(enumerate(ids)))
+                apply_names(conn, {doc_id: names}, ids, ensure, self._linker)
+            change.count_chunks(removed + len(ids))
+
+    def _file_graph(self, prep: Prepared, known: KnownDoc | None) -> DocGraph:
+        """The file's graph with current statistics including its own new chunks (read before the write), the
+        vectors its names and triples are made from cached."""
+        conn = self.db.conn
+        old_grams: dict[str, int] = {}
+        n_old = 0
+        if known is not None:
+            for grams in ix.document_chunk_grams(conn, known.id):
+                n_old += 1
+                for g in grams:
+                    old_grams[g] = old_grams.get(g, 0) + 1
+        new_grams: dict[str, int] = {}
+        for r in prep.rows:
+            for g in r.grams:
+                new_grams[g] = new_grams.get(g, 0) + 1
+        df = gram_df(conn, list(new_grams))
+        for g, n in new_grams.items():
+            df[g] = df.get(g, 0) - old_grams.get(g, 0) + n
+        n_chunks = ix.row_count(conn, "chunks") - n_old + len(prep.rows)
+        chunks = self.inputs.with_ner([ChunkInput(i, r.start, r.end, r.text, r.grams, r.n_words)
+                                 for i, r in enumerate(prep.rows)])
+        structure = Structure(prep.doc.title, prep.doc.headings, prep.doc.links)
+        graph = derive_document(chunks, structure, n_chunks, df, self.params)
+        self.inputs.doc_graph_vectors(graph)
+        return graph
+
+    @staticmethod
+    def _write_graph(conn: Connection, graph: DocGraph, chunk_ids: dict[int, int]) -> None:
+        ids = w.ensure_entities(conn, graph.kinds, KIND_RANK)
+        w.insert_mentions(conn, [(ids[n], chunk_ids[k], c, s) for (n, k), (c, s) in graph.mentions.items()])
+        keys = [(ids[r.src], ids[r.dst], r.label) for r in graph.relations]
+        texts = [triple_text(r.src, r.label, r.dst) for r in graph.relations]
+        rel_ids = w.ensure_relations(conn, [(k, r.kind, r.sentence, t)
+                                            for k, r, t in zip(keys, graph.relations, texts, strict=True)])
+        w.insert_relation_sources(conn, [(rel_ids[k], chunk_ids[r.chunk], r.start, r.end)
+                                         for k, r in zip(keys, graph.relations, strict=True)])
+
+    def rename(self, doc: KnownDoc, entry: FileEntry, deferred: bool) -> bool:
+        """Move ``doc`` to ``entry.path`` without re-embedding; False if the content changed meanwhile."""
+        try:
+            with open(entry.path, "rb") as f:
+                data = f.read()
+            parsed = parse_file(Path(entry.path), data)
+        except (OSError, ParseError):
+            return False
+        if hashlib.sha1(data).hexdigest() != doc.content_hash:
+            return False
+        same = ix.document_structure(self.db.conn, doc.id) == (
+            parsed.title, [list(h) for h in parsed.headings], list(parsed.links))
+        graph, keys = None, {}
+        if not same and not deferred:
+            chunks = self.inputs.with_ner(self._stored_chunks(doc.id))
+            n_chunks = ix.row_count(self.db.conn, "chunks")
+            df = gram_df(self.db.conn, sorted({g for c in chunks for g in c.grams}))
+            graph = derive_document(chunks, Structure(parsed.title, parsed.headings, parsed.links), n_chunks, df,
+                                    self.params)
+            keys = {c.key: c.key for c in chunks}
+            self.inputs.doc_graph_vectors(graph)  # caches what the snapshot makes their vectors from
+        names = names_of(parsed.title, parsed.aliases, parsed.headings, parsed.link_texts)
+        ensure = None if deferred else self._name_entities(names_to_prepare(self.db.conn, doc.id, names))
+        with self.db.write() as conn:
+            w.rename_document(conn, doc.id, entry.path, entry.mtime, entry.size, parsed.title, parsed.headings,
+                              parsed.links)
+            if ensure is None:
+                w.set_doc_names(conn, doc.id, names.names, names.links)
+            else:
+                apply_names(conn, {doc.id: names}, [], ensure, self._linker)
+            if not same:
+                with document_change(conn, [doc.id]):
+                    w.clear_chunk_derived(conn, list(keys) or ix.document_chunk_ids(conn, doc.id))
+                    if graph is None:
+                        w.set_meta(conn, "refresh_pending", "1")
+                    else:
+                        self._write_graph(conn, graph, keys)
+        return True
+
+    def _stored_chunks(self, doc_id: int) -> list[ChunkInput]:
+        return [ChunkInput(*row) for _, row in ix.stored_chunks(self.db.conn, doc_id)]

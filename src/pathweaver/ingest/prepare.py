@@ -1,0 +1,127 @@
+"""Reading, parsing, chunking and embedding files, in batches of about ``BATCH_CHUNKS`` chunks."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pathweaver.config import Settings
+from pathweaver.extract.graph import ExtractParams, chunk_stats
+from pathweaver.ingest.chunker import chunk_text
+from pathweaver.ingest.ignore import TEXT_SUFFIXES, looks_binary
+from pathweaver.ingest.parsers import ParsedDocument, ParseError, parse_file
+from pathweaver.ingest.scanner import FileEntry
+from pathweaver.ingest.spans import file_spans, locator
+from pathweaver.ingest.types import EmbedderLike, IndexReport
+from pathweaver.store import writes as w
+from pathweaver.store.db import Database
+
+# Chunks parsed ahead and embedded in one call (and, in a bulk index, written in one transaction): a call packs its
+# texts into rows of its own, and larger calls pack fuller rows (docs/benchmarks.md).
+BATCH_CHUNKS = 1024
+
+
+def read_capped(path: Path, limit: int) -> bytes:
+    """The file's bytes, at most ``limit + 1`` (one more than allowed shows that it is too large). Reads its stat
+    size plus one byte, then on only if it grew meanwhile: ``read(limit + 1)`` would allocate the whole limit
+    (20 MB) for every small file first."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        data = f.read(min(size, limit) + 1)
+        if size < len(data) <= limit:  # it grew after the stat
+            data += f.read(limit + 1 - len(data))
+    return data
+
+
+@dataclass
+class Prepared:
+    """A file read, parsed and chunked (``vecs``: its chunks' vectors, once embedded)."""
+
+    entry: FileEntry
+    content_hash: str
+    doc: ParsedDocument
+    rows: list[w.ChunkRow]
+    vecs: np.ndarray | None = None
+
+Failed = tuple[FileEntry, str]  # a file that could not be prepared, with the reason it is skipped
+
+
+class Preparer:
+    """Files to chunk rows with their vectors, a batch at a time (chunk vectors from ``embed_cache`` when there)."""
+
+    def __init__(self, db: Database, settings: Settings, embedder: EmbedderLike, params: ExtractParams) -> None:
+        self.db = db
+        self.settings = settings
+        self.embedder = embedder
+        self.params = params
+
+    def batches(self, work: list[FileEntry], report: IndexReport) -> Iterator[list[Prepared | Failed]]:
+        """Yield lists of prepared files (or (entry, reason) failures) holding about BATCH_CHUNKS chunks."""
+        batch: list[Prepared | Failed] = []
+        n = 0
+        for entry in work:
+            try:
+                prep: Prepared | Failed = self.prepare(entry)
+            except Exception as exc:  # a parser bug must not stop the whole run; the file is reported
+                prep = (entry, f"error: {type(exc).__name__}: {exc}")
+                report.errors.append({"path": entry.path, "error": prep[1]})
+            batch.append(prep)
+            n += len(prep.rows) if isinstance(prep, Prepared) else 0
+            if n >= BATCH_CHUNKS:
+                yield batch
+                batch, n = [], 0
+        if batch:
+            yield batch
+
+    def prepare(self, entry: FileEntry) -> Prepared | Failed:
+        path = Path(entry.path)
+        try:
+            data = read_capped(path, self.settings.ingest.max_file_bytes)
+        except FileNotFoundError:
+            return entry, "vanished before it could be read"
+        except PermissionError:
+            return entry, "unreadable: permission denied"
+        except OSError as exc:
+            return entry, f"unreadable: {exc.strerror or exc}"
+        if len(data) > self.settings.ingest.max_file_bytes:
+            return entry, f"too large (> {self.settings.ingest.max_file_bytes} bytes)"
+        if path.suffix.lower() in TEXT_SUFFIXES and looks_binary(data):
+            return entry, "binary content"
+        try:
+            doc = parse_file(path, data)
+        except ParseError as exc:
+            return entry, str(exc)
+        ing = self.settings.ingest
+        chunks = chunk_text(doc.text, self.embedder.tokenize(doc.text), ing.chunk_tokens, ing.chunk_overlap,
+                            doc.headings)
+        if not chunks:
+            return entry, "empty document"
+        rows = []
+        in_file = file_spans(doc.text, doc.source, [(c.start, c.end) for c in chunks]) if doc.source is not None else []
+        for i, c in enumerate(chunks):
+            grams, n_words = chunk_stats(c.text, self.params.ngram_max)
+            file_start, file_end = in_file[i] if in_file else (None, None)
+            rows.append(w.ChunkRow(c.ord, c.start, c.end, c.n_tokens, c.text, c.heading, grams, n_words,
+                                   file_start, file_end, locator(doc.units, c.start, c.end)))
+        return Prepared(entry, hashlib.sha1(data).hexdigest(), doc, rows)
+
+    def embed_chunks(self, batch: Sequence[Prepared | Failed], report: IndexReport) -> None:
+        """Vectors for every chunk of the batch, in one model call for the texts not in ``embed_cache``."""
+        preps = [p for p in batch if isinstance(p, Prepared)]
+        texts = [r.text for p in preps for r in p.rows]
+        cached = w.cache_get(self.db.conn, texts)
+        missing = sorted({t for t in texts if t not in cached})
+        if missing:
+            vecs = self.embedder.encode(missing, batch_size=self.settings.ingest.batch_size)
+            fresh = dict(zip(missing, vecs, strict=True))
+            with self.db.write(bump_version=False) as conn:  # the cache is not graph state
+                w.cache_put(conn, fresh)
+            cached.update(fresh)
+            report.embedded += len(missing)
+        for p in preps:
+            p.vecs = np.stack([cached[r.text] for r in p.rows]) if p.rows else None
