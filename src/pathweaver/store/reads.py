@@ -20,9 +20,10 @@ import sqlean
 from pathweaver.config import ConfigError
 from pathweaver.store.bm25 import Bm25Index, query_terms, read_index
 from pathweaver.store.cache import cache_for
+from pathweaver.store.composed import ComposedSearch, composed_search
 from pathweaver.store.db import Connection, Database, StoreError, connect
 from pathweaver.store.graphvecs import phrase_vectors, recipe_of, relation_vectors
-from pathweaver.store.snapshot import GraphSnapshot, LazyRows, file_span_json
+from pathweaver.store.snapshot import GraphSnapshot, Lazy, LazyRows, file_span_json
 from pathweaver.store.vecdump import vec0_rows
 from pathweaver.text import normalize
 
@@ -477,9 +478,11 @@ class StoreReader:
                 chunk_vecs = _vectors(conn, "chunk_vec", chunk_ids, dim, chunk_reuse)
                 entity_vecs, rel_vecs = self._graph_vectors(previous, dim, entity_ids, names, rel_ids, rel_src, rel_dst,
                                                             labels)
+                composed = self._composed(dim, entity_ids, names, rel_ids, rel_src, rel_dst, labels)
             else:
                 chunk_vecs = np.zeros((len(texts), 0), dtype=np.float32)
                 entity_vecs, rel_vecs = np.zeros((len(names), 0), np.float32), np.zeros((len(labels), 0), np.float32)
+                composed = None
             chunk_vecs.flags.writeable = False  # the next snapshot may share these arrays
         n_e, n_p, n_r = len(names), len(texts), len(labels)
         m_rows = _index_of(chunk_ids, m_arr[:, 0], "mentions")
@@ -517,6 +520,7 @@ class StoreReader:
             name_mentions=name_mentions,
             ties=ties,
             statistical_mentions=mentions,
+            composed=composed,
             entity_vecs=entity_vecs,
             rel_vecs=rel_vecs,
             chunk_vecs=chunk_vecs.astype(np.float32, copy=False),
@@ -558,6 +562,19 @@ class StoreReader:
                     conn, recipe, ev, names, rel_src[at], rel_dst[at], [labels[i] for i in at.tolist()], dim))
 
         return entity_rows_, LazyRows(make_relations)
+
+    def _composed(self, dim: int, entity_ids: np.ndarray, names: list[str], rel_ids: np.ndarray,
+                  rel_src: np.ndarray, rel_dst: np.ndarray, labels: list[str]) -> Lazy:
+        """The search over composed entity and relation vectors that makes neither table (``store.composed``),
+        on first use, over a connection of its own."""
+        path = self.db.path
+
+        def make() -> ComposedSearch | None:
+            with contextlib.closing(connect(path, readonly=True)) as conn:
+                recipe = recipe_of(conn)
+            return composed_search(path, recipe, dim, entity_ids, names, rel_ids, rel_src, rel_dst, labels)
+
+        return Lazy(make)
 
     def passages(self) -> GraphSnapshot:
         """The chunks of the store as it is now, as a snapshot with no entities or relations: all that dense and

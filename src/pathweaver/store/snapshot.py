@@ -40,6 +40,22 @@ def citation_json(doc: str, title: str, chunk_id: int, start: int, end: int, loc
     return {"doc": doc, "title": title, "chunk_id": int(chunk_id), **file_span_json(start, end, locator)}
 
 
+class Lazy:
+    """A value made on first use, once, under a lock (the maker's inputs are dropped with it)."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make: Callable[[], Any] | None = make
+        self._value: Any = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        if self._make is not None:
+            with self._lock:
+                if self._make is not None:
+                    self._value, self._make = self._make(), None
+        return self._value
+
+
 class LazyRows:
     """A snapshot's vector table made on first use, once (a dense query never needs the graph's vectors)."""
 
@@ -104,6 +120,9 @@ class GraphSnapshot:
     ties: sp.csr_matrix | None = None
     # the Contains edges of the statistical layer alone (AGRAG's graph, which MCMI walks); None = ``mentions``
     statistical_mentions: sp.csr_matrix | None = None
+    # nearest composed entities and relations without their tables (``store.composed.ComposedSearch``, made on
+    # first use; its value None where the store's vectors are not composed); None = none
+    composed: Lazy | None = None
     # derived
     entity_index: dict[str, int] = field(default_factory=dict)
     chunk_index: dict[int, int] = field(default_factory=dict)  # store chunk id -> passage index
