@@ -102,6 +102,19 @@ def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
     return part[np.lexsort((part, -scores[part]))].astype(np.int64)
 
 
+def top_stable(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` highest ``scores``, best first, ties by lower index also at the k-th place (where
+    ``top_indices``' partition picks any of the tied rows, as its array's layout has it): the same rows from
+    any candidate set that holds them."""
+    n = scores.shape[0]
+    k = min(max(k, 0), n)
+    if k == 0:
+        return np.zeros(0, dtype=np.int64)
+    kth = np.partition(scores, n - k)[n - k]
+    cand = np.flatnonzero(scores >= kth)
+    return cand[np.lexsort((cand, -scores[cand]))[:k]].astype(np.int64)
+
+
 GEMV_ROWS = 4  # OpenBLAS's float32 matrix-vector kernel takes rows four at a time, and a lone row or the last
 # n % 4 rows go through other kernels whose sums round differently (measured: up to 1 ulp)
 TIE_SLACK = 1e-5  # far above the ulp by which two kernels' scores of one row differ
@@ -125,14 +138,14 @@ def top_rescored(rows: np.ndarray, scores: np.ndarray, vecs: np.ndarray, q: np.n
     top = top_indices(scores, k)
     keep = np.flatnonzero(scores >= scores[top[-1]] - TIE_SLACK)
     exact = row_scores(vecs[rows[keep]], q)
-    pick = top_indices(exact, k)
+    pick = top_stable(exact, k)
     return rows[keep][pick], exact[pick]
 
 
 def exact_top_k(vecs: np.ndarray, projection: Projection | None, q: np.ndarray, k: int
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Indices and scores (``row_scores``) of the ``k`` rows of ``vecs`` with the highest dot product with ``q``,
-    best first (ties by lower index): the full product without ``projection``, else the bound-pruned search."""
+    best first (ties by lower index, ``top_stable``): the full product without ``projection``, else the bound-pruned search."""
     n = vecs.shape[0]
     k = min(max(k, 0), n)
     if k == 0:
@@ -151,7 +164,7 @@ def exact_top_k(vecs: np.ndarray, projection: Projection | None, q: np.ndarray, 
         return top_rescored(np.arange(n), matmul(vecs, q), vecs, q, k)
     cand = np.union1d(first, passed).astype(np.int64)  # sorted: ties go to the lower row
     scores = row_scores(vecs[cand], q)
-    pick = top_indices(scores, k)
+    pick = top_stable(scores, k)
     return cand[pick], scores[pick]
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from pathweaver.numeric.projection import row_scores, top_indices
+from pathweaver.numeric.projection import row_scores, top_stable
 from pathweaver.numeric.vectors import BLOCK_ROWS, VectorTable, compose_phrases, normalise_rows
 from pathweaver.store.db import Connection, OperationalError, connect
 from pathweaver.store.graphvecs import VectorRecipe
@@ -95,7 +95,7 @@ class ComposedSearch:
         est, _ = self._estimates(q)
         cand = _candidates(est, self.entity_err, k)
         scores = row_scores(self.entity_rows(cand), q)
-        pick = top_indices(scores, k)
+        pick = top_stable(scores, k)
         return cand[pick], scores[pick]
 
     def top_relations(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -104,7 +104,7 @@ class ComposedSearch:
         est = _over(ent[self.rel_src] + lab[self.rel_label] + ent[self.rel_dst], self.rel_norm)
         cand = _candidates(est, self.rel_err, k)
         scores = row_scores(self.relation_rows(cand), q)
-        pick = top_indices(scores, k)
+        pick = top_stable(scores, k)
         return cand[pick], scores[pick]
 
     # -- rows --------------------------------------------------------------------------------------------------
