@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 # Bound on |estimate - exact| per unit of a row's parts (float32 dot products of 384 terms round by at most
 # 384 · 2^-24 ≈ 2.3e-5 of |a||b|; four times that covers the composition's and the norms' rounding too).
 ERR = 1e-4
+HALF = 1.1 * 2.0**-11  # float16's relative rounding, with room for subnormal components
 FETCH = 500  # cache keys per "IN (...)" query
 
 
@@ -45,10 +47,11 @@ def _phrase_words(phrases: Sequence[str], index: dict[str, int]) -> sp.csr_matri
     return sp.csr_matrix((np.ones(len(flat), dtype=np.float32), cols, indptr), shape=(len(phrases), len(index)))
 
 
-def _word_vectors(conn: Connection, words: Sequence[str], space: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """The cached vectors of ``words`` as rows (zeros where none) and a mask of those found, filled batch by
-    batch (no second copy of every blob)."""
-    out = np.zeros((len(words), dim), dtype=np.float32)
+def _word_vectors(conn: Connection, words: Sequence[str], space: str, dim: int, dtype: type = np.float32
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The cached vectors of ``words`` as rows of ``dtype`` (zeros where none) and a mask of those found, filled
+    batch by batch (no second copy of every blob)."""
+    out = np.zeros((len(words), dim), dtype=dtype)
     have = np.zeros(len(words), dtype=bool)
     keys = [text_hash(w, space) for w in words]
     at = {k: i for i, k in enumerate(keys)}
@@ -63,13 +66,30 @@ def _word_vectors(conn: Connection, words: Sequence[str], space: str, dim: int) 
     return out, have
 
 
+class WordRows:
+    """Exact (float32) word vectors read from ``embed_cache`` when a row is made, over one read-only connection
+    opened on first use (a cached vector never changes)."""
+
+    def __init__(self, path: Path, space: str, dim: int) -> None:
+        self.path, self.space, self.dim = path, space, dim
+        self._conn: Connection | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, words: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            if self._conn is None:
+                self._conn = connect(self.path, readonly=True)
+            return _word_vectors(self._conn, words, self.space, self.dim)[0]
+
+
 @dataclass
 class ComposedSearch:
     """Word vectors, which words make each entity and label, and every row's norm: what scoring and making the
     rows of a snapshot's composed entity and relation tables needs."""
 
-    words: np.ndarray  # (W, d) float32, zero rows for words with no cached vector
-    word_index: dict[str, int]
+    words: np.ndarray  # (W, d) float16 copies of the word vectors (zero rows where none is cached), for estimates
+    vocab: list[str]  # the word of each row
+    exact: WordRows  # the float32 vectors, for the rows that are made
     entity_words: sp.csr_matrix  # (E, W) word counts
     entity_norm: np.ndarray  # (E,) |s| (0: a zero vector)
     entity_err: np.ndarray  # (E,) bound on |estimate - exact| of u·q for a unit q
@@ -87,7 +107,10 @@ class ComposedSearch:
 
     # -- scores ------------------------------------------------------------------------------------------------
     def _estimates(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        ws = (self.words @ q.astype(np.float32, copy=False)).astype(np.float64)
+        q = q.astype(np.float32, copy=False)
+        ws = np.empty(self.words.shape[0], dtype=np.float64)
+        for lo in range(0, ws.shape[0], BLOCK_ROWS):
+            ws[lo : lo + BLOCK_ROWS] = self.words[lo : lo + BLOCK_ROWS].astype(np.float32) @ q
         return _over(self.entity_words @ ws, self.entity_norm), _over(self.label_words @ ws, self.label_norm)
 
     def top_entities(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -113,7 +136,9 @@ class ComposedSearch:
         same bits; a phrase with a word that has no cached vector is a zero row."""
         if not phrases:
             return np.zeros((0, self.words.shape[1]), dtype=np.float32)
-        table = compose_phrases(phrases, VectorTable(self.word_index, self.words)).rows(phrases)
+        vocab = [self.vocab[i] for i in np.unique(words[rows].indices).tolist()]
+        known = VectorTable({w: i for i, w in enumerate(vocab)}, self.exact(vocab))
+        table = compose_phrases(phrases, known).rows(phrases)
         table[np.asarray(words[rows] @ self.lost_words > 0).ravel()] = 0.0
         return table
 
@@ -153,12 +178,12 @@ def _sum_norms(words: sp.csr_matrix, vecs: np.ndarray, lost: np.ndarray) -> np.n
     return out
 
 
-def _relation_norms(search: ComposedSearch, idx: np.ndarray) -> np.ndarray:
+def _relation_norms(search: ComposedSearch, idx: np.ndarray, words: np.ndarray) -> np.ndarray:
     """|u_src + u_label + u_dst| of relations ``idx`` from the unit vectors' float64 estimates, block by block."""
     out = np.zeros(idx.shape[0], dtype=np.float64)
 
-    def unit(words: sp.csr_matrix, norms: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        s = np.asarray(words[rows] @ search.words, dtype=np.float64)
+    def unit(words_of: sp.csr_matrix, norms: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        s = np.asarray(words_of[rows] @ words, dtype=np.float64)
         return s / np.where(norms[rows] > 0, norms[rows], np.inf)[:, None]
 
     for lo in range(0, idx.shape[0], BLOCK_ROWS):
@@ -234,30 +259,41 @@ def composed_search(path: Path, recipe: VectorRecipe, dim: int, entity_ids: np.n
             distinct = list(dict.fromkeys(labels))
             at = {label: i for i, label in enumerate(distinct)}
             label_words = _phrase_words(distinct, index)
-            words, have = _word_vectors(conn, list(index), recipe.space, dim)
+            vocab = list(index)
+            del index
+            words, have = _word_vectors(conn, vocab, recipe.space, dim, np.float16)
+            # the sums' norms of rows the store has none for, from the exact word vectors
+            exact = _word_vectors(conn, vocab, recipe.space, dim)[0] if np.isnan(ent_norm).any() \
+                or np.isnan(rel_norm).any() else None
+            label_cols = np.unique(label_words.indices)
+            label_exact = _word_vectors(conn, [vocab[i] for i in label_cols.tolist()], recipe.space, dim)[0]
         finally:
             conn.execute("COMMIT")
-    shape = (entity_words.shape[0], len(index))
+    shape = (entity_words.shape[0], len(vocab))
     entity_words = sp.csr_matrix((entity_words.data, entity_words.indices, entity_words.indptr), shape=shape)
     label_words = sp.csr_matrix((label_words.data, label_words.indices, label_words.indptr),
-                                shape=(len(distinct), len(index)))
+                                shape=(len(distinct), len(vocab)))
     missing = (~have).astype(np.float32)
     ent_lost = np.asarray(entity_words @ missing > 0).ravel()
     lab_lost = np.asarray(label_words @ missing > 0).ravel()
     rel_label = np.fromiter((at[label] for label in labels), dtype=np.int64, count=len(labels))
     new_ent = np.flatnonzero(np.isnan(ent_norm))
     if new_ent.size:
-        ent_norm[new_ent] = _sum_norms(entity_words[new_ent], words, ent_lost[new_ent])
-    search = ComposedSearch(words, index, entity_words, ent_norm, np.zeros(0), label_words,
-                            _sum_norms(label_words, words, lab_lost), np.zeros(0), rel_label,
+        ent_norm[new_ent] = _sum_norms(entity_words[new_ent], exact, ent_lost[new_ent])
+    search = ComposedSearch(words, vocab, WordRows(path, recipe.space, dim), entity_words, ent_norm, np.zeros(0),
+                            label_words, _sum_norms(label_words[:, label_cols], label_exact, lab_lost), np.zeros(0),
+                            rel_label,
                             np.asarray(rel_src, dtype=np.int64), np.asarray(rel_dst, dtype=np.int64), rel_norm,
                             np.zeros(0), names, distinct, missing)
     new_rel = np.flatnonzero(np.isnan(rel_norm))
     if new_rel.size:
-        rel_norm[new_rel] = _relation_norms(search, new_rel)
-    lengths = np.diff(entity_words.indptr)
-    search.entity_err = ERR * (1.0 + _over(lengths.astype(np.float64), ent_norm))
-    search.label_err = ERR * (1.0 + _over(np.diff(label_words.indptr).astype(np.float64), search.label_norm))
+        rel_norm[new_rel] = _relation_norms(search, new_rel, exact)
+    del exact
+    # per word: float16's rounding (2^-11 of |w|, for a unit q) and the float32 product's
+    per_word = ERR + HALF * float(np.sqrt(np.einsum("ij,ij->i", words, words, dtype=np.float64).max(initial=0.0)))
+    lengths = np.diff(entity_words.indptr).astype(np.float64)
+    search.entity_err = ERR + per_word * _over(lengths, ent_norm)
+    search.label_err = ERR + per_word * _over(np.diff(label_words.indptr).astype(np.float64), search.label_norm)
     parts = search.entity_err[search.rel_src] + search.label_err[rel_label] + search.entity_err[search.rel_dst]
     search.rel_err = ERR + _over(parts + 3 * ERR, rel_norm)
     if new_ent.size or new_rel.size:

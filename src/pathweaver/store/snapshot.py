@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import scipy.sparse as sp
@@ -54,6 +54,33 @@ class Lazy:
                 if self._make is not None:
                     self._value, self._make = self._make(), None
         return self._value
+
+
+class StoredTexts(Sequence[str]):
+    """A text per row read from the store when asked for (relation descriptions: 55 MB of sentences that a query
+    reads a few of), through ``fetch(ids) -> {id: text}``; a row the store no longer has reads as ''."""
+
+    def __init__(self, ids: np.ndarray, fetch: Callable[[list[int]], dict[int, str]]) -> None:
+        self._ids = ids
+        self._fetch = fetch
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return int(self._ids.shape[0])
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        ids = self._ids[i]
+        keys = [int(x) for x in np.atleast_1d(ids).tolist()]
+        with self._lock:  # one connection behind ``fetch``
+            found = self._fetch(keys)
+        texts = [found.get(k, "") for k in keys]
+        return texts if isinstance(i, slice) else texts[0]
 
 
 class LazyRows:
@@ -99,7 +126,7 @@ class GraphSnapshot:
     rel_src: np.ndarray  # (R,) int32
     rel_dst: np.ndarray  # (R,) int32
     rel_labels: list[str]
-    rel_descriptions: list[str]  # the supporting sentence
+    rel_descriptions: Sequence[str]  # the supporting sentence (``StoredTexts`` from a store)
     rel_chunks: sp.csr_matrix  # (R, P) 1 where the chunk supports the relation
     # synonyms
     syn_a: np.ndarray  # (S,) int32
