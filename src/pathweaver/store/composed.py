@@ -36,15 +36,21 @@ log = logging.getLogger(__name__)
 ERR = 1e-4
 HALF = 1.1 * 2.0**-11  # float16's relative rounding, with room for subnormal components
 FETCH = 500  # cache keys per "IN (...)" query
+NORM_ROWS = 1024  # rows per block where norms are taken (a float64 block of 384 columns is 3 MB)
+SPLIT_ROWS = 16_384  # phrases split into words at a time
 
 
 def _phrase_words(phrases: Sequence[str], index: dict[str, int]) -> sp.csr_matrix:
     """(n, words) counts of each phrase's words (``numeric.vectors.phrase_words``), new words added to ``index``."""
-    counts = np.fromiter((len(p.split()) for p in phrases), dtype=np.int64, count=len(phrases))
-    flat = " ".join(phrases).split()  # the same words in order: split() drops the empty phrases' nothing too
-    cols = np.fromiter((index.setdefault(w, len(index)) for w in flat), dtype=np.int64, count=len(flat))
+    counts = np.zeros(len(phrases), dtype=np.int64)
+    parts = []
+    for lo in range(0, len(phrases), SPLIT_ROWS):
+        split = [p.split() for p in phrases[lo : lo + SPLIT_ROWS]]
+        counts[lo : lo + len(split)] = [len(ws) for ws in split]
+        parts.append(np.fromiter((index.setdefault(w, len(index)) for ws in split for w in ws), dtype=np.int64))
+    cols = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
     indptr = np.concatenate(([0], np.cumsum(counts)))
-    return sp.csr_matrix((np.ones(len(flat), dtype=np.float32), cols, indptr), shape=(len(phrases), len(index)))
+    return sp.csr_matrix((np.ones(cols.shape[0], dtype=np.float32), cols, indptr), shape=(len(phrases), len(index)))
 
 
 def _word_vectors(conn: Connection, words: Sequence[str], space: str, dim: int, dtype: type = np.float32
@@ -58,11 +64,12 @@ def _word_vectors(conn: Connection, words: Sequence[str], space: str, dim: int, 
     for lo in range(0, len(keys), FETCH):
         part = keys[lo : lo + FETCH]
         marks = ",".join("?" * len(part))
-        for key, blob in conn.execute(f"SELECT text_hash, vector FROM embed_cache WHERE text_hash IN ({marks})", part):
-            if len(blob) == 4 * dim:
-                i = at[key]
-                out[i] = np.frombuffer(blob, dtype=np.float32)
-                have[i] = True
+        rows = [(at[key], blob) for key, blob in conn.execute(
+            f"SELECT text_hash, vector FROM embed_cache WHERE text_hash IN ({marks})", part) if len(blob) == 4 * dim]
+        if rows:
+            pos = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            out[pos] = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+            have[pos] = True
     return out, have
 
 
@@ -171,9 +178,9 @@ def _candidates(est: np.ndarray, err: np.ndarray, k: int) -> np.ndarray:
 def _sum_norms(words: sp.csr_matrix, vecs: np.ndarray, lost: np.ndarray) -> np.ndarray:
     """|Σ word vectors| of every row of ``words`` (0 where a word is missing), block by block."""
     out = np.zeros(words.shape[0], dtype=np.float64)
-    for lo in range(0, words.shape[0], BLOCK_ROWS):
-        s = np.asarray(words[lo : lo + BLOCK_ROWS] @ vecs)
-        out[lo : lo + BLOCK_ROWS] = np.linalg.norm(s.astype(np.float64), axis=1)
+    for lo in range(0, words.shape[0], NORM_ROWS):
+        s = np.asarray(words[lo : lo + NORM_ROWS] @ vecs)
+        out[lo : lo + NORM_ROWS] = np.linalg.norm(s.astype(np.float64), axis=1)
     out[lost] = 0.0
     return out
 
@@ -186,12 +193,12 @@ def _relation_norms(search: ComposedSearch, idx: np.ndarray, words: np.ndarray) 
         s = np.asarray(words_of[rows] @ words, dtype=np.float64)
         return s / np.where(norms[rows] > 0, norms[rows], np.inf)[:, None]
 
-    for lo in range(0, idx.shape[0], BLOCK_ROWS):
-        part = idx[lo : lo + BLOCK_ROWS]
+    for lo in range(0, idx.shape[0], NORM_ROWS):
+        part = idx[lo : lo + NORM_ROWS]
         s = (unit(search.entity_words, search.entity_norm, search.rel_src[part])
              + unit(search.label_words, search.label_norm, search.rel_label[part])
              + unit(search.entity_words, search.entity_norm, search.rel_dst[part]))
-        out[lo : lo + BLOCK_ROWS] = np.linalg.norm(s, axis=1)
+        out[lo : lo + NORM_ROWS] = np.linalg.norm(s, axis=1)
     return out
 
 
@@ -290,7 +297,8 @@ def composed_search(path: Path, recipe: VectorRecipe, dim: int, entity_ids: np.n
         rel_norm[new_rel] = _relation_norms(search, new_rel, exact)
     del exact
     # per word: float16's rounding (2^-11 of |w|, for a unit q) and the float32 product's
-    per_word = ERR + HALF * float(np.sqrt(np.einsum("ij,ij->i", words, words, dtype=np.float64).max(initial=0.0)))
+    per_word = ERR + HALF * max((float(np.linalg.norm(words[lo : lo + NORM_ROWS].astype(np.float32), axis=1).max())
+                                 for lo in range(0, words.shape[0], NORM_ROWS)), default=0.0)
     lengths = np.diff(entity_words.indptr).astype(np.float64)
     search.entity_err = ERR + per_word * _over(lengths, ent_norm)
     search.label_err = ERR + per_word * _over(np.diff(label_words.indptr).astype(np.float64), search.label_norm)
