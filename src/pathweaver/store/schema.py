@@ -190,8 +190,8 @@ SCHEMA_LINK_NAMES: list[str] = [
 # entity and relation from its words' scores without making their tables. Derived data: the first reader that
 # lacks some computes and stores them, for the ``meta.vector_settings`` it records as ``meta.norm_settings``.
 SCHEMA_VECTOR_NORMS: list[str] = [
-    "CREATE TABLE entity_norms (id INTEGER PRIMARY KEY, norm REAL NOT NULL)",
-    "CREATE TABLE relation_norms (id INTEGER PRIMARY KEY, norm REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS entity_norms (id INTEGER PRIMARY KEY, norm REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS relation_norms (id INTEGER PRIMARY KEY, norm REAL NOT NULL)",
 ]
 
 MIGRATIONS: list[list[str]] = [SCHEMA_V1, SCHEMA_FOLDERS_AND_FILE_SPANS, SCHEMA_NAMES, SCHEMA_NER,
