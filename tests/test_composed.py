@@ -81,3 +81,32 @@ def test_norms_are_stored_once_and_recomputed_when_missing_or_stale(store: Path)
         assert db.get_meta("norm_settings") == db.get_meta("vector_settings")
     assert [r[0] for r in again] == [r[0] for r in stored]
     assert np.allclose([r[1] for r in again], [r[1] for r in stored], rtol=1e-6)
+
+
+def test_methods_give_the_same_results_without_the_tables(store: Path) -> None:
+    """mcmi, pathrag and ppr read rows through ``vector_rows`` and the composed search: the same JSON as once
+    the tables are made, and neither table made before that."""
+    from pathweaver.service import Pathweaver
+
+    pw = Pathweaver.open(store, overrides={"models": {"llm_backend": "none"}})
+    try:
+        pw.reader.cache.clear()
+        def run() -> dict[tuple[str, str], dict[str, object]]:
+            out = {}
+            for m in ("ppr", "mcmi", "pathrag"):
+                for q in QUESTIONS[:3]:
+                    got = {k: v for k, v in pw.retrieve_json(q, m, 3).items() if k != "seconds"}
+                    got["info"] = {k: v for k, v in got["info"].items() if not k.startswith("ms_")}  # timings
+                    out[(m, q)] = got
+            return out
+
+        before = run()
+        snap = pw.reader.cache.latest()
+        assert snap is not None and snap.loaded("entity_vecs") is None and snap.loaded("rel_vecs") is None
+        idx = np.array([[0, 2], [1, 1]])
+        assert snap.vector_rows("rel_vecs", idx).shape == (2, 2, snap.vector_dim("rel_vecs"))
+        snap.entity_vecs, snap.rel_vecs  # noqa: B018 (make both tables)
+        assert snap.vector_rows("rel_vecs", idx).tobytes() == snap.rel_vecs[idx].tobytes()
+        assert run() == before
+    finally:
+        pw.close()

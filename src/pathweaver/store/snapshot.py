@@ -225,6 +225,33 @@ class GraphSnapshot:
         value = self.__dict__["_" + name]
         return value.ready if isinstance(value, LazyRows) else value
 
+    def _search(self) -> Any:
+        search = self.composed.get() if self.composed is not None else None
+        return search
+
+    def vector_rows(self, name: str, idx: Any) -> np.ndarray:
+        """``getattr(self, name)[idx]`` for ``name`` "entity_vecs" or "rel_vecs", with the same bits, but made
+        alone by the composed search (``store.composed``) when the table is not in memory, which then stays
+        unmade (a warm server's mcmi and pathrag read a few thousand of 10^5 rows)."""
+        search = self._search() if self.loaded(name) is None else None
+        if search is None:
+            return getattr(self, name)[idx]
+        rows = np.asarray(idx, dtype=np.int64)
+        flat = rows.reshape(-1)
+        made = search.entity_rows(flat) if name == "entity_vecs" else search.relation_rows(flat)
+        return made.reshape(*rows.shape, made.shape[1])
+
+    def vector_dim(self, name: str) -> int:
+        """The width of ``entity_vecs`` or ``rel_vecs`` when it has a row per entity or relation, else 0 (made
+        through neither table when the composed search answers)."""
+        table = self.loaded(name)
+        search = self._search() if table is None else None
+        if search is not None:
+            return int(search.words.shape[1])
+        table = getattr(self, name)
+        count = self.n_entities if name == "entity_vecs" else self.n_relations
+        return int(table.shape[1]) if table.ndim == 2 and table.shape[0] == count else 0
+
     @classmethod
     def from_arrays(
         cls,
