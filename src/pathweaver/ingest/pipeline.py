@@ -53,6 +53,7 @@ from pathweaver.extract.synonyms import on_our_pool, synonym_pairs_for
 from pathweaver.ingest.chunker import chunk_text
 from pathweaver.ingest.confine import Confinement
 from pathweaver.ingest.ignore import TEXT_SUFFIXES, IgnoreRules, iter_files, looks_binary
+from pathweaver.ingest.invariance import recorded_invariance
 from pathweaver.ingest.linking import NO_NAMES, LinkerCache, apply_names, names_of, names_to_prepare, relink
 from pathweaver.ingest.parsers import ParsedDocument, ParseError, parse_file
 from pathweaver.ingest.scanner import (
@@ -220,8 +221,9 @@ class Indexer:
             raise ConfigError(f"extract.auto_refresh_ratio must be in [0, 1], got {settings.extract.auto_refresh_ratio}")
         model = getattr(embedder, "model_name", settings.models.embedding_model)
         db.ensure_embedding(model, int(embedder.dim))  # a store of another model is named before the model is probed
-        self.params = params.resolved(embedder.batch_invariant)  # "auto" decided here, as the store records it
-        if not embedder.batch_invariant(self.params.precision):
+        invariant = recorded_invariance(db, embedder, model)  # the probe loads the full model: once per machine
+        self.params = params.resolved(invariant)  # "auto" decided here, as the store records it
+        if not invariant(self.params.precision):
             log.warning("vectors at %s depend on their batch on this machine: an incremental index equals a fresh "
                         "one only to rounding (docs/design-notes.md, \"Batch-invariant vectors\")",
                         self.params.precision)
