@@ -12,6 +12,7 @@ from pathweaver.config import Settings
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
 from pathweaver.numeric.vectors import compose_phrases
+from pathweaver.retrieval.seeds import nearest, top_triples
 from pathweaver.service import Pathweaver
 from pathweaver.store import schema
 from pathweaver.store.db import Database
@@ -71,6 +72,8 @@ def test_migration_drops_the_stored_vectors_and_keeps_the_snapshot(store: tuple[
                          "s.end - s.start) FROM chunks c WHERE c.id = s.chunk_id)")
             conn.execute("DROP VIEW name_rows")  # schema 7's, which a schema-4 store lacks
             conn.execute("DROP TABLE link_names")
+            conn.execute("DROP TABLE entity_norms")  # and schema 8's
+            conn.execute("DROP TABLE relation_norms")
             conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
         sources = db.conn.execute("SELECT relation_id, chunk_id, start, end, sentence FROM relation_sources "
                                   "ORDER BY relation_id, chunk_id").fetchall()
@@ -92,8 +95,8 @@ def test_migration_drops_the_stored_vectors_and_keeps_the_snapshot(store: tuple[
 
 
 def test_a_dense_query_builds_no_graph_vectors(store: tuple[Path, Path]) -> None:
-    """``retrieve --method dense`` runs on the chunks' view; a graph method's snapshot makes its vectors only
-    when the method reads them."""
+    """``retrieve --method dense`` runs on the chunks' view; ``ppr`` finds its triple through the composed search
+    (``store.composed``) and makes neither table either; a method that reads the tables makes them then."""
     path, _ = store
     pw = Pathweaver.open(path, overrides={"models": {"llm_backend": "none"}})
     try:
@@ -102,9 +105,13 @@ def test_a_dense_query_builds_no_graph_vectors(store: tuple[Path, Path]) -> None
         assert out["chunks"]
         full = pw.reader.cache.latest()
         assert full is None or (full.loaded("entity_vecs") is None and full.loaded("rel_vecs") is None)
-        pw.retrieve_json("Where was Marie Curie born?", "ppr", 3)
+        out = pw.retrieve_json("Where was Marie Curie born?", "ppr", 3)
         snap = pw.reader.cache.latest()
-        assert snap is not None and snap.loaded("rel_vecs") is not None
+        assert out["triples"] and snap is not None
+        assert snap.loaded("rel_vecs") is None and snap.loaded("entity_vecs") is None
+        q = pw.embedder.encode_one("Where was Marie Curie born?")
+        assert top_triples(snap, q, 5) == nearest(snap, snap.rel_vecs, "relation", q, 5)
+        assert snap.loaded("rel_vecs") is not None
     finally:
         pw.close()
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pathweaver.extract import synonyms
-from pathweaver.numeric.projection import LOOSE, Projection, exact_top_k
+from pathweaver.numeric.projection import LOOSE, Projection, exact_top_k, row_scores, top_stable
 
 
 def unit_rows(rng: np.random.Generator, n: int, d: int = 64, rank: int = 12) -> np.ndarray:
@@ -177,3 +177,26 @@ def test_a_loose_bound_falls_back_to_the_full_product() -> None:
         rows, scores = exact_top_k(vecs, projection, q, 3)
         assert rows.tolist() == want.tolist()
         np.testing.assert_allclose(scores, exact[want], rtol=1e-5)
+
+
+def test_a_rows_score_has_the_same_bits_in_any_candidate_set() -> None:
+    """``row_scores`` gives each row the score of the four-row kernel whatever the matrix's size and the row's
+    place (a lone row and the last n % 4 rows take other kernels in OpenBLAS), so the projected search, the
+    full product and a search of composed rows (store/composed.py) report the same bits; ties at the k-th place
+    go to the lower row whichever candidates the search held."""
+    rng = np.random.default_rng(5)
+    vecs = unit_rows(rng, 3001, d=384)
+    q = unit_rows(rng, 1, d=384)[0]
+    full = row_scores(vecs, q)
+    for n in (1, 2, 3, 5, 7, 64, 101):
+        for _ in range(5):
+            idx = np.sort(rng.choice(vecs.shape[0], n, replace=False))
+            assert row_scores(vecs[idx], q).tobytes() == full[idx].tobytes()
+    twins = np.concatenate([vecs[:50], vecs[10:11], vecs[50:]])  # row 50 ties row 10
+    want = int(np.argsort(-row_scores(twins, q), kind="stable").tolist().index(10))
+    for k in range(1, 60):
+        rows, _ = exact_top_k(twins, None, q, k)
+        if k == want + 1:  # the tie at the k-th place
+            assert rows[-1] == 10
+    assert top_stable(np.array([1.0, 3.0, 3.0, 2.0]), 1).tolist() == [1]
+    assert top_stable(np.array([3.0, 1.0, 3.0, 3.0]), 2).tolist() == [0, 2]

@@ -38,6 +38,27 @@ def _set_offline_env() -> None:
         os.environ.setdefault(key, value)
 
 
+MMAP_THRESHOLD = 1 << 20  # bytes; see ``_fixed_mmap_threshold``
+
+
+def _fixed_mmap_threshold() -> None:
+    """Blocks of 1 MiB and more get their own mappings, given back when freed (glibc only; elsewhere nothing).
+
+    glibc raises its threshold to the size of each large block freed (up to 32 MiB), so after a snapshot read
+    frees its multi-MB column strings the next arrays of that size come from the heap, which never shrinks: a
+    cold ppr query peaked ~60 MB higher on the 2wiki store (docs/benchmarks.md, "Cold CLI queries")."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD (malloc.h); fixing it turns the adjustment off
+    except (OSError, AttributeError):
+        pass
+
+
 # -- helpers -------------------------------------------------------------------------------------------------
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     """``--set section.key=value`` flags as a nested mapping for ``load_settings``."""
@@ -446,6 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     _set_offline_env()
+    _fixed_mmap_threshold()
     parser = build_parser()
     args = parser.parse_args(argv)
     from pathweaver.errors import USER_ERRORS

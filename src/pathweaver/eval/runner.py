@@ -97,6 +97,9 @@ def open_store(store_root: Path, name: str, passages: Sequence[tuple[str, str]],
     titles = prepare_corpus(passages, base / "corpus", real_titles)
     pw = Pathweaver.open(base / "store", overrides=overrides)
     report = pw.index([base / "corpus"], exact=True, progress=progress)
+    # questions embed with the full model, as when every index run probed it (``ingest.invariance``): the light
+    # encoder's batches agree with it only to ~2e-7, and the eval figures are recorded with the full model
+    getattr(pw.embedder, "model", None)
     report_dict = report.to_dict() if hasattr(report, "to_dict") else dict(vars(report))
     return pw, titles, report_dict
 

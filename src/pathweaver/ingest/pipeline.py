@@ -37,6 +37,7 @@ from pathweaver.ingest.confine import Confinement
 from pathweaver.ingest.documents import DocumentWriter
 from pathweaver.ingest.graph_inputs import GraphInputs
 from pathweaver.ingest.ignore import IgnoreRules, iter_files
+from pathweaver.ingest.invariance import recorded_invariance
 from pathweaver.ingest.linking import LinkerCache
 from pathweaver.ingest.prepare import Prepared, Preparer
 from pathweaver.ingest.refresh import Refresher, vector_settings_changed
@@ -77,8 +78,9 @@ class Indexer:
             raise ConfigError(f"extract.auto_refresh_ratio must be in [0, 1], got {settings.extract.auto_refresh_ratio}")
         model = getattr(embedder, "model_name", settings.models.embedding_model)
         db.ensure_embedding(model, int(embedder.dim))  # a store of another model is named before the model is probed
-        self.params = params.resolved(embedder.batch_invariant)  # "auto" decided here, as the store records it
-        if not embedder.batch_invariant(self.params.precision):
+        invariant = recorded_invariance(db, embedder, model)  # the probe loads the full model: once per machine
+        self.params = params.resolved(invariant)  # "auto" decided here, as the store records it
+        if not invariant(self.params.precision):
             log.warning("vectors at %s depend on their batch on this machine: an incremental index equals a fresh "
                         "one only to rounding (docs/design-notes.md, \"Batch-invariant vectors\")",
                         self.params.precision)

@@ -49,3 +49,21 @@ def resolve_precision(name: str, invariant: Callable[[str], bool]) -> str:
     if name == "auto":
         return "bfloat16" if native_bf16() and invariant("bfloat16") else "float32"
     return name
+
+
+def machine_key() -> str:
+    """What a batch-invariance probe's answer depends on besides the model: torch's version and the CPU code path
+    it takes (its capability, the oneDNN cap, the CPU's name)."""
+    import platform
+
+    import torch
+
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    capability = getattr(torch.backends.cpu, "get_cpu_capability", lambda: "")()
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or ""
+    return f"torch {torch.__version__}|{capability}|{cap}|{cpu}"

@@ -102,10 +102,50 @@ def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
     return part[np.lexsort((part, -scores[part]))].astype(np.int64)
 
 
+def top_stable(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` highest ``scores``, best first, ties by lower index also at the k-th place (where
+    ``top_indices``' partition picks any of the tied rows, as its array's layout has it): the same rows from
+    any candidate set that holds them."""
+    n = scores.shape[0]
+    k = min(max(k, 0), n)
+    if k == 0:
+        return np.zeros(0, dtype=np.int64)
+    kth = np.partition(scores, n - k)[n - k]
+    cand = np.flatnonzero(scores >= kth)
+    return cand[np.lexsort((cand, -scores[cand]))[:k]].astype(np.int64)
+
+
+GEMV_ROWS = 4  # OpenBLAS's float32 matrix-vector kernel takes rows four at a time, and a lone row or the last
+# n % 4 rows go through other kernels whose sums round differently (measured: up to 1 ulp)
+TIE_SLACK = 1e-5  # far above the ulp by which two kernels' scores of one row differ
+
+
+def row_scores(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``rows @ q`` with every row's score as the four-row kernel gives it, whatever the number of rows and the
+    row's place (zero rows pad the matrix to a multiple of four): the same bits for a row in any candidate set and
+    for an inner row of the full product, so every search path reports the same score."""
+    n = rows.shape[0]
+    pad = -n % GEMV_ROWS
+    if pad:
+        rows = np.concatenate([rows, np.zeros((pad, rows.shape[1]), dtype=rows.dtype)])
+    return (rows @ q.astype(rows.dtype, copy=False))[:n]
+
+
+def top_rescored(rows: np.ndarray, scores: np.ndarray, vecs: np.ndarray, q: np.ndarray, k: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The top ``k`` of ``rows`` (ascending) by ``row_scores``, given ``scores`` that may differ from those by
+    an ulp: every row within ``TIE_SLACK`` of the k-th is rescored."""
+    top = top_indices(scores, k)
+    keep = np.flatnonzero(scores >= scores[top[-1]] - TIE_SLACK)
+    exact = row_scores(vecs[rows[keep]], q)
+    pick = top_stable(exact, k)
+    return rows[keep][pick], exact[pick]
+
+
 def exact_top_k(vecs: np.ndarray, projection: Projection | None, q: np.ndarray, k: int
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Indices and scores of the ``k`` rows of ``vecs`` with the highest dot product with ``q``, best first
-    (ties by lower index): the full product without ``projection``, else the bound-pruned search."""
+    """Indices and scores (``row_scores``) of the ``k`` rows of ``vecs`` with the highest dot product with ``q``,
+    best first (ties by lower index, ``top_stable``): the full product without ``projection``, else the bound-pruned search."""
     n = vecs.shape[0]
     k = min(max(k, 0), n)
     if k == 0:
@@ -113,21 +153,18 @@ def exact_top_k(vecs: np.ndarray, projection: Projection | None, q: np.ndarray, 
     q = q.astype(vecs.dtype, copy=False)
     n_first = max(FIRST, 2 * k)
     if projection is None or 4 * n_first > n:  # a large share of the rows: the plain product is cheaper
-        scores = matmul(vecs, q)
-        rows = top_indices(scores, k)
-        return rows, scores[rows]
+        return top_rescored(np.arange(n), matmul(vecs, q), vecs, q, k)
     bound = projection.bounds(q)
     first = _high_bounds(bound, n_first)
     exact = vecs[first] @ q
     kth = np.partition(exact, exact.shape[0] - k)[exact.shape[0] - k]  # the k-th best exact score among them
     passed = np.flatnonzero(bound >= kth)
     if LOOSE * passed.shape[0] > n:  # a loose bound (rows without a low-rank structure, such as random vectors):
-        scores = matmul(vecs, q)  # the full product reads less than a gather (a copy) of most rows would
-        rows = top_indices(scores, k)
-        return rows, scores[rows]
+        # the full product reads less than a gather (a copy) of most rows would
+        return top_rescored(np.arange(n), matmul(vecs, q), vecs, q, k)
     cand = np.union1d(first, passed).astype(np.int64)  # sorted: ties go to the lower row
-    scores = vecs[cand] @ q
-    pick = top_indices(scores, k)
+    scores = row_scores(vecs[cand], q)
+    pick = top_stable(scores, k)
     return cand[pick], scores[pick]
 
 

@@ -133,12 +133,8 @@ def statistical_keywords(
     if n <= 0 or snapshot.n_entities == 0:
         return []
     matched = list(dict.fromkeys(linked_entities(snapshot, text) + matched_entities(snapshot, text, ngram_max)))
-    have_vecs = (
-        qvec is not None
-        and snapshot.entity_vecs.shape[0] == snapshot.n_entities
-        and snapshot.entity_vecs.size
-    )
-    cos = (snapshot.entity_vecs[matched] @ qvec) if have_vecs and matched else np.zeros(len(matched))
+    have_vecs = qvec is not None and snapshot.vector_dim("entity_vecs") > 0
+    cos = (snapshot.vector_rows("entity_vecs", matched) @ qvec) if have_vecs and matched else np.zeros(len(matched))
     ranked = sorted(
         range(len(matched)),
         key=lambda i: (-len(snapshot.entity_names[matched[i]].split()), -float(cos[i]), i),

@@ -295,7 +295,7 @@ def cost_graph(
     rels = np.flatnonzero(ent_mask[src] & ent_mask[dst] & (src != dst))
     rel_keys = none
     if rels.size:
-        cost = np.asarray(edge_cost(snapshot.rel_vecs[rels] @ q), dtype=np.float64)
+        cost = np.asarray(edge_cost(snapshot.vector_rows("rel_vecs", rels) @ q), dtype=np.float64)
         a, b = local[src[rels]], local[dst[rels]]
         keep = _first_per_pair(pair_keys(a, b, n), np.lexsort((rels, cost)))
         rel_keys = pair_keys(a[keep], b[keep], n)
@@ -308,7 +308,7 @@ def cost_graph(
         fresh = ~np.isin(keys, rel_keys)
         syn = syn[fresh][_first_per_pair(keys[fresh], np.arange(int(fresh.sum())))]
         if syn.size:
-            vec = snapshot.entity_vecs[sa[syn]] + snapshot.entity_vecs[sb[syn]]
+            vec = snapshot.vector_rows("entity_vecs", sa[syn]) + snapshot.vector_rows("entity_vecs", sb[syn])
             norm = np.linalg.norm(vec, axis=1)
             cos = np.divide(vec @ q, norm, out=np.zeros(syn.size, dtype=np.float64), where=norm > 0)
             add(local[sa[syn]], local[sb[syn]], edge_cost(cos), KIND_SYNONYM)

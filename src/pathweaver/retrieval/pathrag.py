@@ -168,7 +168,7 @@ def retrieve_nodes(snapshot: GraphSnapshot, keyword_vecs: np.ndarray, n: int,
     else:
         ids = candidates
         vecs = cached(snapshot, ("pathrag_candidate_vecs", ids.size, int(ids.sum())),
-                      lambda: np.ascontiguousarray(snapshot.entity_vecs[ids]))
+                      lambda: np.ascontiguousarray(snapshot.vector_rows("entity_vecs", ids)))
     n = min(n, ids.size)
     if n == 0:
         return []
@@ -425,16 +425,17 @@ def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, node_pas
 def _keyword_vectors(env: RetrievalEnv, keywords: list[str]) -> np.ndarray:
     """Keywords naming an entity (after ``normalize``) reuse its stored vector; other keywords are embedded."""
     snap = env.snapshot
-    if snap.entity_vecs.shape[0] != snap.n_entities or snap.entity_vecs.shape[1] == 0:
+    dim = snap.vector_dim("entity_vecs")
+    if dim == 0:
         raise SeedError(
             "pathrag needs entity vectors; load the snapshot with vectors from a store indexed with the embedder"
         )
     known = [snap.entity_index.get(normalize(k)) for k in keywords]
-    vecs = np.zeros((len(keywords), snap.entity_vecs.shape[1]), dtype=np.float32)
+    vecs = np.zeros((len(keywords), dim), dtype=np.float32)
     unknown = [i for i, e in enumerate(known) if e is None]
     for i, e in enumerate(known):
         if e is not None:
-            vecs[i] = snap.entity_vecs[e]
+            vecs[i] = snap.vector_rows("entity_vecs", e)
     if unknown:
         vecs[unknown] = env.encode([keywords[i] for i in unknown])
     return vecs

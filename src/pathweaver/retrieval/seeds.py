@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,6 +21,9 @@ from pathweaver.numeric.projection import Projection, exact_top_k, top_indices
 from pathweaver.retrieval.graphs import cached
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
+
+if TYPE_CHECKING:
+    from pathweaver.store.composed import ComposedSearch
 
 
 class SeedError(UserError, ValueError):
@@ -54,10 +58,24 @@ def nearest(snapshot: GraphSnapshot, vecs: np.ndarray, what: str, qvec: np.ndarr
     return list(zip(rows.tolist(), scores.astype(float).tolist(), strict=True))
 
 
+def _composed(snapshot: GraphSnapshot, qvec: np.ndarray) -> ComposedSearch | None:
+    """The snapshot's search over composed vectors (``store.composed``), when it has one for ``qvec``'s width:
+    the same rows and scores as ``nearest`` over the tables, without making them."""
+    search = snapshot.composed.get() if snapshot.composed is not None else None
+    return search if search is not None and search.words.shape[1] == qvec.shape[-1] else None
+
+
+def _pairs(rows: np.ndarray, scores: np.ndarray) -> list[tuple[int, float]]:
+    return list(zip(rows.tolist(), scores.astype(float).tolist(), strict=True))
+
+
 def top_entities(snapshot: GraphSnapshot, qvec: np.ndarray, n: int) -> list[tuple[int, float]]:
     """The ``n`` entities nearest to ``qvec`` by cosine: [(entity index, cos)], best first."""
     if snapshot.n_entities == 0 or n <= 0:
         return []
+    search = _composed(snapshot, qvec)
+    if search is not None:
+        return _pairs(*search.top_entities(qvec, n))
     return nearest(snapshot, snapshot.entity_vecs, "entity", qvec, n)
 
 
@@ -66,6 +84,9 @@ def top_triples(snapshot: GraphSnapshot, qvec: np.ndarray, k: int) -> list[tuple
     [(relation index, cos)], best first."""
     if snapshot.n_relations == 0 or k <= 0:
         return []
+    search = _composed(snapshot, qvec)
+    if search is not None:
+        return _pairs(*search.top_relations(qvec, k))
     return nearest(snapshot, snapshot.rel_vecs, "relation", qvec, k)
 
 

@@ -20,9 +20,10 @@ import sqlean
 from pathweaver.config import ConfigError
 from pathweaver.store.bm25 import Bm25Index, query_terms, read_index
 from pathweaver.store.cache import cache_for
+from pathweaver.store.composed import ComposedSearch, composed_search
 from pathweaver.store.db import Connection, Database, StoreError, connect
 from pathweaver.store.graphvecs import phrase_vectors, recipe_of, relation_vectors
-from pathweaver.store.snapshot import GraphSnapshot, LazyRows, file_span_json
+from pathweaver.store.snapshot import GraphSnapshot, Lazy, LazyRows, StoredTexts, file_span_json
 from pathweaver.store.vecdump import vec0_rows
 from pathweaver.text import normalize
 
@@ -120,6 +121,13 @@ def _read_columns(conn: Connection, table: str, ints: list[str], texts: tuple[st
             cols = _Columns(cols.ints[perm], [[t[i] for i in perm.tolist()] for t in cols.texts],
                             [r[perm] for r in cols.reals])
     return cols
+
+
+def _shared(texts: list[str]) -> list[str]:
+    """``texts`` with one string object per distinct value (relation labels, entity kinds: a few thousand values
+    over 10^5 rows)."""
+    seen: dict[str, str] = {}
+    return [seen.setdefault(t, t) for t in texts]
 
 
 def _ascending(keys: np.ndarray) -> bool:
@@ -458,9 +466,10 @@ class StoreReader:
             dim = self._dim()
             ents = _read_columns(conn, "entities", ["id"], ("name", "kind"), order=1)
             entity_ids, (names, kinds) = ents.ints[:, 0], ents.texts
+            kinds = _shared(kinds)
             chunks = _chunk_rows(conn)
-            rels = _read_columns(conn, "relations", ["id", "src_id", "dst_id"], ("label", "description"), order=1)
-            rel_ids, r_arr, (labels, descriptions) = rels.ints[:, 0], rels.ints[:, 1:], rels.texts
+            rels = _read_columns(conn, "relations", ["id", "src_id", "dst_id"], ("label",), order=1)
+            rel_ids, r_arr, labels = rels.ints[:, 0], rels.ints[:, 1:], _shared(rels.texts[0])
             syns = _read_columns(conn, "synonyms", ["a_id", "b_id"], reals=("cos",), order=2)
             y_arr, syn_cos = syns.ints, syns.reals[0]
             m_arr = _read_columns(conn, "mentions", ["chunk_id", "entity_id", "count"]).ints
@@ -477,9 +486,11 @@ class StoreReader:
                 chunk_vecs = _vectors(conn, "chunk_vec", chunk_ids, dim, chunk_reuse)
                 entity_vecs, rel_vecs = self._graph_vectors(previous, dim, entity_ids, names, rel_ids, rel_src, rel_dst,
                                                             labels)
+                composed = self._composed(dim, entity_ids, names, rel_ids, rel_src, rel_dst, labels)
             else:
                 chunk_vecs = np.zeros((len(texts), 0), dtype=np.float32)
                 entity_vecs, rel_vecs = np.zeros((len(names), 0), np.float32), np.zeros((len(labels), 0), np.float32)
+                composed = None
             chunk_vecs.flags.writeable = False  # the next snapshot may share these arrays
         n_e, n_p, n_r = len(names), len(texts), len(labels)
         m_rows = _index_of(chunk_ids, m_arr[:, 0], "mentions")
@@ -506,7 +517,7 @@ class StoreReader:
             rel_src=rel_src.astype(np.int32),
             rel_dst=rel_dst.astype(np.int32),
             rel_labels=labels,
-            rel_descriptions=descriptions,
+            rel_descriptions=StoredTexts(rel_ids, self._descriptions()),
             rel_chunks=sp.csr_matrix((np.ones(len(s_arr), dtype=np.float32), (s_rows, s_cols)), shape=(n_r, n_p)),
             syn_a=_index_of(entity_ids, y_arr[:, 0], "synonyms").astype(np.int32),
             syn_b=_index_of(entity_ids, y_arr[:, 1], "synonyms").astype(np.int32),
@@ -517,6 +528,7 @@ class StoreReader:
             name_mentions=name_mentions,
             ties=ties,
             statistical_mentions=mentions,
+            composed=composed,
             entity_vecs=entity_vecs,
             rel_vecs=rel_vecs,
             chunk_vecs=chunk_vecs.astype(np.float32, copy=False),
@@ -558,6 +570,32 @@ class StoreReader:
                     conn, recipe, ev, names, rel_src[at], rel_dst[at], [labels[i] for i in at.tolist()], dim))
 
         return entity_rows_, LazyRows(make_relations)
+
+    def _descriptions(self) -> Callable[[list[int]], dict[int, str]]:
+        """``StoredTexts``' fetch for relation descriptions, over a read-only connection opened on first use (a
+        description never changes once its relation is written)."""
+        path = self.db.path
+        conns: list[Connection] = []
+
+        def fetch(ids: list[int]) -> dict[int, str]:
+            if not conns:
+                conns.append(connect(path, readonly=True))
+            return _pairs_in(conns[0], "SELECT id, description FROM relations WHERE id IN ({marks})", ids)
+
+        return fetch
+
+    def _composed(self, dim: int, entity_ids: np.ndarray, names: list[str], rel_ids: np.ndarray,
+                  rel_src: np.ndarray, rel_dst: np.ndarray, labels: list[str]) -> Lazy:
+        """The search over composed entity and relation vectors that makes neither table (``store.composed``),
+        on first use, over a connection of its own."""
+        path = self.db.path
+
+        def make() -> ComposedSearch | None:
+            with contextlib.closing(connect(path, readonly=True)) as conn:
+                recipe = recipe_of(conn)
+            return composed_search(path, recipe, dim, entity_ids, names, rel_ids, rel_src, rel_dst, labels)
+
+        return Lazy(make)
 
     def passages(self) -> GraphSnapshot:
         """The chunks of the store as it is now, as a snapshot with no entities or relations: all that dense and

@@ -186,8 +186,17 @@ SCHEMA_LINK_NAMES: list[str] = [
             JOIN doc_names n ON n.name = l.target AND n.kind IN ('title', 'alias')""",
 ]
 
+# The norms of composed entity and relation vectors' sums (``store.composed``): with them a query scores every
+# entity and relation from its words' scores without making their tables. Derived data: the first reader that
+# lacks some computes and stores them, for the ``meta.vector_settings`` it records as ``meta.norm_settings``.
+SCHEMA_VECTOR_NORMS: list[str] = [
+    "CREATE TABLE IF NOT EXISTS entity_norms (id INTEGER PRIMARY KEY, norm REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS relation_norms (id INTEGER PRIMARY KEY, norm REAL NOT NULL)",
+]
+
 MIGRATIONS: list[list[str]] = [SCHEMA_V1, SCHEMA_FOLDERS_AND_FILE_SPANS, SCHEMA_NAMES, SCHEMA_NER,
-                               SCHEMA_GRAPH_VECTORS_COMPOSED, SCHEMA_SOURCE_SPANS_ONLY, SCHEMA_LINK_NAMES]
+                               SCHEMA_GRAPH_VECTORS_COMPOSED, SCHEMA_SOURCE_SPANS_ONLY, SCHEMA_LINK_NAMES,
+                               SCHEMA_VECTOR_NORMS]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 VECTOR_TABLES = ("chunk_vec",)

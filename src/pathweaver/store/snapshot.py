@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import scipy.sparse as sp
@@ -38,6 +38,49 @@ def file_span_json(start: int, end: int, locator: str = "") -> dict[str, Any]:
 def citation_json(doc: str, title: str, chunk_id: int, start: int, end: int, locator: str = "") -> dict[str, Any]:
     """Where a chunk comes from, as every JSON result cites it: ``{doc, title, chunk_id, span[, locator]}``."""
     return {"doc": doc, "title": title, "chunk_id": int(chunk_id), **file_span_json(start, end, locator)}
+
+
+class Lazy:
+    """A value made on first use, once, under a lock (the maker's inputs are dropped with it)."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make: Callable[[], Any] | None = make
+        self._value: Any = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        if self._make is not None:
+            with self._lock:
+                if self._make is not None:
+                    self._value, self._make = self._make(), None
+        return self._value
+
+
+class StoredTexts(Sequence[str]):
+    """A text per row read from the store when asked for (relation descriptions: 55 MB of sentences that a query
+    reads a few of), through ``fetch(ids) -> {id: text}``; a row the store no longer has reads as ''."""
+
+    def __init__(self, ids: np.ndarray, fetch: Callable[[list[int]], dict[int, str]]) -> None:
+        self._ids = ids
+        self._fetch = fetch
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return int(self._ids.shape[0])
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        ids = self._ids[i]
+        keys = [int(x) for x in np.atleast_1d(ids).tolist()]
+        with self._lock:  # one connection behind ``fetch``
+            found = self._fetch(keys)
+        texts = [found.get(k, "") for k in keys]
+        return texts if isinstance(i, slice) else texts[0]
 
 
 class LazyRows:
@@ -83,7 +126,7 @@ class GraphSnapshot:
     rel_src: np.ndarray  # (R,) int32
     rel_dst: np.ndarray  # (R,) int32
     rel_labels: list[str]
-    rel_descriptions: list[str]  # the supporting sentence
+    rel_descriptions: Sequence[str]  # the supporting sentence (``StoredTexts`` from a store)
     rel_chunks: sp.csr_matrix  # (R, P) 1 where the chunk supports the relation
     # synonyms
     syn_a: np.ndarray  # (S,) int32
@@ -104,6 +147,9 @@ class GraphSnapshot:
     ties: sp.csr_matrix | None = None
     # the Contains edges of the statistical layer alone (AGRAG's graph, which MCMI walks); None = ``mentions``
     statistical_mentions: sp.csr_matrix | None = None
+    # nearest composed entities and relations without their tables (``store.composed.ComposedSearch``, made on
+    # first use; its value None where the store's vectors are not composed); None = none
+    composed: Lazy | None = None
     # derived
     entity_index: dict[str, int] = field(default_factory=dict)
     chunk_index: dict[int, int] = field(default_factory=dict)  # store chunk id -> passage index
@@ -178,6 +224,33 @@ class GraphSnapshot:
         """``entity_vecs`` or ``rel_vecs`` when they are in memory already, else None (makes nothing)."""
         value = self.__dict__["_" + name]
         return value.ready if isinstance(value, LazyRows) else value
+
+    def _search(self) -> Any:
+        search = self.composed.get() if self.composed is not None else None
+        return search
+
+    def vector_rows(self, name: str, idx: Any) -> np.ndarray:
+        """``getattr(self, name)[idx]`` for ``name`` "entity_vecs" or "rel_vecs", with the same bits, but made
+        alone by the composed search (``store.composed``) when the table is not in memory, which then stays
+        unmade (a warm server's mcmi and pathrag read a few thousand of 10^5 rows)."""
+        search = self._search() if self.loaded(name) is None else None
+        if search is None:
+            return getattr(self, name)[idx]
+        rows = np.asarray(idx, dtype=np.int64)
+        flat = rows.reshape(-1)
+        made = search.entity_rows(flat) if name == "entity_vecs" else search.relation_rows(flat)
+        return made.reshape(*rows.shape, made.shape[1])
+
+    def vector_dim(self, name: str) -> int:
+        """The width of ``entity_vecs`` or ``rel_vecs`` when it has a row per entity or relation, else 0 (made
+        through neither table when the composed search answers)."""
+        table = self.loaded(name)
+        search = self._search() if table is None else None
+        if search is not None:
+            return int(search.words.shape[1])
+        table = getattr(self, name)
+        count = self.n_entities if name == "entity_vecs" else self.n_relations
+        return int(table.shape[1]) if table.ndim == 2 and table.shape[0] == count else 0
 
     @classmethod
     def from_arrays(

@@ -1,0 +1,310 @@
+"""Nearest entities and relations to a query without making their vector tables (composed vectors only).
+
+A composed vector is u = s/|s|, s the sum of its parts (``numeric.vectors``), so u·q = (Σ part·q)/|s|: an
+entity's score is its words' scores over its norm, a relation's its subject's, label's and object's scores over
+its norm. With the norms (stored in ``entity_norms`` / ``relation_norms``, keyed to ``meta.vector_settings``
+through ``meta.norm_settings``) one product with the ~36k word vectors scores every row to within a rounding
+bound; the rows whose bound reaches the k-th are then made exactly as ``store.graphvecs`` makes them and scored
+by ``numeric.projection.row_scores``, so the top k and their scores are those of the full tables
+(docs/design-notes.md, "Factorised scans").
+
+Norms missing for some rows (rows written since, or a store that never had them) are computed at load from the
+word vectors, block by block, and written back when the store can be written without waiting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from pathweaver.numeric.projection import row_scores, top_stable
+from pathweaver.numeric.vectors import BLOCK_ROWS, VectorTable, compose_phrases, normalise_rows
+from pathweaver.store.db import Connection, OperationalError, connect
+from pathweaver.store.graphvecs import VectorRecipe
+from pathweaver.store.writes import text_hash
+
+log = logging.getLogger(__name__)
+# Bound on |estimate - exact| per unit of a row's parts (float32 dot products of 384 terms round by at most
+# 384 · 2^-24 ≈ 2.3e-5 of |a||b|; four times that covers the composition's and the norms' rounding too).
+ERR = 1e-4
+HALF = 1.1 * 2.0**-11  # float16's relative rounding, with room for subnormal components
+FETCH = 500  # cache keys per "IN (...)" query
+NORM_ROWS = 1024  # rows per block where norms are taken (a float64 block of 384 columns is 3 MB)
+SPLIT_ROWS = 16_384  # phrases split into words at a time
+
+
+def _phrase_words(phrases: Sequence[str], index: dict[str, int]) -> sp.csr_matrix:
+    """(n, words) counts of each phrase's words (``numeric.vectors.phrase_words``), new words added to ``index``."""
+    counts = np.zeros(len(phrases), dtype=np.int64)
+    parts = []
+    for lo in range(0, len(phrases), SPLIT_ROWS):
+        split = [p.split() for p in phrases[lo : lo + SPLIT_ROWS]]
+        counts[lo : lo + len(split)] = [len(ws) for ws in split]
+        parts.append(np.fromiter((index.setdefault(w, len(index)) for ws in split for w in ws), dtype=np.int64))
+    cols = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    indptr = np.concatenate(([0], np.cumsum(counts)))
+    return sp.csr_matrix((np.ones(cols.shape[0], dtype=np.float32), cols, indptr), shape=(len(phrases), len(index)))
+
+
+def _word_vectors(conn: Connection, words: Sequence[str], space: str, dim: int, dtype: type = np.float32
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The cached vectors of ``words`` as rows of ``dtype`` (zeros where none) and a mask of those found, filled
+    batch by batch (no second copy of every blob)."""
+    out = np.zeros((len(words), dim), dtype=dtype)
+    have = np.zeros(len(words), dtype=bool)
+    keys = [text_hash(w, space) for w in words]
+    at = {k: i for i, k in enumerate(keys)}
+    for lo in range(0, len(keys), FETCH):
+        part = keys[lo : lo + FETCH]
+        marks = ",".join("?" * len(part))
+        rows = [(at[key], blob) for key, blob in conn.execute(
+            f"SELECT text_hash, vector FROM embed_cache WHERE text_hash IN ({marks})", part) if len(blob) == 4 * dim]
+        if rows:
+            pos = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            out[pos] = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+            have[pos] = True
+    return out, have
+
+
+class WordRows:
+    """Exact (float32) word vectors read from ``embed_cache`` when a row is made, over one read-only connection
+    opened on first use (a cached vector never changes)."""
+
+    def __init__(self, path: Path, space: str, dim: int) -> None:
+        self.path, self.space, self.dim = path, space, dim
+        self._conn: Connection | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, words: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            if self._conn is None:
+                self._conn = connect(self.path, readonly=True)
+            return _word_vectors(self._conn, words, self.space, self.dim)[0]
+
+
+@dataclass
+class ComposedSearch:
+    """Word vectors, which words make each entity and label, and every row's norm: what scoring and making the
+    rows of a snapshot's composed entity and relation tables needs."""
+
+    words: np.ndarray  # (W, d) float16 copies of the word vectors (zero rows where none is cached), for estimates
+    vocab: list[str]  # the word of each row
+    exact: WordRows  # the float32 vectors, for the rows that are made
+    entity_words: sp.csr_matrix  # (E, W) word counts
+    entity_norm: np.ndarray  # (E,) |s| (0: a zero vector)
+    entity_err: np.ndarray  # (E,) bound on |estimate - exact| of u·q for a unit q
+    label_words: sp.csr_matrix
+    label_norm: np.ndarray
+    label_err: np.ndarray
+    rel_label: np.ndarray  # (R,) row of each relation's label in ``label_words``
+    rel_src: np.ndarray
+    rel_dst: np.ndarray
+    rel_norm: np.ndarray
+    rel_err: np.ndarray
+    names: list[str]
+    labels: list[str]  # distinct labels
+    lost_words: np.ndarray  # (W,) float32 1 where a word has no cached vector
+
+    # -- scores ------------------------------------------------------------------------------------------------
+    def _estimates(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        q = q.astype(np.float32, copy=False)
+        ws = np.empty(self.words.shape[0], dtype=np.float64)
+        for lo in range(0, ws.shape[0], BLOCK_ROWS):
+            ws[lo : lo + BLOCK_ROWS] = self.words[lo : lo + BLOCK_ROWS].astype(np.float32) @ q
+        return _over(self.entity_words @ ws, self.entity_norm), _over(self.label_words @ ws, self.label_norm)
+
+    def top_entities(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Indices and scores of the ``k`` entities nearest ``q``, best first (ties by lower index)."""
+        est, _ = self._estimates(q)
+        cand = _candidates(est, self.entity_err, k)
+        scores = row_scores(self.entity_rows(cand), q)
+        pick = top_stable(scores, k)
+        return cand[pick], scores[pick]
+
+    def top_relations(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Indices and scores of the ``k`` relations nearest ``q``, best first (ties by lower index)."""
+        ent, lab = self._estimates(q)
+        est = _over(ent[self.rel_src] + lab[self.rel_label] + ent[self.rel_dst], self.rel_norm)
+        cand = _candidates(est, self.rel_err, k)
+        scores = row_scores(self.relation_rows(cand), q)
+        pick = top_stable(scores, k)
+        return cand[pick], scores[pick]
+
+    # -- rows --------------------------------------------------------------------------------------------------
+    def _phrase_rows(self, phrases: list[str], words: sp.csr_matrix, rows: np.ndarray) -> np.ndarray:
+        """``graphvecs.phrase_vectors`` of ``phrases`` (rows ``rows`` of ``words``): the same operations, so the
+        same bits; a phrase with a word that has no cached vector is a zero row."""
+        if not phrases:
+            return np.zeros((0, self.words.shape[1]), dtype=np.float32)
+        vocab = [self.vocab[i] for i in np.unique(words[rows].indices).tolist()]
+        known = VectorTable({w: i for i, w in enumerate(vocab)}, self.exact(vocab))
+        table = compose_phrases(phrases, known).rows(phrases)
+        table[np.asarray(words[rows] @ self.lost_words > 0).ravel()] = 0.0
+        return table
+
+    def entity_rows(self, idx: np.ndarray) -> np.ndarray:
+        """Entity vectors ``idx``, as ``graphvecs.phrase_vectors`` makes them."""
+        return self._phrase_rows([self.names[i] for i in idx.tolist()], self.entity_words, idx)
+
+    def relation_rows(self, idx: np.ndarray) -> np.ndarray:
+        """Relation vectors ``idx``, as ``graphvecs.relation_vectors`` makes them."""
+        ents, at = np.unique(np.concatenate([self.rel_src[idx], self.rel_dst[idx]]), return_inverse=True)
+        labs, lat = np.unique(self.rel_label[idx], return_inverse=True)
+        ev = self.entity_rows(ents)
+        lv = self._phrase_rows([self.labels[i] for i in labs.tolist()], self.label_words, labs)
+        n = idx.shape[0]
+        return normalise_rows(ev[at[:n]] + lv[lat] + ev[at[n:]])
+
+
+def _over(dots: np.ndarray, norms: np.ndarray) -> np.ndarray:
+    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+
+
+def _candidates(est: np.ndarray, err: np.ndarray, k: int) -> np.ndarray:
+    """Rows (ascending) whose score may be among the top ``k``: upper bound at least the k-th lower bound."""
+    k = min(k, est.shape[0])
+    low = est - err
+    kth = np.partition(low, low.shape[0] - k)[low.shape[0] - k]
+    return np.flatnonzero(est + err >= kth)
+
+
+def _sum_norms(words: sp.csr_matrix, vecs: np.ndarray, lost: np.ndarray) -> np.ndarray:
+    """|Σ word vectors| of every row of ``words`` (0 where a word is missing), block by block."""
+    out = np.zeros(words.shape[0], dtype=np.float64)
+    for lo in range(0, words.shape[0], NORM_ROWS):
+        s = np.asarray(words[lo : lo + NORM_ROWS] @ vecs)
+        out[lo : lo + NORM_ROWS] = np.linalg.norm(s.astype(np.float64), axis=1)
+    out[lost] = 0.0
+    return out
+
+
+def _relation_norms(search: ComposedSearch, idx: np.ndarray, words: np.ndarray) -> np.ndarray:
+    """|u_src + u_label + u_dst| of relations ``idx`` from the unit vectors' float64 estimates, block by block."""
+    out = np.zeros(idx.shape[0], dtype=np.float64)
+
+    def unit(words_of: sp.csr_matrix, norms: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        s = np.asarray(words_of[rows] @ words, dtype=np.float64)
+        return s / np.where(norms[rows] > 0, norms[rows], np.inf)[:, None]
+
+    for lo in range(0, idx.shape[0], NORM_ROWS):
+        part = idx[lo : lo + NORM_ROWS]
+        s = (unit(search.entity_words, search.entity_norm, search.rel_src[part])
+             + unit(search.label_words, search.label_norm, search.rel_label[part])
+             + unit(search.entity_words, search.entity_norm, search.rel_dst[part]))
+        out[lo : lo + NORM_ROWS] = np.linalg.norm(s, axis=1)
+    return out
+
+
+def _stored_norms(conn: Connection, table: str, ids: np.ndarray) -> np.ndarray:
+    """The stored norms of ``ids`` (ascending), NaN where none (read as one string that numpy parses: a tuple
+    per row would cost more than the norms)."""
+    out = np.full(ids.shape[0], np.nan)
+    n, joined = conn.execute(f"SELECT count(*), group_concat(id || ' ' || norm, ' ') FROM {table}").fetchone()
+    pairs = np.fromstring(joined, sep=" ") if n else np.zeros(0)
+    if pairs.size != 2 * n:
+        rows = conn.execute(f"SELECT id, norm FROM {table}").fetchall()
+        pairs = np.array(rows, dtype=np.float64).reshape(-1)
+    if n and ids.shape[0]:
+        got, vals = pairs[0::2].astype(np.int64), pairs[1::2]
+        pos = np.minimum(np.searchsorted(ids, got), ids.shape[0] - 1)
+        hit = ids[pos] == got
+        out[pos[hit]] = vals[hit]
+    return out
+
+
+def _settings(conn: Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def _write_norms(path: Path, settings: str | None, tables: dict[str, tuple[np.ndarray, np.ndarray]],
+                 replace: bool) -> None:
+    """Store norms (table -> (ids, norms)) computed for ``settings``, unless another writer holds the store or
+    the settings moved meanwhile: they are derived data, and the next reader computes them again."""
+    with contextlib.suppress(OperationalError), contextlib.closing(connect(path)) as conn:
+        conn.execute("PRAGMA busy_timeout=0")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if _settings(conn, "vector_settings") == settings:
+                for table, (ids, norms) in tables.items():
+                    if replace:
+                        conn.execute(f"DELETE FROM {table}")
+                    conn.executemany(f"INSERT OR REPLACE INTO {table}(id, norm) VALUES (?, ?)",
+                                     zip(ids.tolist(), norms.tolist(), strict=True))
+                conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('norm_settings', ?)", (settings or "",))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+
+def composed_search(path: Path, recipe: VectorRecipe, dim: int, entity_ids: np.ndarray, names: list[str],
+                    rel_ids: np.ndarray, rel_src: np.ndarray, rel_dst: np.ndarray, labels: list[str]
+                    ) -> ComposedSearch | None:
+    """The search over a snapshot's entities and relations, or None when their vectors are not both composed
+    (an encoded vector is no function of word vectors) or the store has no norm tables."""
+    if recipe.entities != "composed" or recipe.triples != "composed" or not dim:
+        return None
+    with contextlib.closing(connect(path, readonly=True)) as conn:
+        conn.execute("BEGIN")
+        try:
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'relation_norms'").fetchone() is None:
+                return None
+            settings = _settings(conn, "vector_settings")
+            fresh = _settings(conn, "norm_settings") == (settings or "")
+            ent_norm = _stored_norms(conn, "entity_norms", entity_ids) if fresh else np.full(len(names), np.nan)
+            rel_norm = _stored_norms(conn, "relation_norms", rel_ids) if fresh else np.full(len(labels), np.nan)
+            index: dict[str, int] = {}
+            entity_words = _phrase_words(names, index)
+            distinct = list(dict.fromkeys(labels))
+            at = {label: i for i, label in enumerate(distinct)}
+            label_words = _phrase_words(distinct, index)
+            vocab = list(index)
+            del index
+            words, have = _word_vectors(conn, vocab, recipe.space, dim, np.float16)
+            # the sums' norms of rows the store has none for, from the exact word vectors
+            exact = _word_vectors(conn, vocab, recipe.space, dim)[0] if np.isnan(ent_norm).any() \
+                or np.isnan(rel_norm).any() else None
+            label_cols = np.unique(label_words.indices)
+            label_exact = _word_vectors(conn, [vocab[i] for i in label_cols.tolist()], recipe.space, dim)[0]
+        finally:
+            conn.execute("COMMIT")
+    shape = (entity_words.shape[0], len(vocab))
+    entity_words = sp.csr_matrix((entity_words.data, entity_words.indices, entity_words.indptr), shape=shape)
+    label_words = sp.csr_matrix((label_words.data, label_words.indices, label_words.indptr),
+                                shape=(len(distinct), len(vocab)))
+    missing = (~have).astype(np.float32)
+    ent_lost = np.asarray(entity_words @ missing > 0).ravel()
+    lab_lost = np.asarray(label_words @ missing > 0).ravel()
+    rel_label = np.fromiter((at[label] for label in labels), dtype=np.int64, count=len(labels))
+    new_ent = np.flatnonzero(np.isnan(ent_norm))
+    if new_ent.size:
+        ent_norm[new_ent] = _sum_norms(entity_words[new_ent], exact, ent_lost[new_ent])
+    search = ComposedSearch(words, vocab, WordRows(path, recipe.space, dim), entity_words, ent_norm, np.zeros(0),
+                            label_words, _sum_norms(label_words[:, label_cols], label_exact, lab_lost), np.zeros(0),
+                            rel_label,
+                            np.asarray(rel_src, dtype=np.int64), np.asarray(rel_dst, dtype=np.int64), rel_norm,
+                            np.zeros(0), names, distinct, missing)
+    new_rel = np.flatnonzero(np.isnan(rel_norm))
+    if new_rel.size:
+        rel_norm[new_rel] = _relation_norms(search, new_rel, exact)
+    del exact
+    # per word: float16's rounding (2^-11 of |w|, for a unit q) and the float32 product's
+    per_word = ERR + HALF * max((float(np.linalg.norm(words[lo : lo + NORM_ROWS].astype(np.float32), axis=1).max())
+                                 for lo in range(0, words.shape[0], NORM_ROWS)), default=0.0)
+    lengths = np.diff(entity_words.indptr).astype(np.float64)
+    search.entity_err = ERR + per_word * _over(lengths, ent_norm)
+    search.label_err = ERR + per_word * _over(np.diff(label_words.indptr).astype(np.float64), search.label_norm)
+    parts = search.entity_err[search.rel_src] + search.label_err[rel_label] + search.entity_err[search.rel_dst]
+    search.rel_err = ERR + _over(parts + 3 * ERR, rel_norm)
+    if new_ent.size or new_rel.size:
+        _write_norms(path, settings, {"entity_norms": (entity_ids[new_ent], ent_norm[new_ent]),
+                                      "relation_norms": (rel_ids[new_rel], rel_norm[new_rel])}, replace=not fresh)
+    return search

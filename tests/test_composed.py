@@ -1,0 +1,112 @@
+"""Nearest composed entities and relations without their tables (store/composed.py): the same rows and scores
+as a search of the full tables, on a real indexed store."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pathweaver.config import Settings
+from pathweaver.ingest.pipeline import Indexer
+from pathweaver.models.embedder import get_embedder
+from pathweaver.numeric.projection import exact_top_k
+from pathweaver.store.db import Database
+from pathweaver.store.reads import StoreReader
+
+CORPUS = Path(__file__).parent / "corpus"
+QUESTIONS = ["Where was Marie Curie born?", "Who won the Nobel Prize in physics?", "radioactivity research",
+             "Which city is the capital?", "a question about nothing in these notes"]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("composed")
+    shutil.copytree(CORPUS, base / "notes")
+    with Database(base / "store") as db:
+        Indexer(db, Settings(store_dir=base / "store"), get_embedder()).index_paths([base / "notes"])
+    return base / "store"
+
+
+def _fresh_snapshot(path: Path):  # noqa: ANN202
+    reader = StoreReader(Database(path))
+    reader.cache.clear()
+    return reader.snapshot()
+
+
+def test_same_rows_and_scores_as_the_tables(store: Path) -> None:
+    """Every k, every question: the composed search returns the rows and the score bits of an exact search of
+    the full tables, and the rows it makes are the tables' rows."""
+    snap = _fresh_snapshot(store)
+    search = snap.composed.get()
+    assert search is not None and snap.loaded("rel_vecs") is None
+    embedder = get_embedder()
+    for question in QUESTIONS:
+        q = embedder.encode_one(question)
+        for k in (1, 3, 10, snap.n_relations + 5):
+            rows, scores = search.top_relations(q, k)
+            want_rows, want_scores = exact_top_k(snap.rel_vecs, None, q, k)
+            assert rows.tolist() == want_rows.tolist() and scores.tobytes() == want_scores.tobytes()
+            rows, scores = search.top_entities(q, k)
+            want_rows, want_scores = exact_top_k(snap.entity_vecs, None, q, k)
+            assert rows.tolist() == want_rows.tolist() and scores.tobytes() == want_scores.tobytes()
+    every_e, every_r = np.arange(snap.n_entities), np.arange(snap.n_relations)
+    assert search.entity_rows(every_e).tobytes() == snap.entity_vecs.tobytes()
+    assert search.relation_rows(every_r).tobytes() == snap.rel_vecs.tobytes()
+
+
+def test_norms_are_stored_once_and_recomputed_when_missing_or_stale(store: Path) -> None:
+    """The first search stores every norm for the store's vector settings; rows without a stored norm (written
+    since) or norms of other settings are recomputed, with the same results."""
+    _fresh_snapshot(store).composed.get()
+    with Database(store) as db:
+        counts = [db.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("entity_norms",
+                                                                                       "relation_norms")]
+        assert counts == [db.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("entities",
+                                                                                               "relations")]
+        assert db.get_meta("norm_settings") == db.get_meta("vector_settings")
+        stored = db.conn.execute("SELECT id, norm FROM relation_norms ORDER BY id").fetchall()
+    q = get_embedder().encode_one(QUESTIONS[0])
+    want = _fresh_snapshot(store).composed.get().top_relations(q, 5)
+    with Database(store) as db, db.write(bump_version=False) as conn:
+        conn.execute("DELETE FROM relation_norms WHERE id % 2 = 0")
+        conn.execute("UPDATE entity_norms SET norm = norm * 3")  # wrong values, under other settings:
+        conn.execute("UPDATE meta SET value = 'other' WHERE key = 'norm_settings'")
+    got = _fresh_snapshot(store).composed.get().top_relations(q, 5)
+    assert [a.tobytes() for a in got] == [a.tobytes() for a in want]
+    with Database(store) as db:
+        again = db.conn.execute("SELECT id, norm FROM relation_norms ORDER BY id").fetchall()
+        assert db.get_meta("norm_settings") == db.get_meta("vector_settings")
+    assert [r[0] for r in again] == [r[0] for r in stored]
+    assert np.allclose([r[1] for r in again], [r[1] for r in stored], rtol=1e-6)
+
+
+def test_methods_give_the_same_results_without_the_tables(store: Path) -> None:
+    """mcmi, pathrag and ppr read rows through ``vector_rows`` and the composed search: the same JSON as once
+    the tables are made, and neither table made before that."""
+    from pathweaver.service import Pathweaver
+
+    pw = Pathweaver.open(store, overrides={"models": {"llm_backend": "none"}})
+    try:
+        pw.reader.cache.clear()
+        def run() -> dict[tuple[str, str], dict[str, object]]:
+            out = {}
+            for m in ("ppr", "mcmi", "pathrag"):
+                for q in QUESTIONS[:3]:
+                    got = {k: v for k, v in pw.retrieve_json(q, m, 3).items() if k != "seconds"}
+                    got["info"] = {k: v for k, v in got["info"].items() if not k.startswith("ms_")}  # timings
+                    out[(m, q)] = got
+            return out
+
+        before = run()
+        snap = pw.reader.cache.latest()
+        assert snap is not None and snap.loaded("entity_vecs") is None and snap.loaded("rel_vecs") is None
+        idx = np.array([[0, 2], [1, 1]])
+        assert snap.vector_rows("rel_vecs", idx).shape == (2, 2, snap.vector_dim("rel_vecs"))
+        snap.entity_vecs, snap.rel_vecs  # noqa: B018 (make both tables)
+        assert snap.vector_rows("rel_vecs", idx).tobytes() == snap.rel_vecs[idx].tobytes()
+        assert run() == before
+    finally:
+        pw.close()
