@@ -276,12 +276,6 @@ def _tokens(text: str) -> list[str]:
     return [w.lower() for w in _WORD_RE.findall(text)]
 
 
-def _question_words(question: str) -> set[str]:
-    """The question's words, a possessive also without its "'s" ("Anil Devgan's sibling" names "Devgan")."""
-    words = set(_tokens(question))
-    return words | {w[:-2] for w in words if w.endswith(("'s", "’s"))}
-
-
 def content_words(text: str) -> set[str]:
     return {w for w in _tokens(text) if w not in STOPWORDS and w not in _WH and len(w) > 1}
 
@@ -376,24 +370,13 @@ def _cap_spans(sentence: str) -> list[tuple[int, str]]:
     return out
 
 
-def _name_like(span: str) -> bool:
-    """A span that can name a person, place or thing: not a lone letter ("C" of "C major"), not only numbers or
-    ordinals ("16th"), not a day of a month ("4 March")."""
-    words = span.split()
-    return not (len(words) == 1 and len(span.rstrip(".")) < 2) and not all(
-        re.fullmatch(r"\d+(?:st|nd|rd|th)?", w) for w in words) and not (
-        any(w.isdigit() for w in words) and any(w.lower().rstrip(".") in _MONTHS for w in words))
-
-
 def _cue_pattern(question: str) -> list[str]:
     return [cue for trigger, cue in _CUES if trigger.search(question)]
 
 
-def typed_spans(sentence: str, kind: str, question: str, named: frozenset[str] = frozenset()
-                ) -> list[tuple[int, str, float]]:
-    """Spans of ``sentence`` of the expected ``kind`` that the question does not name (nor the words ``named``, a
-    chain's whole question): (start, text, bonus)."""
-    qwords = _question_words(question) | named
+def typed_spans(sentence: str, kind: str, question: str) -> list[tuple[int, str, float]]:
+    """Spans of ``sentence`` of the expected ``kind`` that the question does not name: (start, text, bonus)."""
+    qwords = set(_tokens(question))
     cues = _cue_pattern(question)
     asked = re.search(r"\b(?:what|which)\s+(?:[\w\-']+\s+){0,5}?(?P<n>[a-z]+)\b(?=\s+(?:is|was|were|are|did|does|do|has|had|"
                       r"can|could|that|which|who|of|in|to|for|with|by|from)\b|\s*\??$)", question.lower())
@@ -425,18 +408,18 @@ def typed_spans(sentence: str, kind: str, question: str, named: frozenset[str] =
         for m in re.finditer(r"\b(?:" + "|".join(_NATIONALITY) + r")\b", sentence):
             out.append((m.start(), m.group(0), 0.2))
     for start, span in _cap_spans(sentence):
-        if _in_question(span, qwords) or not _name_like(span):
+        if _in_question(span, qwords):
             continue
         low_words = {w.lower() for w in span.split()}
         if kind == "person" and (low_words & _NOT_PERSON or any(ch.isdigit() for ch in span)
-                                 or span in _COUNTRY_OF or span in _NATIONALITY):
+                                 or span in _COUNTRY_OF or span in _NATIONALITY):  # "Canadian" names no one
             continue
         before = sentence[max(0, start - 60): start]
         bonus = 0.0
         if any(re.search(c, before, re.I) for c in cues):
             bonus += 1.0
         if kind == "place":
-            if span in _COUNTRY_OF or span in _NATIONALITY or span.split()[0].isdigit():  # "1987 American" film
+            if span in _COUNTRY_OF or span in _NATIONALITY:
                 continue
             if re.search(r"\b(?:in|at|from|near|of)\s+$", before):
                 bonus += 0.3
@@ -601,9 +584,9 @@ def yes_no(question: str, passages: list[Passage]) -> tuple[str, list[int]]:
 # -- the answer ---------------------------------------------------------------------------------------------
 def _span_answer(
     question: str, passages: list[Passage], encode: EncodeFn | None, params: ExtractiveParams,
-    word_df: WordDfFn | None, n_docs: int, named: frozenset[str] = frozenset(),
+    word_df: WordDfFn | None, n_docs: int,
 ) -> tuple[str, list[int]]:
-    """The best typed span of the best sentences (none made only of ``named`` words), else the best sentence."""
+    """The best typed span of the best sentences, else the best sentence."""
     kind = answer_type(question)
     if kind == "yesno":
         return yes_no(question, passages)
@@ -615,12 +598,12 @@ def _span_answer(
             role = _ROLE.search(sent.text)
             if role:
                 return role.group("np"), [sent.passage.n]
-    qwords = _question_words(question)
+    qwords = set(_tokens(question))
     best: tuple[float, int, str, Sentence] | None = None
     for pos, sent in enumerate(ranked[: params.max_sentences]):
         if params.span_sentence and kind == "other":
             break
-        for start, span, bonus in typed_spans(sent.text, kind, question, named):
+        for start, span, bonus in typed_spans(sent.text, kind, question):
             words = _tokens(span)
             shared = sum(w in qwords for w in words) / max(len(words), 1)
             score = sent.score + params.cue_bonus * bonus - 0.3 * shared - 0.001 * start / max(len(sent.text), 1)
@@ -699,7 +682,6 @@ def _chain_answer(
     answers: dict[str, str] = {}
     cites: list[int] = []
     encode = memo_encode(encode)
-    named = frozenset(_question_words(question))  # no hop of a chain answers with what the whole question already names
     for node_id in plan.order:
         node = plan.node(node_id)
         hop_q = rephrase(node.question, answers, node.depends_on)
@@ -709,7 +691,7 @@ def _chain_answer(
             fresh = [p for p in passages_of(hop_chunks(hop_q), params.max_chunks) if p.n not in seen]
             hop = [replace(p, rank=r) for r, p in enumerate(passages + fresh)]
         found = bridge_title(hop_q, hop, encode, params, word_df, n_docs) if node_id != plan.final else None
-        text, c = found or _span_answer(hop_q, hop, encode, params, word_df, n_docs, named)
+        text, c = found or _span_answer(hop_q, hop, encode, params, word_df, n_docs)
         if not text:
             return None
         answers[node_id] = text
