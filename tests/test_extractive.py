@@ -60,6 +60,17 @@ def test_where_prefers_the_cued_place() -> None:
     assert extractive_answer("Where was Scott Derrickson born?", chunk)[0].startswith("Denver")
 
 
+def test_what_year_asks_for_the_year_alone() -> None:
+    chunk = ["Acornsoft\nAcornsoft was the software arm of Acorn Computers. It ceased trading in January 1986."]
+    assert extractive_answer("What year did Acornsoft end?", chunk) == ("1986", [1])
+    assert extractive_answer("When did Acornsoft end?", chunk)[0] == "January 1986"
+
+
+def test_a_nationality_names_no_one() -> None:
+    ryder = ["Falling Out (Serena Ryder song)\nFalling Out is a song by Canadian singer Serena Ryder."]
+    assert extractive_answer("Who is the performer of Falling Out?", ryder)[0] == "Serena Ryder"
+
+
 def test_choice_compares_dates() -> None:
     assert extractive_answer("Who was born first, Aivar Kuusmaa or Andy Summers?", SUMMERS) == ("Andy Summers", [2])
     assert extractive_answer("Who was born later, Aivar Kuusmaa or Andy Summers?", SUMMERS)[0] == "Aivar Kuusmaa"

@@ -104,6 +104,7 @@ _CHOICE = re.compile(
     r"(?:,|:|\bbetween\b|\bout of\b|\bfirst\b|\blater\b|\bolder\b|\byounger\b)\s*(?P<a>[^,:?]+?)\s*,?\s+(?:or|and)\s+"
     r"(?P<b>[^,:?]+?)\s*(?:,|\?|$)"
 )
+_YEAR_Q = re.compile(r"\b(?:what|which)\s+year\b", re.I)
 _EARLIER = re.compile(r"\b(?:first|earlier|earliest|older|oldest|before|elder|sooner)\b", re.I)
 _LATER = re.compile(r"\b(?:later|last|latest|younger|youngest|after|recent|recently|newer|newest)\b", re.I)
 _LONGER = re.compile(r"\blived longer|lived the longest|longer life|died (?:at|when) (?:an )?older\b", re.I)
@@ -384,6 +385,7 @@ def typed_spans(sentence: str, kind: str, question: str) -> list[tuple[int, str,
     if kind == "date":
         found = dates_in(sentence)
         died = bool(_DEATH.search(question))
+        year_only = bool(_YEAR_Q.search(question))
         for i, d in enumerate(found):
             if _in_question(d.text, qwords):
                 continue
@@ -393,7 +395,8 @@ def typed_spans(sentence: str, kind: str, question: str) -> list[tuple[int, str,
                 bonus += 0.3
             if not died and re.search(r"\b(?:born|b\.)\s*(?:on|in)?\s*$|\(\s*$", before):
                 bonus += 0.2
-            out.append((d.start, d.text, bonus))
+            text = str(d.key[0]) if year_only and d.key[1] else d.text  # "What year ...?" asks for the year alone
+            out.append((d.start, text, bonus))
         return out
     if kind == "number":
         for m in NUMBER_RE.finditer(sentence):
@@ -408,7 +411,8 @@ def typed_spans(sentence: str, kind: str, question: str) -> list[tuple[int, str,
         if _in_question(span, qwords):
             continue
         low_words = {w.lower() for w in span.split()}
-        if kind == "person" and (low_words & _NOT_PERSON or any(ch.isdigit() for ch in span)):
+        if kind == "person" and (low_words & _NOT_PERSON or any(ch.isdigit() for ch in span)
+                                 or span in _COUNTRY_OF or span in _NATIONALITY):  # "Canadian" names no one
             continue
         before = sentence[max(0, start - 60): start]
         bonus = 0.0
