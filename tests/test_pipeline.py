@@ -137,8 +137,7 @@ def test_delete_leaves_no_row_and_no_search_hit(setup) -> None:  # type: ignore[
     best = int(np.argmax(snap.chunk_vecs @ query))
     assert snap.chunk_docs[best] != str(extra) and float(snap.chunk_vecs[best] @ query) < 0.9
     # no orphans anywhere: every FTS/vector row has its owner, every entity has support
-    for fts, owner in (("chunks_fts", "chunks"), ("chunk_vec", "chunks"), ("entities_fts", "entities"),
-                       ("relations_fts", "relations")):
+    for fts, owner in (("chunks_fts", "chunks"), ("chunk_vec", "chunks"), ("entities_fts", "entities")):
         assert db.conn.execute(f"SELECT count(*) FROM {fts}").fetchone()[0] == \
             db.conn.execute(f"SELECT count(*) FROM {owner}").fetchone()[0], fts
     assert db.conn.execute(

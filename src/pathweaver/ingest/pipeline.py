@@ -306,7 +306,7 @@ class Indexer:
             with self.db.write() as conn:
                 if self.db.version() != version:  # read inside this write transaction
                     continue  # another writer moved the store under us; derive again
-                w.clear_derived(conn)
+                before = w.clear_derived(conn)
                 if self._vector_settings_changed():  # drop every entity and relation: all get the new vectors
                     w.collect_garbage(conn, keep_named=False)
                 entities = w.plan_entities(conn, plan["kinds"])
@@ -316,6 +316,7 @@ class Indexer:
                 mark = self._watermark(conn)
                 removed, pairs = self._write_plan_and_pair(conn, plan, entities, mark, id_arr, vec_arr)
                 relink(conn, None, self._linker.get(plan["names"]))
+                w.settle_descriptions(conn, before)
                 self._store_pairs(conn, pairs, mark, id_arr)  # after the entities they refer to
                 synonyms = len(pairs)
                 w.set_meta(conn, "vector_settings", self.params.vector_settings)
@@ -686,11 +687,8 @@ class Indexer:
         ids = w.ensure_entities(conn, graph.kinds, KIND_RANK)
         w.insert_mentions(conn, [(ids[n], chunk_ids[k], c, s) for (n, k), (c, s) in graph.mentions.items()])
         keys = [(ids[r.src], ids[r.dst], r.label) for r in graph.relations]
-        texts = [triple_text(r.src, r.label, r.dst) for r in graph.relations]
-        rel_ids = w.ensure_relations(conn, [(k, r.kind, r.sentence, t)
-                                            for k, r, t in zip(keys, graph.relations, texts, strict=True)])
-        w.insert_relation_sources(conn, [(rel_ids[k], chunk_ids[r.chunk], r.start, r.end)
-                                         for k, r in zip(keys, graph.relations, strict=True)])
+        w.ensure_relations(conn, [(k, r.kind, r.sentence) for k, r in zip(keys, graph.relations, strict=True)],
+                           [(k, chunk_ids[r.chunk], r.start, r.end) for k, r in zip(keys, graph.relations, strict=True)])
 
     def _rename(self, doc: KnownDoc, entry: FileEntry, deferred: bool) -> bool:
         """Move ``doc`` to ``entry.path`` without re-embedding; False if the content changed meanwhile."""
@@ -796,11 +794,10 @@ class Indexer:
         w.insert_entities(conn, plan["kinds"], KIND_RANK, entities)
         w.set_entity_kinds(conn, {ids[n]: k for n, k in plan["kinds"].items()})
         w.insert_mentions(conn, [(ids[n], cid, c, s) for (n, cid), (c, s) in plan["mentions"].items()])
-        rows = [((ids[src], ids[dst], label), kind, description, triple_text(src, label, dst))
+        rows = [((ids[src], ids[dst], label), kind, description)
                 for (src, dst, label), (kind, description) in plan["relations"].items()]
-        rel_ids = w.ensure_relations(conn, rows)
-        w.insert_relation_sources(conn, [(rel_ids[(ids[key[0]], ids[key[1]], key[2])], cid, start, end)
-                                         for key, cid, start, end, _ in plan["sources"]])
+        w.ensure_relations(conn, rows, [((ids[key[0]], ids[key[1]], key[2]), cid, start, end)
+                                        for key, cid, start, end, _ in plan["sources"]])
         return w.collect_garbage(conn)
 
     # -- synonyms --------------------------------------------------------------------------------------------

@@ -22,13 +22,15 @@ from pathweaver.store.bm25 import Bm25Index, query_terms, read_index
 from pathweaver.store.cache import cache_for
 from pathweaver.store.db import Connection, Database, StoreError, connect
 from pathweaver.store.graphvecs import phrase_vectors, recipe_of, relation_vectors
+from pathweaver.store.schema import DESCRIPTION, SOURCE_SENTENCE
 from pathweaver.store.snapshot import GraphSnapshot, LazyRows, file_span_json
 from pathweaver.store.vecdump import vec0_rows
 from pathweaver.text import normalize
 
 EXPORT_TABLES = ("documents", "chunks", "entities", "relations", "mentions", "relation_sources", "synonyms")
-# A relation source's supporting sentence: its span (in the document's parsed text) cut from the chunk's text.
-SOURCE_SENTENCE = "substr(c.text, s.start - c.start + 1, s.end - s.start)"
+# Every relation row with its description as read (``schema.DESCRIPTION``: stored, or its first source's sentence).
+RELATION_ROWS = (f"(SELECT r.id AS id, r.src_id AS src_id, r.dst_id AS dst_id, r.label AS label, r.kind AS kind, "
+                 f"{DESCRIPTION} AS description FROM relations r)")
 _FTS_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
 Bm25Row = tuple[int, float, str, str, int, int, str]  # chunk id, score, path, title, start, end, text
 
@@ -418,6 +420,33 @@ def indexed_paths(conn: Connection) -> list[tuple[int, str]]:
     return conn.execute("SELECT id, path FROM documents WHERE status = 'indexed'").fetchall()
 
 
+def _derived_descriptions(conn: Connection, stored: list[str], derive: np.ndarray, rel_ids: np.ndarray,
+                          sources: np.ndarray, chunk_ids: np.ndarray, texts: list[str]) -> list[str]:
+    """Relation descriptions as ``schema.DESCRIPTION`` reads them: ``stored``, or where ``derive`` (NULL) the sentence
+    of the relation's lowest-chunk-id source among ``sources`` (relation_id, chunk_id, start, end), cut from the
+    chunk ``texts`` in Python; a span that Python slicing would not cut as SQLite's ``substr`` does goes to
+    ``substr``."""
+    out = list(stored)
+    by = sources[np.lexsort((sources[:, 1], sources[:, 0]))]
+    first = by[np.concatenate(([True], by[1:, 0] != by[:-1, 0]))] if len(by) else by
+    at = np.flatnonzero(derive)
+    pos, found = _positions(first[:, 0], rel_ids[at])
+    at, pos = at[found], pos[found]  # a relation without sources reads ''
+    chunk_starts = _read_columns(conn, "chunks", ["id", "start"], order=1).ints
+    chunk_at = _index_of(chunk_starts[:, 0], first[pos, 1], "relation sources")
+    offset = first[pos, 2] - chunk_starts[chunk_at, 1]
+    length = first[pos, 3] - first[pos, 2]
+    text_at = _index_of(chunk_ids, first[pos, 1], "relation sources")
+    for i, t, a, n in zip(at.tolist(), text_at.tolist(), offset.tolist(), length.tolist(), strict=True):
+        if n == 0:
+            out[i] = ""
+        elif a >= 0 and n > 0:
+            out[i] = texts[t][a : a + n]
+        else:
+            out[i] = conn.execute("SELECT substr(?, ?, ?)", (texts[t], a + 1, n)).fetchone()[0]
+    return out
+
+
 class StoreReader:
     """Queries over one ``Database`` connection (use one reader per thread)."""
 
@@ -459,14 +488,19 @@ class StoreReader:
             ents = _read_columns(conn, "entities", ["id"], ("name", "kind"), order=1)
             entity_ids, (names, kinds) = ents.ints[:, 0], ents.texts
             chunks = _chunk_rows(conn)
-            rels = _read_columns(conn, "relations", ["id", "src_id", "dst_id"], ("label", "description"), order=1)
-            rel_ids, r_arr, (labels, descriptions) = rels.ints[:, 0], rels.ints[:, 1:], rels.texts
+            rels = _read_columns(conn, "(SELECT id, src_id, dst_id, description IS NULL AS derive, label, "
+                                 "coalesce(description, '') AS description FROM relations)",
+                                 ["id", "src_id", "dst_id", "derive"], ("label", "description"), order=1)
+            rel_ids, r_arr, (labels, descriptions) = rels.ints[:, 0], rels.ints[:, 1:3], rels.texts
             syns = _read_columns(conn, "synonyms", ["a_id", "b_id"], reals=("cos",), order=2)
             y_arr, syn_cos = syns.ints, syns.reals[0]
             m_arr = _read_columns(conn, "mentions", ["chunk_id", "entity_id", "count"]).ints
             nm_arr = _read_columns(conn, "name_mentions", ["chunk_id", "entity_id", "count"]).ints
             tie_arr = _read_columns(conn, NAME_TIES, ["chunk_id", "entity_id"]).ints
-            s_arr = _read_columns(conn, "relation_sources", ["relation_id", "chunk_id"]).ints
+            s_arr = _read_columns(conn, "relation_sources", ["relation_id", "chunk_id", "start", "end"]).ints
+            if rels.ints[:, 3].any():
+                descriptions = _derived_descriptions(conn, descriptions, rels.ints[:, 3].astype(bool), rel_ids, s_arr,
+                                                     chunks.ids, chunks.texts)
             chunk_ids, texts = chunks.ids, chunks.texts
             has_vec = self._has_vectors(conn)
             rel_src = _index_of(entity_ids, r_arr[:, 0], "relations")
@@ -723,7 +757,7 @@ class StoreReader:
                 (eid,))]
             relations = []
             for rid, src, dst, label, desc, kind in conn.execute(
-                "SELECT r.id, s.name, t.name, r.label, r.description, r.kind FROM relations r "
+                f"SELECT r.id, s.name, t.name, r.label, {DESCRIPTION}, r.kind FROM relations r "
                 "JOIN entities s ON s.id = r.src_id JOIN entities t ON t.id = r.dst_id "
                 "WHERE r.src_id = ? OR r.dst_id = ? ORDER BY r.id", (eid, eid)
             ).fetchall():
@@ -815,6 +849,8 @@ class StoreReader:
         if table == "relation_sources":  # the sentence column as it was stored before schema 6
             sql = (f"SELECT s.relation_id, s.chunk_id, s.start, s.end, {SOURCE_SENTENCE} AS sentence "
                    "FROM relation_sources s JOIN chunks c ON c.id = s.chunk_id")
+        elif table == "relations":  # descriptions as read, in the column order of before schema 8
+            sql = f"SELECT id, src_id, dst_id, label, kind, description FROM {RELATION_ROWS}"
         cur = self.db.conn.execute(sql)
         columns = [d[0] for d in cur.description]
         rows = cur.fetchall()
