@@ -158,6 +158,24 @@ def test_modified_file_reuses_cached_chunk_vectors(setup) -> None:  # type: igno
     assert report.updated == 1 and report.embedded == 0
 
 
+def test_a_first_index_packs_the_file_once(setup, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """A first index VACUUMs at its end (its random-order inserts leave B-tree pages part full), so another VACUUM
+    gives nothing back; a later change does not VACUUM."""
+    notes, db, indexer, emb = setup
+    calls: list[str] = []
+    vacuum = db.vacuum
+    monkeypatch.setattr(db, "vacuum", lambda after: (calls.append(after), vacuum(after)))
+    indexer.index_paths([notes])
+    assert calls == ["a first index"]
+    pages = db.conn.execute("PRAGMA page_count").fetchone()[0]
+    assert db.conn.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    db.conn.execute("VACUUM")
+    assert db.conn.execute("PRAGMA page_count").fetchone()[0] == pages
+    (notes / "vistula.txt").write_text("The Vistula freezes in winter.", encoding="utf-8")
+    indexer.index_paths([notes])
+    assert calls == ["a first index"]
+
+
 def test_exact_false_keeps_other_documents_and_remove_path(setup, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     notes, db, indexer, emb = setup
     other = tmp_path / "other"
