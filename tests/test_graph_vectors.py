@@ -11,7 +11,7 @@ import pytest
 from pathweaver.config import Settings
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
-from pathweaver.numeric.vectors import compose_phrases
+from pathweaver.numeric.vectors import compose_phrases, compose_triples
 from pathweaver.retrieval.seeds import nearest, top_triples
 from pathweaver.service import Pathweaver
 from pathweaver.store import schema
@@ -42,10 +42,11 @@ def test_snapshot_vectors_are_the_indexers_vectors(store: tuple[Path, Path]) -> 
         indexer = Indexer(db, Settings(store_dir=path), get_embedder())
         triples = [(snap.entity_names[a], snap.rel_labels[r], snap.entity_names[b])
                    for r, (a, b) in enumerate(zip(snap.rel_src.tolist(), snap.rel_dst.tolist(), strict=True))]
-        made = indexer.inputs.graph_vectors(snap.entity_names, triples)
+        # names and labels composed by the indexer, triples composed from them as it did before schema 5
+        made = indexer.inputs.graph_vectors(snap.entity_names + list(dict.fromkeys(snap.rel_labels)), [])
         assert snap.n_entities > 20 and snap.n_relations > 20
         assert snap.entity_vecs.tobytes() == made.rows(snap.entity_names).tobytes()
-        assert snap.rel_vecs.tobytes() == made.rows([snap.triple_text(r) for r in range(snap.n_relations)]).tobytes()
+        assert snap.rel_vecs.tobytes() == compose_triples(triples, made).tobytes()
 
 
 def test_migration_drops_the_stored_vectors_and_keeps_the_snapshot(store: tuple[Path, Path], tmp_path: Path

@@ -137,8 +137,7 @@ def test_delete_leaves_no_row_and_no_search_hit(setup) -> None:  # type: ignore[
     best = int(np.argmax(snap.chunk_vecs @ query))
     assert snap.chunk_docs[best] != str(extra) and float(snap.chunk_vecs[best] @ query) < 0.9
     # no orphans anywhere: every FTS/vector row has its owner, every entity has support
-    for fts, owner in (("chunks_fts", "chunks"), ("chunk_vec", "chunks"), ("entities_fts", "entities"),
-                       ("relations_fts", "relations")):
+    for fts, owner in (("chunks_fts", "chunks"), ("chunk_vec", "chunks"), ("entities_fts", "entities")):
         assert db.conn.execute(f"SELECT count(*) FROM {fts}").fetchone()[0] == \
             db.conn.execute(f"SELECT count(*) FROM {owner}").fetchone()[0], fts
     assert db.conn.execute(
@@ -157,6 +156,24 @@ def test_modified_file_reuses_cached_chunk_vectors(setup) -> None:  # type: igno
     vistula.write_text(original, encoding="utf-8")  # back to a text whose vector is cached
     report = indexer.index_paths([notes])
     assert report.updated == 1 and report.embedded == 0
+
+
+def test_a_first_index_packs_the_file_once(setup, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """A first index VACUUMs at its end (its random-order inserts leave B-tree pages part full), so another VACUUM
+    gives nothing back; a later change does not VACUUM."""
+    notes, db, indexer, emb = setup
+    calls: list[str] = []
+    vacuum = db.vacuum
+    monkeypatch.setattr(db, "vacuum", lambda after: (calls.append(after), vacuum(after)))
+    indexer.index_paths([notes])
+    assert calls == ["a first index"]
+    pages = db.conn.execute("PRAGMA page_count").fetchone()[0]
+    assert db.conn.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    db.conn.execute("VACUUM")
+    assert db.conn.execute("PRAGMA page_count").fetchone()[0] == pages
+    (notes / "vistula.txt").write_text("The Vistula freezes in winter.", encoding="utf-8")
+    indexer.index_paths([notes])
+    assert calls == ["a first index"]
 
 
 def test_exact_false_keeps_other_documents_and_remove_path(setup, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -17,7 +17,6 @@ from pathweaver.extract.graph import (
     ExtractParams,
     Structure,
     derive_document,
-    triple_text,
 )
 from pathweaver.ingest.graph_inputs import GraphInputs
 from pathweaver.ingest.linking import NO_NAMES, LinkerCache, apply_names, names_of, names_to_prepare
@@ -180,11 +179,8 @@ class DocumentWriter:
         ids = w.ensure_entities(conn, graph.kinds, KIND_RANK)
         w.insert_mentions(conn, [(ids[n], chunk_ids[k], c, s) for (n, k), (c, s) in graph.mentions.items()])
         keys = [(ids[r.src], ids[r.dst], r.label) for r in graph.relations]
-        texts = [triple_text(r.src, r.label, r.dst) for r in graph.relations]
-        rel_ids = w.ensure_relations(conn, [(k, r.kind, r.sentence, t)
-                                            for k, r, t in zip(keys, graph.relations, texts, strict=True)])
-        w.insert_relation_sources(conn, [(rel_ids[k], chunk_ids[r.chunk], r.start, r.end)
-                                         for k, r in zip(keys, graph.relations, strict=True)])
+        w.ensure_relations(conn, [(k, r.kind, r.sentence) for k, r in zip(keys, graph.relations, strict=True)],
+                           [(k, chunk_ids[r.chunk], r.start, r.end) for k, r in zip(keys, graph.relations, strict=True)])
 
     def rename(self, doc: KnownDoc, entry: FileEntry, deferred: bool) -> bool:
         """Move ``doc`` to ``entry.path`` without re-embedding; False if the content changed meanwhile."""

@@ -10,13 +10,7 @@ from pathweaver.extract import ner
 from pathweaver.extract.graph import ChunkInput, DocGraph, ExtractParams, triple_text
 from pathweaver.ingest.types import EmbedderLike
 from pathweaver.models.packing import RECIPE
-from pathweaver.numeric.vectors import (
-    LayeredVectors,
-    VectorTable,
-    compose_phrases,
-    compose_triples,
-    phrase_words,
-)
+from pathweaver.numeric.vectors import LayeredVectors, VectorTable, compose_phrases, phrase_words
 from pathweaver.store import writes as w
 from pathweaver.store.db import Database
 
@@ -54,24 +48,25 @@ class GraphInputs:
         labels = set(self.params.ner_labels)
         return [replace(c, ner=tuple(text for label, text in spans[c.text] if label in labels)) for c in chunks]
 
-    def doc_graph_vectors(self, graph: DocGraph) -> LayeredVectors:
+    def doc_graph_vectors(self, graph: DocGraph) -> VectorTable:
         return self.graph_vectors(graph.kinds, [(r.src, r.label, r.dst) for r in graph.relations])
 
-    def graph_vectors(self, names: Iterable[str], triples: Sequence[tuple[str, str, str]]) -> LayeredVectors:
-        """Vectors keyed by text for entity names and triple texts (``extract.entity_vectors`` and
-        ``extract.triple_vectors`` decide how; see ``numeric/vectors.py``)."""
-        composed_triples = self.params.triple_vectors == "composed"
-        phrases = list(names) + ([label for _, label, _ in triples] if composed_triples else [])
+    def graph_vectors(self, names: Iterable[str], triples: Sequence[tuple[str, str, str]]) -> VectorTable:
+        """Vectors keyed by text for entity names (``extract.entity_vectors`` decides how; see
+        ``numeric/vectors.py``), with what a snapshot makes the triples' vectors from cached (``store.graphvecs``):
+        the labels' words or labels (``extract.triple_vectors`` = "composed"), else the triple texts. No triple's
+        vector is made here: only a snapshot reads them."""
+        names = list(names)
+        labels = [label for _, label, _ in triples] if self.params.triple_vectors == "composed" else []
         if self.params.entity_vectors == "composed":
-            base = compose_phrases(phrases, self.vectors([w for p in phrases for w in phrase_words(p)]))
+            # one model call for the names' and labels' words, as when the triples were composed here too
+            words = self.vectors([w for p in names + labels for w in phrase_words(p)])
+            base = compose_phrases(names, words)  # a phrase's bits do not depend on its company
         else:
-            base = self.vectors(phrases)
-        texts = [triple_text(*t) for t in triples]
-        if composed_triples:  # a text given twice keeps its last triple's vector
-            out = VectorTable({t: i for i, t in enumerate(texts)}, compose_triples(triples, base))
-        else:
-            out = self.vectors(texts)
-        return LayeredVectors(base, out)  # a triple text equal to a name or label takes that text's own vector
+            base = self.vectors(names + labels)
+        if self.params.triple_vectors != "composed":
+            self.vectors([triple_text(*t) for t in triples])
+        return base
 
     def vectors(self, texts: list[str]) -> VectorTable:
         """Model vectors of short texts (words, names, triples) at ``extract.graph_vector_precision``: from

@@ -198,9 +198,8 @@ class Indexer:
         known = self._known()
         n_work = len(scan.new) + len(scan.changed)
         n_indexed = sum(1 for d in known.values() if d.status == "indexed") - len(scan.deleted) + len(scan.new)
-        deferred = n_work > 0 and (
-            self._count("chunks") == 0 or n_work > self.settings.extract.auto_refresh_ratio * max(1, n_indexed)
-        )
+        first = n_work > 0 and self._count("chunks") == 0
+        deferred = first or (n_work > 0 and n_work > self.settings.extract.auto_refresh_ratio * max(1, n_indexed))
         for doc in scan.deleted:
             if self._alone(report, doc.path, self._writer.delete, doc):
                 report.deleted += 1
@@ -251,6 +250,8 @@ class Indexer:
             report.refreshed = True
         else:
             self.synonyms.run()
+        if first and report.chunks:
+            self.db.vacuum("a first index")
         return report
 
     def _alone(self, report: IndexReport, path: str, step: Callable[..., Any], *args: Any,

@@ -24,7 +24,6 @@ from pathweaver.extract.graph import (
     Structure,
     derive_document,
     merge_kind,
-    triple_text,
 )
 from pathweaver.extract.synonyms import on_our_pool
 from pathweaver.ingest.graph_inputs import GraphInputs
@@ -115,7 +114,7 @@ class Refresher:
             with self.db.write() as conn:
                 if self.db.version() != version:  # read inside this write transaction
                     continue  # another writer moved the store under us; derive again
-                w.clear_derived(conn)
+                before = w.clear_derived(conn)
                 if vector_settings_changed(self.db, self.params):  # drop every entity and relation: all get the new vectors
                     w.collect_garbage(conn, keep_named=False)
                 entities = w.plan_entities(conn, plan.kinds)
@@ -125,6 +124,7 @@ class Refresher:
                 mark = self.synonyms.watermark(conn)
                 removed, pairs = self._write_plan_and_pair(conn, plan, entities, mark, id_arr, vec_arr)
                 relink(conn, None, self._linker.get(plan.names))
+                w.settle_descriptions(conn, before)
                 self.synonyms.store_pairs(conn, pairs, mark, id_arr)  # after the entities they refer to
                 synonyms = len(pairs)
                 w.set_meta(conn, "vector_settings", self.params.vector_settings)
@@ -168,9 +168,8 @@ class Refresher:
         w.insert_entities(conn, plan.kinds, KIND_RANK, entities)
         w.set_entity_kinds(conn, {ids[n]: k for n, k in plan.kinds.items()})
         w.insert_mentions(conn, [(ids[n], cid, c, s) for (n, cid), (c, s) in plan.mentions.items()])
-        rows = [((ids[src], ids[dst], label), kind, description, triple_text(src, label, dst))
+        rows = [((ids[src], ids[dst], label), kind, description)
                 for (src, dst, label), (kind, description) in plan.relations.items()]
-        rel_ids = w.ensure_relations(conn, rows)
-        w.insert_relation_sources(conn, [(rel_ids[(ids[key[0]], ids[key[1]], key[2])], cid, start, end)
-                                         for key, cid, start, end, _ in plan.sources])
+        w.ensure_relations(conn, rows, [((ids[key[0]], ids[key[1]], key[2]), cid, start, end)
+                                        for key, cid, start, end, _ in plan.sources])
         return w.collect_garbage(conn)

@@ -194,16 +194,17 @@ class Database:
                 self.conn.execute("ROLLBACK")
             raise
         if shrinking:
-            self._vacuum()
+            self.vacuum("the schema migration")
 
-    def _vacuum(self) -> None:
-        """Give the pages of dropped tables and columns back to the file system, once, right after the migration
-        that dropped them. Another process holding the store open makes VACUUM fail; the store then stays correct
-        at its old size, and ``pathweaver compact`` retries."""
+    def vacuum(self, after: str) -> None:
+        """Give free pages back to the file system and pack the B-trees: once right after the migration that
+        dropped tables or columns, and after a first index, whose inserts in random key order left pages part
+        full (docs/benchmarks.md, "Cold CLI queries"). A writer in another process makes VACUUM fail; the store
+        then stays correct at its old size, and ``pathweaver compact`` retries."""
         try:
             self.conn.execute("VACUUM")
         except OperationalError as exc:
-            log.warning("VACUUM after the schema migration failed (%s); run `pathweaver compact` later", exc)
+            log.warning("VACUUM after %s failed (%s); run `pathweaver compact` later", after, exc)
 
     def compact(self) -> int:
         """VACUUM the store (no other process may hold it open); returns the file's size after, in bytes."""

@@ -23,13 +23,15 @@ from pathweaver.store.cache import cache_for
 from pathweaver.store.composed import ComposedSearch, composed_search
 from pathweaver.store.db import Connection, Database, StoreError, connect
 from pathweaver.store.graphvecs import phrase_vectors, recipe_of, relation_vectors
+from pathweaver.store.schema import DESCRIPTION, SOURCE_SENTENCE
 from pathweaver.store.snapshot import GraphSnapshot, Lazy, LazyRows, StoredTexts, file_span_json
 from pathweaver.store.vecdump import vec0_rows
 from pathweaver.text import normalize
 
 EXPORT_TABLES = ("documents", "chunks", "entities", "relations", "mentions", "relation_sources", "synonyms")
-# A relation source's supporting sentence: its span (in the document's parsed text) cut from the chunk's text.
-SOURCE_SENTENCE = "substr(c.text, s.start - c.start + 1, s.end - s.start)"
+# Every relation row with its description as read (``schema.DESCRIPTION``: stored, or its first source's sentence).
+RELATION_ROWS = (f"(SELECT r.id AS id, r.src_id AS src_id, r.dst_id AS dst_id, r.label AS label, r.kind AS kind, "
+                 f"{DESCRIPTION} AS description FROM relations r)")
 _FTS_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
 Bm25Row = tuple[int, float, str, str, int, int, str]  # chunk id, score, path, title, start, end, text
 
@@ -580,7 +582,7 @@ class StoreReader:
         def fetch(ids: list[int]) -> dict[int, str]:
             if not conns:
                 conns.append(connect(path, readonly=True))
-            return _pairs_in(conns[0], "SELECT id, description FROM relations WHERE id IN ({marks})", ids)
+            return _pairs_in(conns[0], f"SELECT r.id, {DESCRIPTION} FROM relations r WHERE r.id IN ({{marks}})", ids)
 
         return fetch
 
@@ -761,7 +763,7 @@ class StoreReader:
                 (eid,))]
             relations = []
             for rid, src, dst, label, desc, kind in conn.execute(
-                "SELECT r.id, s.name, t.name, r.label, r.description, r.kind FROM relations r "
+                f"SELECT r.id, s.name, t.name, r.label, {DESCRIPTION}, r.kind FROM relations r "
                 "JOIN entities s ON s.id = r.src_id JOIN entities t ON t.id = r.dst_id "
                 "WHERE r.src_id = ? OR r.dst_id = ? ORDER BY r.id", (eid, eid)
             ).fetchall():
@@ -853,6 +855,8 @@ class StoreReader:
         if table == "relation_sources":  # the sentence column as it was stored before schema 6
             sql = (f"SELECT s.relation_id, s.chunk_id, s.start, s.end, {SOURCE_SENTENCE} AS sentence "
                    "FROM relation_sources s JOIN chunks c ON c.id = s.chunk_id")
+        elif table == "relations":  # descriptions as read, in the column order of before schema 8
+            sql = f"SELECT id, src_id, dst_id, label, kind, description FROM {RELATION_ROWS}"
         cur = self.db.conn.execute(sql)
         columns = [d[0] for d in cur.description]
         rows = cur.fetchall()

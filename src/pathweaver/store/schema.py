@@ -160,7 +160,7 @@ SCHEMA_NER: list[str] = [
 # vec0 tables that held a second copy of each (most of a store's bytes) go. ``Database`` then VACUUMs once.
 DROPPED_VECTOR_TABLES = ("entity_vec", "relation_vec")
 SCHEMA_GRAPH_VECTORS_COMPOSED: list[str] = [f"DROP TABLE IF EXISTS {name}" for name in DROPPED_VECTOR_TABLES]
-# A relation source's sentence is its span of the chunk's text (``reads.SOURCE_SENTENCE``), not a copy of it.
+# A relation source's sentence is its span of the chunk's text (``SOURCE_SENTENCE`` below), not a copy of it.
 SCHEMA_SOURCE_SPANS_ONLY: list[str] = ["ALTER TABLE relation_sources DROP COLUMN sentence"]
 
 # Names from links and headings (issue 23): the display text of ``[[Target|display]]`` (and ``[display](target.md)``)
@@ -194,9 +194,36 @@ SCHEMA_VECTOR_NORMS: list[str] = [
     "CREATE TABLE IF NOT EXISTS relation_norms (id INTEGER PRIMARY KEY, norm REAL NOT NULL)",
 ]
 
+# A relation source's supporting sentence: its span (in the document's parsed text) cut from the chunk's text, for
+# a ``relation_sources`` row ``s`` and its chunk ``c``.
+SOURCE_SENTENCE = "substr(c.text, s.start - c.start + 1, s.end - s.start)"
+# The sentence of the lowest-chunk-id source of the relation row ``r`` (NULL while it has none).
+FIRST_SOURCE_SENTENCE = (f"(SELECT {SOURCE_SENTENCE} FROM relation_sources s JOIN chunks c ON c.id = s.chunk_id "
+                         "WHERE s.relation_id = r.id ORDER BY s.chunk_id LIMIT 1)")
+# A relation's description as read: the sentence it was first inserted with (``store.writes.ensure_relations``).
+DESCRIPTION = f"coalesce(r.description, {FIRST_SOURCE_SENTENCE}, '')"
+
+# Relation descriptions derived where they can be (issue 23's size goal): ``relations.description`` is NULL where
+# the sentence a relation was first inserted with is its lowest-chunk-id source's sentence (``DESCRIPTION`` reads
+# that), and holds the text only where the two differ; ``store.writes`` stores the text before any change of a
+# relation's sources would change what NULL reads as. SQLite cannot drop NOT NULL from a column, so the column is
+# dropped and added again, the texts that stay parked in a table of their own meanwhile.
+SCHEMA_DERIVED_DESCRIPTIONS: list[str] = [
+    f"""CREATE TABLE kept_descriptions AS SELECT r.id AS id, r.description AS description FROM relations r
+        WHERE r.description IS NOT {FIRST_SOURCE_SENTENCE}""",
+    "ALTER TABLE relations DROP COLUMN description",
+    "ALTER TABLE relations ADD COLUMN description TEXT",
+    """UPDATE relations SET description = (SELECT k.description FROM kept_descriptions k WHERE k.id = relations.id)
+        WHERE id IN (SELECT id FROM kept_descriptions)""",
+    "DROP TABLE kept_descriptions",
+]
+
+# The full-text index of triple texts was written on every relation insert and never searched.
+SCHEMA_NO_RELATION_FTS: list[str] = ["DROP TABLE IF EXISTS relations_fts"]
+
 MIGRATIONS: list[list[str]] = [SCHEMA_V1, SCHEMA_FOLDERS_AND_FILE_SPANS, SCHEMA_NAMES, SCHEMA_NER,
                                SCHEMA_GRAPH_VECTORS_COMPOSED, SCHEMA_SOURCE_SPANS_ONLY, SCHEMA_LINK_NAMES,
-                               SCHEMA_VECTOR_NORMS]
+                               SCHEMA_VECTOR_NORMS, SCHEMA_DERIVED_DESCRIPTIONS, SCHEMA_NO_RELATION_FTS]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 VECTOR_TABLES = ("chunk_vec",)

@@ -1,7 +1,9 @@
 """Every INSERT/UPDATE/DELETE of the store, as small functions called inside ``Database.write()``.
 
-FTS5 and vec0 virtual tables do not follow foreign keys, so every function that removes a chunk, entity or
-relation also removes its FTS and vector rows (rowid = owning row id). ``collect_garbage`` removes what lost its
+FTS5 and vec0 virtual tables do not follow foreign keys, so every function that removes a chunk or entity also
+removes its FTS and vector rows (rowid = owning row id). A relation's description is stored only where it is not
+its lowest-chunk-id source's sentence (``schema.DESCRIPTION``); every function that adds or removes sources keeps
+what it reads as. ``collect_garbage`` removes what lost its
 support (relations without sources, entities without mentions or relations) in the caller's transaction, so no
 orphan row survives a commit.
 """
@@ -19,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from pathweaver.store.db import Connection
+from pathweaver.store.schema import FIRST_SOURCE_SENTENCE
 
 _CHUNK_BATCH = 500
 _JSON_ROWS = 100_000  # texts per json_each statement
@@ -247,6 +250,7 @@ def add_gram_df(conn: Connection, counts: Mapping[str, int]) -> None:
 def delete_document_chunks(conn: Connection, doc_id: int) -> int:
     """Remove a document's chunks (mentions and relation sources cascade), their FTS/vector rows and their df."""
     rows = conn.execute("SELECT id, grams FROM chunks WHERE doc_id = ?", (doc_id,)).fetchall()
+    _store_descriptions_of(conn, [cid for cid, _ in rows])
     for cid, grams_json in rows:
         grams = [(g,) for g in json.loads(grams_json)]
         conn.executemany("UPDATE gram_df SET df = df - 1 WHERE gram = ?", grams)
@@ -322,10 +326,16 @@ RelationKey = tuple[int, int, str]  # (src_id, dst_id, label)
 SCAN_RELATIONS_OVER = 2000  # look keys up in one scan of the table beyond this many (a refresh), else one by one
 
 
-def ensure_relations(conn: Connection, rows: Sequence[tuple[RelationKey, str, str, str]]) -> dict[RelationKey, int]:
-    """Ids of relations given as (key, kind, description, triple text); missing ones are inserted in order, with
-    the ids SQLite would give them and FTS (triple text) rows. A key given twice keeps its first kind and
-    description."""
+SourceRow = tuple[RelationKey, int, int, int]  # (relation key, chunk_id, start, end)
+FirstSource = tuple[int, int, int]  # (chunk_id, start, end) of a relation's lowest-chunk-id source
+
+
+def ensure_relations(conn: Connection, rows: Sequence[tuple[RelationKey, str, str]],
+                     sources: Sequence[SourceRow] = ()) -> dict[RelationKey, int]:
+    """Ids of relations given as (key, kind, description); missing ones are inserted in order, with the ids SQLite
+    would give them, then ``sources`` (``insert_relation_sources``) by key. A key given twice keeps its first kind
+    and description. A new relation's description is stored NULL when it is the sentence of its lowest-chunk-id
+    source among ``sources`` (``schema.DESCRIPTION`` reads it back from there), else as text."""
     wanted = list(dict.fromkeys(r[0] for r in rows))
     ids: dict[RelationKey, int] = {}
     if len(wanted) > SCAN_RELATIONS_OVER:
@@ -338,16 +348,23 @@ def ensure_relations(conn: Connection, rows: Sequence[tuple[RelationKey, str, st
             row = conn.execute("SELECT id FROM relations WHERE src_id = ? AND dst_id = ? AND label = ?", key).fetchone()
             if row is not None:
                 ids[key] = int(row[0])
-    fresh: dict[RelationKey, tuple[RelationKey, str, str, str]] = {}
+    fresh: dict[RelationKey, tuple[RelationKey, str, str]] = {}
     for row in rows:
         if row[0] not in ids and row[0] not in fresh:
             fresh[row[0]] = row
     ids.update(zip(fresh, _next_ids(conn, "relations", len(fresh)), strict=True))
-    new = list(fresh.values())
-    conn.executemany("INSERT INTO relations(id, src_id, dst_id, label, kind, description) VALUES (?, ?, ?, ?, ?, ?)",
-                     [(ids[key], *key, kind, description) for key, kind, description, _ in new])
-    if new:  # the new ids are one run (``_next_ids``)
-        _insert_texts(conn, "relations_fts", "text", ids[new[0][0]], [r[3] for r in new])
+    first: dict[RelationKey, FirstSource] = {}
+    for key, cid, start, end in sources:  # the row INSERT OR IGNORE keeps in the lowest chunk
+        if key in fresh and (key not in first or cid < first[key][0]):
+            first[key] = (cid, start, end)
+    conn.executemany(
+        "INSERT INTO relations(id, src_id, dst_id, label, kind, description) VALUES (?1, ?2, ?3, ?4, ?5, "
+        "CASE WHEN ?6 = (SELECT substr(c.text, ?8 - c.start + 1, ?9 - ?8) FROM chunks c WHERE c.id = ?7) "
+        "THEN NULL ELSE ?6 END)",
+        [(ids[key], *key, kind, description, *first.get(key, (None, None, None)))
+         for key, kind, description in fresh.values()])
+    if sources:
+        insert_relation_sources(conn, [(ids[key], cid, start, end) for key, cid, start, end in sources])
     return ids
 
 
@@ -362,12 +379,55 @@ def _next_ids(conn: Connection, table: str, n: int) -> range:
 
 def insert_relation_sources(conn: Connection, rows: Iterable[tuple[int, int, int, int]]) -> None:
     """Provenance of relations as (relation_id, chunk_id, start, end): the span of the supporting sentence in the
-    document's parsed text (``reads.SOURCE_SENTENCE`` cuts it from the chunk); a chunk's first sentence that
-    supports a relation is kept."""
-    conn.executemany(
-        "INSERT OR IGNORE INTO relation_sources(relation_id, chunk_id, start, end) VALUES (?, ?, ?, ?)",
-        list(rows),
-    )
+    document's parsed text (``schema.SOURCE_SENTENCE`` cuts it from the chunk); a chunk's first sentence that
+    supports a relation is kept. A relation whose NULL description is its lowest source's sentence gets that
+    sentence stored first when a row comes in a lower chunk."""
+    rows = list(rows)
+    lowest: dict[int, int] = {}
+    rel_ids = sorted({r[0] for r in rows})
+    for part in _chunks(rel_ids):
+        marks = ",".join("?" * len(part))
+        lowest.update(conn.execute(
+            "SELECT s.relation_id, min(s.chunk_id) FROM relation_sources s JOIN relations r ON r.id = s.relation_id "
+            f"WHERE r.description IS NULL AND s.relation_id IN ({marks}) GROUP BY s.relation_id", part).fetchall())
+    lowered = sorted({rid for rid, cid, _, _ in rows if rid in lowest and cid < lowest[rid]})
+    conn.executemany(f"UPDATE relations AS r SET description = {FIRST_SOURCE_SENTENCE} WHERE r.id = ?",
+                     [(rid,) for rid in lowered])
+    conn.executemany("INSERT OR IGNORE INTO relation_sources(relation_id, chunk_id, start, end) VALUES (?, ?, ?, ?)",
+                     rows)
+
+
+def _store_descriptions_of(conn: Connection, chunk_ids: Sequence[int]) -> None:
+    """Before the sources in ``chunk_ids`` go: store the description of each relation that reads it from one of
+    them (NULL, lowest source among them), so that it keeps reading the same."""
+    for part in _chunks(list(chunk_ids)):
+        marks = ",".join("?" * len(part))
+        conn.execute(
+            f"UPDATE relations AS r SET description = {FIRST_SOURCE_SENTENCE} WHERE r.description IS NULL "
+            f"AND r.id IN (SELECT relation_id FROM relation_sources WHERE chunk_id IN ({marks})) "
+            f"AND (SELECT min(chunk_id) FROM relation_sources WHERE relation_id = r.id) IN ({marks})",
+            [*part, *part])
+
+
+def first_sources(conn: Connection) -> dict[int, FirstSource]:
+    """The lowest-chunk-id source of every relation whose description is NULL (what it reads as)."""
+    out: dict[int, FirstSource] = {}
+    for rid, cid, start, end in conn.execute(
+            "SELECT s.relation_id, s.chunk_id, s.start, s.end FROM relation_sources s JOIN relations r "
+            "ON r.id = s.relation_id WHERE r.description IS NULL ORDER BY s.relation_id DESC, s.chunk_id DESC"):
+        out[rid] = (cid, start, end)  # the last row of a relation is its lowest chunk's
+    return out
+
+
+def settle_descriptions(conn: Connection, before: Mapping[int, FirstSource]) -> int:
+    """After a relation's sources were replaced (``clear_derived``, then rows written again), store the
+    description of each relation of ``before`` whose lowest source moved: the sentence at its old one, which it
+    read as. The chunks of ``before`` must still exist (a refresh deletes none). Returns how many were stored."""
+    now = first_sources(conn)
+    moved = [(*source, rid) for rid, source in before.items() if now.get(rid) != source]
+    conn.executemany("UPDATE relations SET description = (SELECT substr(c.text, ?2 - c.start + 1, ?3 - ?2) "
+                     "FROM chunks c WHERE c.id = ?1) WHERE id = ?4 AND description IS NULL", moved)
+    return len(moved)
 
 
 def insert_synonyms(conn: Connection, pairs: Iterable[tuple[int, int, float]]) -> None:
@@ -378,11 +438,14 @@ def insert_synonyms(conn: Connection, pairs: Iterable[tuple[int, int, float]]) -
     )
 
 
-def clear_derived(conn: Connection) -> None:
-    """Drop all mentions, name mentions and relation sources (refresh re-derives them in the same transaction)."""
+def clear_derived(conn: Connection) -> dict[int, FirstSource]:
+    """Drop all mentions, name mentions and relation sources (refresh re-derives them in the same transaction);
+    returns ``first_sources`` as they were, for ``settle_descriptions`` once the sources are written again."""
+    before = first_sources(conn)
     conn.execute("DELETE FROM mentions")
     conn.execute("DELETE FROM name_mentions")
     conn.execute("DELETE FROM relation_sources")
+    return before
 
 
 # -- names (extract/names.py) --------------------------------------------------------------------------------
@@ -405,6 +468,7 @@ def replace_name_mentions(conn: Connection, chunk_ids: Sequence[int], rows: Iter
 
 def clear_chunk_derived(conn: Connection, chunk_ids: Sequence[int]) -> None:
     """Drop the mentions and relation sources of some chunks (a renamed document's graph is re-derived)."""
+    _store_descriptions_of(conn, chunk_ids)
     conn.executemany("DELETE FROM mentions WHERE chunk_id = ?", [(c,) for c in chunk_ids])
     conn.executemany("DELETE FROM relation_sources WHERE chunk_id = ?", [(c,) for c in chunk_ids])
 
@@ -453,9 +517,7 @@ def collect_garbage(conn: Connection, entity_ids: Iterable[int] | None = None,
 
 
 def delete_relations(conn: Connection, ids: Sequence[int]) -> None:
-    params = [(i,) for i in ids]
-    conn.executemany("DELETE FROM relations_fts WHERE rowid = ?", params)
-    conn.executemany("DELETE FROM relations WHERE id = ?", params)
+    conn.executemany("DELETE FROM relations WHERE id = ?", [(i,) for i in ids])
 
 
 def delete_entities(conn: Connection, ids: Sequence[int]) -> None:
