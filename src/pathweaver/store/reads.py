@@ -574,15 +574,17 @@ class StoreReader:
         return entity_rows_, LazyRows(make_relations)
 
     def _descriptions(self) -> Callable[[list[int]], dict[int, str]]:
-        """``StoredTexts``' fetch for relation descriptions, over a read-only connection opened on first use (a
-        description never changes once its relation is written)."""
+        """``StoredTexts``' fetch for relation descriptions, each over a read-only connection of its own, closed
+        after it (a description never changes once its relation is written; a connection left open would keep the
+        store's WAL from being checkpointed when the store closes)."""
         path = self.db.path
-        conns: list[Connection] = []
 
         def fetch(ids: list[int]) -> dict[int, str]:
-            if not conns:
-                conns.append(connect(path, readonly=True))
-            return _pairs_in(conns[0], f"SELECT r.id, {DESCRIPTION} FROM relations r WHERE r.id IN ({{marks}})", ids)
+            conn = connect(path, readonly=True)
+            try:
+                return _pairs_in(conn, f"SELECT r.id, {DESCRIPTION} FROM relations r WHERE r.id IN ({{marks}})", ids)
+            finally:
+                conn.close()
 
         return fetch
 
