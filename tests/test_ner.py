@@ -19,6 +19,7 @@ from pathweaver.retrieval.keywords import query_names
 from pathweaver.service import Pathweaver
 from pathweaver.store.db import Database
 from pathweaver.store.reads import StoreReader
+from pathweaver.store.schema import DESCRIPTION
 
 FILM = ("---\ntitle: Inherent Vice (film)\n---\n# Inherent Vice (film)\n\n"
         "Inherent Vice is a 2014 American film directed by Paul Thomas Anderson. "
@@ -62,7 +63,7 @@ def test_named_entities_and_sentence_relations_replace_ngrams(tmp_path: Path, em
         Indexer(db, settings(tmp_path / "store", "names,ner"), embedder).index_paths([folder])
         kinds = dict(db.conn.execute("SELECT name, kind FROM entities").fetchall())
         relations = db.conn.execute(
-            "SELECT s.name, t.name, r.description FROM relations r JOIN entities s ON s.id = r.src_id "
+            f"SELECT s.name, t.name, {DESCRIPTION} FROM relations r JOIN entities s ON s.id = r.src_id "
             "JOIN entities t ON t.id = r.dst_id").fetchall()
         syn_names = {n for row in StoreReader(db).canonical_graph()["synonyms"] for n in row}
     assert kinds["paul thomas anderson"] == "title"  # a title stays a title when NER finds it too
