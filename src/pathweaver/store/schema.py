@@ -194,9 +194,15 @@ SCHEMA_VECTOR_NORMS: list[str] = [
     "CREATE TABLE IF NOT EXISTS relation_norms (id INTEGER PRIMARY KEY, norm REAL NOT NULL)",
 ]
 
+def span_sentence(start: str, end: str) -> str:
+    """SQL cutting the sentence at offsets ``start``..``end`` (SQL expressions, in the document's parsed text) from
+    the text of the chunk row ``c``."""
+    return f"substr(c.text, {start} - c.start + 1, {end} - {start})"
+
+
 # A relation source's supporting sentence: its span (in the document's parsed text) cut from the chunk's text, for
 # a ``relation_sources`` row ``s`` and its chunk ``c``.
-SOURCE_SENTENCE = "substr(c.text, s.start - c.start + 1, s.end - s.start)"
+SOURCE_SENTENCE = span_sentence("s.start", "s.end")
 # The sentence of the lowest-chunk-id source of the relation row ``r`` (NULL while it has none).
 FIRST_SOURCE_SENTENCE = (f"(SELECT {SOURCE_SENTENCE} FROM relation_sources s JOIN chunks c ON c.id = s.chunk_id "
                          "WHERE s.relation_id = r.id ORDER BY s.chunk_id LIMIT 1)")

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from pathweaver.store.db import Connection
-from pathweaver.store.schema import FIRST_SOURCE_SENTENCE
+from pathweaver.store.schema import FIRST_SOURCE_SENTENCE, span_sentence
 
 _CHUNK_BATCH = 500
 _JSON_ROWS = 100_000  # texts per json_each statement
@@ -359,7 +359,7 @@ def ensure_relations(conn: Connection, rows: Sequence[tuple[RelationKey, str, st
             first[key] = (cid, start, end)
     conn.executemany(
         "INSERT INTO relations(id, src_id, dst_id, label, kind, description) VALUES (?1, ?2, ?3, ?4, ?5, "
-        "CASE WHEN ?6 = (SELECT substr(c.text, ?8 - c.start + 1, ?9 - ?8) FROM chunks c WHERE c.id = ?7) "
+        f"CASE WHEN ?6 = (SELECT {span_sentence('?8', '?9')} FROM chunks c WHERE c.id = ?7) "
         "THEN NULL ELSE ?6 END)",
         [(ids[key], *key, kind, description, *first.get(key, (None, None, None)))
          for key, kind, description in fresh.values()])
@@ -425,7 +425,7 @@ def settle_descriptions(conn: Connection, before: Mapping[int, FirstSource]) -> 
     read as. The chunks of ``before`` must still exist (a refresh deletes none). Returns how many were stored."""
     now = first_sources(conn)
     moved = [(*source, rid) for rid, source in before.items() if now.get(rid) != source]
-    conn.executemany("UPDATE relations SET description = (SELECT substr(c.text, ?2 - c.start + 1, ?3 - ?2) "
+    conn.executemany(f"UPDATE relations SET description = (SELECT {span_sentence('?2', '?3')} "
                      "FROM chunks c WHERE c.id = ?1) WHERE id = ?4 AND description IS NULL", moved)
     return len(moved)
 
