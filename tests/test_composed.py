@@ -132,3 +132,21 @@ def test_phrases_split_together_as_apart(phrases: list[str]) -> None:
     assert got.shape == want.shape == (len(phrases), len(index))
     assert got.indptr.tolist() == want.indptr.tolist() and got.indices.tolist() == want.indices.tolist()
     assert got.toarray().tolist() == [[p.split().count(w) for w in index] for p in phrases]
+
+
+def test_rows_read_words_over_the_shared_reader_which_closes_with_the_database(store: Path, tmp_path: Path) -> None:
+    """Rows made on demand open the store's shared reader; ``Database.close`` closes it, so the writer's close
+    checkpoints and removes the WAL; a later row opens it again."""
+    copy = tmp_path / "store"
+    shutil.copytree(store, copy)
+    db = Database(copy)
+    reader = StoreReader(db)
+    reader.cache.clear()
+    search = reader.snapshot().composed.get()
+    assert search is not None and not db.shared.is_open
+    first = search.entity_rows(np.arange(3))
+    assert db.shared.is_open and (copy / "pathweaver.db-wal").exists()
+    db.close()
+    assert not db.shared.is_open and not (copy / "pathweaver.db-wal").exists()
+    assert search.entity_rows(np.arange(3)).tobytes() == first.tobytes() and db.shared.is_open
+    db.shared.close()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ import scipy.sparse as sp
 
 from pathweaver.numeric.projection import row_scores, top_stable
 from pathweaver.numeric.vectors import BLOCK_ROWS, VectorTable, compose_phrases, normalise_rows
-from pathweaver.store.db import Connection, OperationalError, connect
+from pathweaver.store.db import Connection, OperationalError, SharedReader, connect
 from pathweaver.store.graphvecs import VectorRecipe
 from pathweaver.store.writes import text_hash
 
@@ -136,19 +135,15 @@ def _all_word_vectors(conn: Connection, words: Sequence[str], space: str, dim: i
 
 
 class WordRows:
-    """Exact (float32) word vectors read from ``embed_cache`` when a row is made, over one read-only connection
-    opened on first use (a cached vector never changes)."""
+    """Exact (float32) word vectors read from ``embed_cache`` when a row is made, over the store's shared reader
+    (``db.SharedReader``; a cached vector never changes)."""
 
-    def __init__(self, path: Path, space: str, dim: int) -> None:
-        self.path, self.space, self.dim = path, space, dim
-        self._conn: Connection | None = None
-        self._lock = threading.Lock()
+    def __init__(self, reader: SharedReader, space: str, dim: int) -> None:
+        self.reader, self.space, self.dim = reader, space, dim
 
     def __call__(self, words: Sequence[str]) -> np.ndarray:
-        with self._lock:
-            if self._conn is None:
-                self._conn = connect(self.path, readonly=True)
-            return _word_vectors(self._conn, words, self.space, self.dim)[0]
+        with self.reader.use() as conn:
+            return _word_vectors(conn, words, self.space, self.dim)[0]
 
 
 @dataclass
@@ -302,11 +297,13 @@ def _write_norms(path: Path, settings: str | None, tables: dict[str, tuple[np.nd
             raise
 
 
-def composed_search(path: Path, recipe: VectorRecipe, dim: int, entity_ids: np.ndarray, names: list[str],
-                    rel_ids: np.ndarray, rel_src: np.ndarray, rel_dst: np.ndarray, labels: list[str]
-                    ) -> ComposedSearch | None:
+def composed_search(reader: SharedReader, recipe: VectorRecipe, dim: int, entity_ids: np.ndarray,
+                    names: list[str], rel_ids: np.ndarray, rel_src: np.ndarray, rel_dst: np.ndarray,
+                    labels: list[str]) -> ComposedSearch | None:
     """The search over a snapshot's entities and relations, or None when their vectors are not both composed
-    (an encoded vector is no function of word vectors) or the store has no norm tables."""
+    (an encoded vector is no function of word vectors) or the store has no norm tables. Rows made later read
+    their words over ``reader``."""
+    path = reader.path
     if recipe.entities != "composed" or recipe.triples != "composed" or not dim:
         return None
     with contextlib.closing(connect(path, readonly=True)) as conn:
@@ -345,7 +342,7 @@ def composed_search(path: Path, recipe: VectorRecipe, dim: int, entity_ids: np.n
     new_ent = np.flatnonzero(np.isnan(ent_norm))
     if new_ent.size:
         ent_norm[new_ent] = _sum_norms(entity_words[new_ent], exact, ent_lost[new_ent])
-    search = ComposedSearch(words, vocab, WordRows(path, recipe.space, dim), entity_words, ent_norm, np.zeros(0),
+    search = ComposedSearch(words, vocab, WordRows(reader, recipe.space, dim), entity_words, ent_norm, np.zeros(0),
                             label_words, _sum_norms(label_words[:, label_cols], label_exact, lab_lost), np.zeros(0),
                             rel_label,
                             np.asarray(rel_src, dtype=np.int64), np.asarray(rel_dst, dtype=np.int64), rel_norm,
