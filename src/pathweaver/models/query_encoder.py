@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 BATCH = 32  # texts per padded pass
+PASS_TOKENS = 2048  # padded tokens per pass at most (a pass of 256-token rows holds 8: ~25 MB of attention scores)
 _LAYOUT = ["sentence_transformers.models.Transformer", "sentence_transformers.models.Pooling",
            "sentence_transformers.models.Normalize"]
 
@@ -83,8 +84,11 @@ def _gelu(x: np.ndarray) -> np.ndarray:
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+    """Softmax over the last axis, in place (attention scores are the largest arrays of a pass)."""
+    x -= x.max(axis=-1, keepdims=True)
+    np.exp(x, out=x)
+    x /= x.sum(axis=-1, keepdims=True)
+    return x
 
 
 @dataclass(eq=False)  # hashed by identity: models/tokens.py keys its tokenizer copies by it
@@ -126,15 +130,20 @@ class QueryEncoder:
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """(n, dim) float32 unit vectors; a lone text runs unpadded, more go in padded batches of similar length
-        (``BATCH`` texts at most), with the padding masked out of attention and of the mean."""
+        (``BATCH`` texts and ``PASS_TOKENS`` padded tokens at most), with the padding masked out of attention and
+        of the mean."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
         ids = [enc.ids for enc in self.tokenizer.encode_batch(texts)]
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         with self.lock:
-            for start in range(0, len(order), BATCH):
-                rows = order[start:start + BATCH]
+            start = 0
+            while start < len(order):
+                rows = order[start:start + BATCH]  # shortest first: the last row is the widest
+                while len(rows) > 1 and len(rows) * len(ids[rows[-1]]) > PASS_TOKENS:
+                    rows = rows[:-1]
+                start += len(rows)
                 width = max(len(ids[i]) for i in rows)
                 batch = np.zeros((len(rows), width), dtype=np.int64)
                 mask = np.zeros((len(rows), width), dtype=bool)
@@ -175,9 +184,10 @@ class QueryEncoder:
                 return t.reshape(b, n, self.heads, head).transpose(0, 2, 1, 3)
 
             q, k, v = (split(self._linear(x, f"{p}.attention.self.{m}")) for m in ("query", "key", "value"))
-            scores = (q @ k.transpose(0, 1, 3, 2)) * scale
+            scores = q @ k.transpose(0, 1, 3, 2)
+            scores *= scale
             if keys is not None:
-                scores = scores + keys
+                scores += keys
             ctx = (_softmax(scores) @ v).transpose(0, 2, 1, 3).reshape(b, n, dim)
             x = self._layer_norm(self._linear(ctx, f"{p}.attention.output.dense") + x,
                                  f"{p}.attention.output.LayerNorm")
