@@ -13,6 +13,7 @@ from pathweaver.config import Settings
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
 from pathweaver.numeric.projection import exact_top_k
+from pathweaver.store import composed
 from pathweaver.store.db import Database
 from pathweaver.store.reads import StoreReader
 
@@ -36,9 +37,12 @@ def _fresh_snapshot(path: Path):  # noqa: ANN202
     return reader.snapshot()
 
 
-def test_same_rows_and_scores_as_the_tables(store: Path) -> None:
+@pytest.mark.parametrize("scan", [True, False])
+def test_same_rows_and_scores_as_the_tables(store: Path, scan: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every k, every question: the composed search returns the rows and the score bits of an exact search of
-    the full tables, and the rows it makes are the tables' rows."""
+    the full tables, and the rows it makes are the tables' rows, whether the word vectors come from a scan of
+    the cache or from a lookup per word."""
+    monkeypatch.setattr(composed, "SCAN_SHARE", 10**9 if scan else 0)
     snap = _fresh_snapshot(store)
     search = snap.composed.get()
     assert search is not None and snap.loaded("rel_vecs") is None
@@ -110,3 +114,39 @@ def test_methods_give_the_same_results_without_the_tables(store: Path) -> None:
         assert run() == before
     finally:
         pw.close()
+
+
+@pytest.mark.parametrize("phrases", [
+    ["marie curie", "", "nobel  prize in\tphysics", "marie", "x"],
+    [],
+    [""],
+    ["a \x00 b", "\x00", "a\x00b c"],  # the separator as a word: split one phrase at a time
+])
+def test_phrases_split_together_as_apart(phrases: list[str]) -> None:
+    """Splitting all phrases as one text gives the matrix and word numbering of splitting them one by one."""
+    index = {"physics": 0}
+    apart_index = dict(index)
+    got = composed._phrase_words(phrases, index)
+    want = composed._phrase_words_apart(phrases, apart_index)
+    assert list(index) == list(apart_index) and index == apart_index
+    assert got.shape == want.shape == (len(phrases), len(index))
+    assert got.indptr.tolist() == want.indptr.tolist() and got.indices.tolist() == want.indices.tolist()
+    assert got.toarray().tolist() == [[p.split().count(w) for w in index] for p in phrases]
+
+
+def test_rows_read_words_over_the_shared_reader_which_closes_with_the_database(store: Path, tmp_path: Path) -> None:
+    """Rows made on demand open the store's shared reader; ``Database.close`` closes it, so the writer's close
+    checkpoints and removes the WAL; a later row opens it again."""
+    copy = tmp_path / "store"
+    shutil.copytree(store, copy)
+    db = Database(copy)
+    reader = StoreReader(db)
+    reader.cache.clear()
+    search = reader.snapshot().composed.get()
+    assert search is not None and not db.shared.is_open
+    first = search.entity_rows(np.arange(3))
+    assert db.shared.is_open and (copy / "pathweaver.db-wal").exists()
+    db.close()
+    assert not db.shared.is_open and not (copy / "pathweaver.db-wal").exists()
+    assert search.entity_rows(np.arange(3)).tobytes() == first.tobytes() and db.shared.is_open
+    db.shared.close()

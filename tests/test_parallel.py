@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,7 +56,8 @@ def test_sparse_rows_match_scipy(threads: int, engine: str | None) -> None:
     nnz = 5 * ROWS
     m = sp.csr_matrix((rng.random(nnz), (rng.integers(0, ROWS, nnz), rng.integers(0, ROWS, nnz))), shape=(ROWS, ROWS))
     rows = SparseRows(m, engine=engine)
-    assert rows.engine == engine or (engine is None and rows.engine == ("blocks" if threads == 1 else "torch"))
+    default = "torch" if threads > 1 and "torch" in sys.modules else "blocks"
+    assert rows.engine == engine or (engine is None and rows.engine == default)
     split = rows.engine == "blocks"
     assert len(rows.blocks) == (min(threads, ROWS // MIN_ROWS_PER_THREAD) if split else 1)
     x = rng.random(ROWS)
@@ -65,6 +69,18 @@ def test_sparse_rows_match_scipy(threads: int, engine: str | None) -> None:
     np.testing.assert_allclose(single.dot(x.astype(np.float32)), m @ x, rtol=1e-5)
     with pytest.raises(ConfigError):
         SparseRows(m, engine="gpu")
+
+
+def test_the_default_engine_follows_whether_torch_is_loaded() -> None:
+    """A process that has not imported torch walks on our pool and does not import it; one that has uses torch."""
+    code = ("import sys; import numpy as np, scipy.sparse as sp; from pathweaver.numeric import parallel; "
+            "parallel.set_threads(2); m = sp.random(5000, 5000, density=0.001, format='csr', random_state=1); "
+            "a = parallel.SparseRows(m); a.dot(np.ones(5000)); print(a.engine, 'torch' in sys.modules); "
+            "import torch; print(parallel.SparseRows(m).engine)")
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["blocks", "False", "torch"]
 
 
 def test_pagerank_on_split_rows_equals_unsplit() -> None:

@@ -50,11 +50,12 @@ def test_other_layouts_are_refused(tmp_path: Path) -> None:
     assert QueryEncoder.load(tmp_path / "missing") is None
 
 
-def test_a_question_is_embedded_without_sentence_transformers() -> None:
+def test_a_question_is_embedded_without_sentence_transformers_or_torch() -> None:
     code = ("import sys; from pathweaver.models.embedder import Embedder; e = Embedder(); "
             "v = e.encode_one('Who was Scrooge?'); e.count_tokens('Who was Scrooge?'); "
-            "print(v.shape, 'sentence_transformers' in sys.modules, 'transformers' in sys.modules)")
+            "print(v.shape, 'sentence_transformers' in sys.modules, 'transformers' in sys.modules, "
+            "'torch' in sys.modules)")
     src = str(Path(__file__).resolve().parents[1] / "src")
     env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["(384,)", "False", "False"]
+    assert out.stdout.split() == ["(384,)", "False", "False", "False"]

@@ -105,7 +105,10 @@ def _key_words(spans: Sequence[WordSpan]) -> list[tuple[str, bool]]:
 
 def linkable(name: str) -> bool:
     """Whether occurrences of ``name`` are linked at all (see the module docstring)."""
-    words = [s.word for s in word_spans(name)]
+    return _linkable_words([s.word for s in word_spans(name)])
+
+
+def _linkable_words(words: list[str]) -> bool:
     if not words:
         return False
     if all(w in STOPWORDS or w.isdigit() for w in words):
@@ -134,15 +137,16 @@ class NameLinker:
         keys: dict[str, list[str]] = {}
         strict_names = set()
         for name in sorted(set(names)):
-            if not linkable(name):
+            spans = word_spans(name)  # once per name: ``linkable`` and ``strict`` of these spans
+            if not _linkable_words([s.word for s in spans]):
                 continue
             parts = []
-            for i, (word, joined) in enumerate(_key_words(word_spans(name))):
+            for i, (word, joined) in enumerate(_key_words(spans)):
                 if i and not joined:
                     parts.append(_SEPARATOR)
                 parts.append(alphabet.setdefault(word, chr(_FIRST_WORD_CHAR + len(alphabet))))
             keys.setdefault("".join(parts), []).append(name)
-            if strict(name):
+            if len(spans) == 1:  # ``strict``
                 strict_names.add(name)
         if not keys:
             return cls(None, alphabet, frozenset())

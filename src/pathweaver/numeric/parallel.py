@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import os
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -147,12 +148,14 @@ class SparseRows:
     """A CSR matrix for repeated matrix-vector products (PageRank steps), on torch's thread pool or cut into row
     blocks for ours.
 
-    ``engine`` "torch" (the default whenever more than one thread is allowed) runs each product as one
-    ``torch.mv`` on a CSR tensor that shares this matrix's arrays. torch's OpenMP workers spin for a while after
-    each parallel region, so right after a question's embedding they are awake, and they take the product at
-    once, where our pool's threads would compete with them for the cores (docs/design-notes.md, "PageRank").
-    "blocks" is the row split
-    on our pool (``threads`` blocks, one when threads are off).
+    ``engine`` "torch" (the default whenever more than one thread is allowed and torch is loaded) runs each
+    product as one ``torch.mv`` on a CSR tensor that shares this matrix's arrays. torch's OpenMP workers spin for
+    a while after each parallel region, so right after a question's embedding by the model they are awake, and
+    they take the product at once, where our pool's threads would compete with them for the cores
+    (docs/design-notes.md, "PageRank"). "blocks" is the row split on our pool (``threads`` blocks, one when
+    threads are off); the default in a process that has not loaded torch (its questions embedded by the numpy
+    encoder, ``models.query_encoder``), which then never pays torch's import (~1 s and ~170 MB) for a walk. The
+    engines' sums agree to rounding, not bit for bit (torch's kernel sums a row in another order).
     """
 
     def __init__(self, matrix: sp.spmatrix, parts: int | None = None, engine: str | None = None,
@@ -161,7 +164,7 @@ class SparseRows:
         n = int(csr.shape[0])
         self.shape: tuple[int, int] = (n, int(csr.shape[1]))
         self.dtype = csr.dtype
-        self.engine = engine or ("torch" if threads() > 1 else "blocks")
+        self.engine = engine or ("torch" if threads() > 1 and "torch" in sys.modules else "blocks")
         if self.engine not in SPARSE_ENGINES:
             raise ConfigError(f"sparse engine must be one of {SPARSE_ENGINES}, got {self.engine!r}")
         # ``order``: a symmetric renumbering of the nodes, inner position i holding node order[i]; products then

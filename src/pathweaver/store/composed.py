@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ import scipy.sparse as sp
 
 from pathweaver.numeric.projection import row_scores, top_stable
 from pathweaver.numeric.vectors import BLOCK_ROWS, VectorTable, compose_phrases, normalise_rows
-from pathweaver.store.db import Connection, OperationalError, connect
+from pathweaver.store.db import Connection, OperationalError, SharedReader, connect
 from pathweaver.store.graphvecs import VectorRecipe
 from pathweaver.store.writes import text_hash
 
@@ -36,21 +35,39 @@ log = logging.getLogger(__name__)
 ERR = 1e-4
 HALF = 1.1 * 2.0**-11  # float16's relative rounding, with room for subnormal components
 FETCH = 500  # cache keys per "IN (...)" query
+NORM_ROW = np.dtype([("id", np.int64), ("norm", np.float64)])
 NORM_ROWS = 1024  # rows per block where norms are taken (a float64 block of 384 columns is 3 MB)
-SPLIT_ROWS = 16_384  # phrases split into words at a time
+SEP = "\x00"  # a word between phrases split together (a phrase with it as a word is split alone)
+SCAN_SHARE = 2  # read the whole vocabulary by scanning ``embed_cache`` unless it holds over twice as many rows
 
 
 def _phrase_words(phrases: Sequence[str], index: dict[str, int]) -> sp.csr_matrix:
-    """(n, words) counts of each phrase's words (``numeric.vectors.phrase_words``), new words added to ``index``."""
-    counts = np.zeros(len(phrases), dtype=np.int64)
-    parts = []
-    for lo in range(0, len(phrases), SPLIT_ROWS):
-        split = [p.split() for p in phrases[lo : lo + SPLIT_ROWS]]
-        counts[lo : lo + len(split)] = [len(ws) for ws in split]
-        parts.append(np.fromiter((index.setdefault(w, len(index)) for ws in split for w in ws), dtype=np.int64))
-    cols = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    """(n, words) counts of each phrase's words (``numeric.vectors.phrase_words``), new words added to ``index``
+    in order of first use. The phrases are split as one text with a separator token between them (one ``split``
+    call and one dict lookup per word, instead of a ``split`` and a list per phrase)."""
+    n = len(phrases)
+    words = f" {SEP} ".join(phrases).split()
+    if n and words.count(SEP) != n - 1:  # some phrase holds the separator as a word of its own
+        return _phrase_words_apart(phrases, index)
+    for w in dict.fromkeys(words):
+        if w != SEP and w not in index:
+            index[w] = len(index)
+    look = {**index, SEP: -1}
+    ids = np.fromiter(map(look.__getitem__, words), dtype=np.int64, count=len(words))
+    ends = np.flatnonzero(ids < 0)
+    counts = np.diff(np.concatenate(([-1], ends, [ids.shape[0]]))) - 1 if n else np.zeros(0, dtype=np.int64)
+    cols = ids[ids >= 0]
     indptr = np.concatenate(([0], np.cumsum(counts)))
-    return sp.csr_matrix((np.ones(cols.shape[0], dtype=np.float32), cols, indptr), shape=(len(phrases), len(index)))
+    return sp.csr_matrix((np.ones(cols.shape[0], dtype=np.float32), cols, indptr), shape=(n, len(index)))
+
+
+def _phrase_words_apart(phrases: Sequence[str], index: dict[str, int]) -> sp.csr_matrix:
+    """``_phrase_words`` one phrase at a time (the same matrix and ``index``)."""
+    split = [p.split() for p in phrases]
+    cols = np.fromiter((index.setdefault(w, len(index)) for ws in split for w in ws), dtype=np.int64)
+    indptr = np.concatenate(([0], np.cumsum([len(ws) for ws in split], dtype=np.int64)))
+    return sp.csr_matrix((np.ones(cols.shape[0], dtype=np.float32), cols, indptr),
+                         shape=(len(phrases), len(index)))
 
 
 def _word_vectors(conn: Connection, words: Sequence[str], space: str, dim: int, dtype: type = np.float32
@@ -73,20 +90,60 @@ def _word_vectors(conn: Connection, words: Sequence[str], space: str, dim: int, 
     return out, have
 
 
-class WordRows:
-    """Exact (float32) word vectors read from ``embed_cache`` when a row is made, over one read-only connection
-    opened on first use (a cached vector never changes)."""
+def _all_word_vectors(conn: Connection, words: Sequence[str], space: str, dim: int, exact: np.ndarray | None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``_word_vectors`` of a whole vocabulary as float16 rows, the mask of those found, and float32 rows of the
+    words in ``exact`` (ascending positions; None for none), from one pass over ``embed_cache`` when the
+    vocabulary is most of it (one sequential scan instead of a key lookup per word), batch by batch."""
+    cached = conn.execute("SELECT count(*) FROM embed_cache").fetchone()[0]
+    if len(words) * SCAN_SHARE < cached:
+        half, have = _word_vectors(conn, words, space, dim, np.float16)
+        rows = None if exact is None else _word_vectors(conn, [words[i] for i in exact.tolist()], space, dim)[0]
+        return half, have, rows
+    half = np.zeros((len(words), dim), dtype=np.float16)
+    have = np.zeros(len(words), dtype=bool)
+    full = None if exact is None else np.zeros((exact.shape[0], dim), dtype=np.float32)
+    slot = np.full(len(words), -1, dtype=np.int64)
+    if exact is not None:
+        slot[exact] = np.arange(exact.shape[0])
+    at = {text_hash(w, space): i for i, w in enumerate(words)}
+    pos: list[int] = []
+    blobs: list[bytes] = []
 
-    def __init__(self, path: Path, space: str, dim: int) -> None:
-        self.path, self.space, self.dim = path, space, dim
-        self._conn: Connection | None = None
-        self._lock = threading.Lock()
+    def flush() -> None:
+        if not pos:
+            return
+        rows = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(pos), dim)
+        idx = np.asarray(pos, dtype=np.int64)
+        half[idx] = rows
+        have[idx] = True
+        if full is not None:
+            keep = slot[idx] >= 0
+            full[slot[idx[keep]]] = rows[keep]
+        pos.clear()
+        blobs.clear()
+
+    for key, blob in conn.execute("SELECT text_hash, vector FROM embed_cache"):
+        i = at.get(key)
+        if i is not None and len(blob) == 4 * dim:
+            pos.append(i)
+            blobs.append(blob)
+            if len(pos) == FETCH:
+                flush()
+    flush()
+    return half, have, full
+
+
+class WordRows:
+    """Exact (float32) word vectors read from ``embed_cache`` when a row is made, over the store's shared reader
+    (``db.SharedReader``; a cached vector never changes)."""
+
+    def __init__(self, reader: SharedReader, space: str, dim: int) -> None:
+        self.reader, self.space, self.dim = reader, space, dim
 
     def __call__(self, words: Sequence[str]) -> np.ndarray:
-        with self._lock:
-            if self._conn is None:
-                self._conn = connect(self.path, readonly=True)
-            return _word_vectors(self._conn, words, self.space, self.dim)[0]
+        with self.reader.use() as conn:
+            return _word_vectors(conn, words, self.space, self.dim)[0]
 
 
 @dataclass
@@ -203,16 +260,11 @@ def _relation_norms(search: ComposedSearch, idx: np.ndarray, words: np.ndarray) 
 
 
 def _stored_norms(conn: Connection, table: str, ids: np.ndarray) -> np.ndarray:
-    """The stored norms of ``ids`` (ascending), NaN where none (read as one string that numpy parses: a tuple
-    per row would cost more than the norms)."""
+    """The stored norms of ``ids`` (ascending), NaN where none (rows read straight into a structured array)."""
     out = np.full(ids.shape[0], np.nan)
-    n, joined = conn.execute(f"SELECT count(*), group_concat(id || ' ' || norm, ' ') FROM {table}").fetchone()
-    pairs = np.fromstring(joined, sep=" ") if n else np.zeros(0)
-    if pairs.size != 2 * n:
-        rows = conn.execute(f"SELECT id, norm FROM {table}").fetchall()
-        pairs = np.array(rows, dtype=np.float64).reshape(-1)
-    if n and ids.shape[0]:
-        got, vals = pairs[0::2].astype(np.int64), pairs[1::2]
+    pairs = np.fromiter(conn.execute(f"SELECT id, norm FROM {table}"), dtype=NORM_ROW)
+    if pairs.shape[0] and ids.shape[0]:
+        got, vals = pairs["id"], pairs["norm"]
         pos = np.minimum(np.searchsorted(ids, got), ids.shape[0] - 1)
         hit = ids[pos] == got
         out[pos[hit]] = vals[hit]
@@ -245,11 +297,13 @@ def _write_norms(path: Path, settings: str | None, tables: dict[str, tuple[np.nd
             raise
 
 
-def composed_search(path: Path, recipe: VectorRecipe, dim: int, entity_ids: np.ndarray, names: list[str],
-                    rel_ids: np.ndarray, rel_src: np.ndarray, rel_dst: np.ndarray, labels: list[str]
-                    ) -> ComposedSearch | None:
+def composed_search(reader: SharedReader, recipe: VectorRecipe, dim: int, entity_ids: np.ndarray,
+                    names: list[str], rel_ids: np.ndarray, rel_src: np.ndarray, rel_dst: np.ndarray,
+                    labels: list[str]) -> ComposedSearch | None:
     """The search over a snapshot's entities and relations, or None when their vectors are not both composed
-    (an encoded vector is no function of word vectors) or the store has no norm tables."""
+    (an encoded vector is no function of word vectors) or the store has no norm tables. Rows made later read
+    their words over ``reader``."""
+    path = reader.path
     if recipe.entities != "composed" or recipe.triples != "composed" or not dim:
         return None
     with contextlib.closing(connect(path, readonly=True)) as conn:
@@ -268,12 +322,13 @@ def composed_search(path: Path, recipe: VectorRecipe, dim: int, entity_ids: np.n
             label_words = _phrase_words(distinct, index)
             vocab = list(index)
             del index
-            words, have = _word_vectors(conn, vocab, recipe.space, dim, np.float16)
-            # the sums' norms of rows the store has none for, from the exact word vectors
-            exact = _word_vectors(conn, vocab, recipe.space, dim)[0] if np.isnan(ent_norm).any() \
-                or np.isnan(rel_norm).any() else None
+            # the sums' norms of rows the store has none for come from the exact word vectors
+            every = bool(np.isnan(ent_norm).any() or np.isnan(rel_norm).any())
             label_cols = np.unique(label_words.indices)
-            label_exact = _word_vectors(conn, [vocab[i] for i in label_cols.tolist()], recipe.space, dim)[0]
+            words, have, full = _all_word_vectors(conn, vocab, recipe.space, dim,
+                                                  np.arange(len(vocab)) if every else label_cols)
+            exact = full if every else None
+            label_exact = full[label_cols] if every else full
         finally:
             conn.execute("COMMIT")
     shape = (entity_words.shape[0], len(vocab))
@@ -287,7 +342,7 @@ def composed_search(path: Path, recipe: VectorRecipe, dim: int, entity_ids: np.n
     new_ent = np.flatnonzero(np.isnan(ent_norm))
     if new_ent.size:
         ent_norm[new_ent] = _sum_norms(entity_words[new_ent], exact, ent_lost[new_ent])
-    search = ComposedSearch(words, vocab, WordRows(path, recipe.space, dim), entity_words, ent_norm, np.zeros(0),
+    search = ComposedSearch(words, vocab, WordRows(reader, recipe.space, dim), entity_words, ent_norm, np.zeros(0),
                             label_words, _sum_norms(label_words[:, label_cols], label_exact, lab_lost), np.zeros(0),
                             rel_label,
                             np.asarray(rel_src, dtype=np.int64), np.asarray(rel_dst, dtype=np.int64), rel_norm,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,6 +95,35 @@ def retry_locked(fn: Any, *args: Any, **kwargs: Any) -> Any:
     raise AssertionError("unreachable")
 
 
+class SharedReader:
+    """One read-only connection to a store file for rows looked up on demand long after a snapshot was read (its
+    word vectors): opened on first use, closed by its ``Database``'s ``close()`` (so the last writer to close
+    can checkpoint and remove the WAL), and opened again on a later use."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: Connection | None = None
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def use(self) -> Iterator[Connection]:
+        """The connection, for this thread alone until the block ends."""
+        with self._lock:
+            if self._conn is None:
+                self._conn = connect(self.path, readonly=True)
+            yield self._conn
+
+    @property
+    def is_open(self) -> bool:
+        return self._conn is not None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
 class Database:
     """A store file: migrations on open, ``write()`` transactions that bump the version, and plain reads."""
 
@@ -106,11 +136,13 @@ class Database:
             raise StoreError(f"no store at {self.path}; run `pathweaver --store {self.store_dir} index PATH` first")
         self.conn = connect(self.path, readonly=readonly)
         self.readonly = readonly
+        self.shared = SharedReader(self.path)  # for snapshots' lookups on demand; closed with this
         if not readonly:
             retry_locked(self._migrate)
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     def close(self) -> None:
+        self.shared.close()
         self.conn.close()
 
     def __enter__(self) -> Database:

@@ -591,13 +591,14 @@ class StoreReader:
     def _composed(self, dim: int, entity_ids: np.ndarray, names: list[str], rel_ids: np.ndarray,
                   rel_src: np.ndarray, rel_dst: np.ndarray, labels: list[str]) -> Lazy:
         """The search over composed entity and relation vectors that makes neither table (``store.composed``),
-        on first use, over a connection of its own."""
-        path = self.db.path
+        on first use, over a connection of its own; the rows it makes later read over the store's shared
+        reader."""
+        shared = self.db.shared
 
         def make() -> ComposedSearch | None:
-            with contextlib.closing(connect(path, readonly=True)) as conn:
+            with contextlib.closing(connect(shared.path, readonly=True)) as conn:
                 recipe = recipe_of(conn)
-            return composed_search(path, recipe, dim, entity_ids, names, rel_ids, rel_src, rel_dst, labels)
+            return composed_search(shared, recipe, dim, entity_ids, names, rel_ids, rel_src, rel_dst, labels)
 
         return Lazy(make)
 
