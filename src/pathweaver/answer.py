@@ -16,6 +16,7 @@ from pathweaver.planner.decompose import Plan, rephrase
 from pathweaver.planner.decompose import decompose as make_plan
 from pathweaver.planner.execute import PlanTrace, execute_plan
 from pathweaver.planner.heuristic import heuristic_decompose, is_conjunction
+from pathweaver.results import AnswerCitation, AnswerLLM, AskOut
 from pathweaver.retrieval.context import Context, build_context, layout_for, top_chunks
 from pathweaver.retrieval.types import EncodeFn, RetrievalEnv, RetrievalResult
 
@@ -139,8 +140,8 @@ def ask(
     timeout: float = 60.0,
     max_tokens: int = ANSWER_MAX_TOKENS,
     prefetch: Callable[[list[str]], None] | None = None,
-) -> dict[str, Any]:
-    """Answer ``question`` with citations; see the module docstring for the keys of the result. ``prefetch``
+) -> AskOut:
+    """Answer ``question`` with citations (``results.AskOut``; built unvalidated, for ``results.dump``). ``prefetch``
     gets each plan level's queries before the level runs (``execute_plan``)."""
     start = time.perf_counter()
     fallbacks: list[str] = []
@@ -207,21 +208,17 @@ def ask(
                   else extractive_text(context, extract_q, env, extract_resolved, hops))
         if hops is not None:
             context = hops.context
-    return {
-        "answer": answer,
-        "citations": [
-            {k: c[k] for k in ("n", "doc", "title", "chunk_id", "span", "locator") if k in c} for c in context.citations
+    return AskOut.model_construct(
+        answer=answer,
+        citations=[
+            AnswerCitation.model_construct(**{k: c[k] for k in AnswerCitation.model_fields if k in c})
+            for c in context.citations
         ],
-        "context": context.to_dict(),
-        "plan": plan_dict,
-        "llm": {
-            "backend": backend,
-            "model": model,
-            "prompt_tokens": tokens[0],
-            "completion_tokens": tokens[1],
-            "fallbacks": fallbacks,
-        },
-        "seconds": time.perf_counter() - start,
-        "backend": EXTRACTIVE if is_extractive else backend,  # who wrote the answer text
-        "extractive": is_extractive,
-    }
+        context=context.to_dict(),
+        plan=plan_dict,
+        llm=AnswerLLM.model_construct(backend=backend, model=model, prompt_tokens=tokens[0],
+                                      completion_tokens=tokens[1], fallbacks=fallbacks),
+        seconds=time.perf_counter() - start,
+        backend=EXTRACTIVE if is_extractive else backend,  # who wrote the answer text
+        extractive=is_extractive,
+    )

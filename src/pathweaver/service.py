@@ -22,7 +22,16 @@ import numpy as np
 from pathweaver.config import DEFAULT_TOP_K, ConfigError, Settings, load_settings
 from pathweaver.models.embedder import Embedder, get_embedder
 from pathweaver.numeric import parallel
-from pathweaver.results import ChunkOut, Citation, PathOut, RetrievalOut, SubgraphOut, TripleOut, dump
+from pathweaver.results import (
+    ChunkOut,
+    Citation,
+    PathOut,
+    RefreshOut,
+    RetrievalOut,
+    SubgraphOut,
+    TripleOut,
+    dump,
+)
 from pathweaver.retrieval.graphs import cached
 from pathweaver.retrieval.registry import (
     ANSWER_METHOD,
@@ -179,9 +188,9 @@ class Pathweaver:
             return prune_missing(self._main_db)
 
     def refresh(self) -> dict[str, Any]:
-        """Recompute what corpus statistics decide (ER entities, relations, synonyms)."""
+        """Recompute what corpus statistics decide (ER entities, relations, synonyms): ``results.RefreshOut``."""
         with self._write_lock:
-            return self._indexer_instance().refresh()
+            return dump(RefreshOut.model_construct(**self._indexer_instance().refresh()))
 
     # -- reads -----------------------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
@@ -491,12 +500,13 @@ class Pathweaver:
     def rerank(
         self, question: str, candidates: list[str], resolved: list[str], alpha: float | None = None
     ) -> list[dict[str, Any]]:
-        """PankRAG Eq. 4-5 dependency-aware reranking of free-text candidates."""
+        """PankRAG Eq. 4-5 dependency-aware reranking of free-text candidates (``results.RerankItem`` each)."""
         from pathweaver.planner.rerank import rerank_texts
 
         if alpha is not None and not 0.0 <= alpha <= 1.0:
             raise ConfigError(f"alpha must lie in [0, 1], got {alpha}")
-        return rerank_texts(question, candidates, resolved, self.embedder.encode_queries, alpha)
+        return [dump(item) for item in rerank_texts(question, candidates, resolved, self.embedder.encode_queries,
+                                                    alpha)]
 
     def ask(
         self,
@@ -509,7 +519,8 @@ class Pathweaver:
         llm: Any = None,
         progress: BeatFn | None = None,
     ) -> dict[str, Any]:
-        """Answer with citations; never fails because of the model (falls back to an extractive answer).
+        """Answer with citations (``results.AskOut``); never fails because of the model (falls back to an
+        extractive answer).
         ``llm`` is the client's sampling backend when it offers one; ``progress`` as in ``llm``."""
         from pathweaver.answer import ask
 
@@ -531,8 +542,8 @@ class Pathweaver:
             timeout=self.settings.models.llm_timeout,
             prefetch=self.remember_queries,
         )
-        out["llm"]["reason"] = self.backend_choice(llm is not None).reason
-        return _jsonable(out)
+        out.llm.reason = self.backend_choice(llm is not None).reason
+        return _jsonable(dump(out))
 
 
 def _jsonable(value: Any) -> Any:
