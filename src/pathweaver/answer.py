@@ -69,21 +69,27 @@ def extractive_text(context: Context, question: str, env: RetrievalEnv, resolved
 class HopRetrieval:
     """A chain question's later hops retrieving for themselves (PankRAG §2.3's progressive resolution, without a
     plan): each hop's chunks join the answer's context after the ones already there, so citations keep their
-    numbers; the hop searches the question's chunks, then its own."""
+    numbers; the hop searches the question's chunks, then its own.
+
+    ``hop_chunks``: the chunks each hop retrieves (``ask`` passes its ``top_k``). ``derived_items``: the paths or
+    triples the grown context keeps; None keeps as many as it has chunks."""
 
     def __init__(self, env: RetrievalEnv, result: RetrievalResult, retrieve: Callable[[str, list[str] | None],
-                 RetrievalResult], layout: str, top_k: int, question: str, context: Context) -> None:
+                 RetrievalResult], layout: str, question: str, context: Context, *, hop_chunks: int,
+                 derived_items: int | None = None) -> None:
         self.env, self.result, self.retrieve = env, result, retrieve
-        self.layout, self.top_k, self.question = layout, top_k, question
-        self.chunks = top_chunks(result.chunks, top_k)
+        self.layout, self.question = layout, question
+        self.hop_chunks, self.derived_items = hop_chunks, derived_items
+        self.chunks = top_chunks(result.chunks, hop_chunks)
         self.context = context
 
     def __call__(self, hop_question: str) -> list[tuple[str, int, str]]:
-        hop = top_chunks(self.retrieve(hop_question, None).chunks, self.top_k)
+        hop = top_chunks(self.retrieve(hop_question, None).chunks, self.hop_chunks)
         seen = {h.passage for h in self.chunks}
         self.chunks += [h for h in hop if h.passage not in seen]
         self.context = build_context(self.env.snapshot, replace(self.result, chunks=self.chunks), self.layout,
-                                     max_items=len(self.chunks), question=self.question)
+                                     max_items=len(self.chunks), question=self.question,
+                                     max_derived=self.derived_items)
         items = {i.passage: i for i in self.context.items if i.kind == "chunk"}
         return [(items[h.passage].text, items[h.passage].n, items[h.passage].title) for h in hop]
 
@@ -176,7 +182,7 @@ def ask(
         if is_conjunction(question):  # one retrieval, but an extractive answer still answers each part
             parts = heuristic_decompose(question)
     context = build_context(env.snapshot, result, layout, max_items=max(top_k, 1), question=question)
-    hops = HopRetrieval(env, result, retrieve, layout, max(top_k, 1), question, context) \
+    hops = HopRetrieval(env, result, retrieve, layout, question, context, hop_chunks=max(top_k, 1)) \
         if not (decompose or plan is not None) else None
     model, backend = getattr(llm, "model", ""), getattr(llm, "name", EXTRACTIVE)
     answer = ""
