@@ -137,7 +137,8 @@ def test_a_chain_question_retrieves_for_its_later_hop(env: RetrievalEnv) -> None
 
 def test_a_chain_hop_answers_with_a_title_the_store_knows(env: RetrievalEnv) -> None:
     """An inner hop answers with the title of a retrieved passage that its best sentence writes."""
-    from pathweaver.extractive import ExtractiveParams, Passage, bridge_title
+    from pathweaver.extractive import bridge_title
+    from pathweaver.extractive.types import ExtractiveParams, Passage
 
     passages = [Passage("Attics to Eden is the second album by the American band Madina Lake.", 1,
                         "Attics to Eden", 0),

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from pathweaver.extractive import HopChunks, extractive_answer, memo_encode
+from pathweaver.extractive import extractive_answer, memo_encode
+from pathweaver.extractive.types import HopChunks
 from pathweaver.models.llm import EXTRACTIVE, NO_LLM, LLMBackend, LLMError
 from pathweaver.planner.decompose import Plan, rephrase
 from pathweaver.planner.decompose import decompose as make_plan
