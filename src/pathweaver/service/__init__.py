@@ -18,6 +18,7 @@ from pathweaver.service.answers import AnswerSide
 from pathweaver.store.db import Database, StoreError
 
 if TYPE_CHECKING:
+    from pathweaver.ingest.pipeline import Indexer
     from pathweaver.ingest.types import IndexReport
 
 ProgressFn = Callable[[int, int, str], None]
@@ -31,7 +32,7 @@ class Pathweaver(AnswerSide):
         super().__init__(settings, readonly)
         self._write_lock = threading.Lock()
         self._write_db: Database | None = None
-        self._indexer: Any = None
+        self._indexer: Indexer | None = None
 
     @classmethod
     def open(
@@ -44,7 +45,7 @@ class Pathweaver(AnswerSide):
         return cls(load_settings(store_dir, overrides), readonly=readonly)
 
     # -- indexing --------------------------------------------------------------------------------------------
-    def _indexer_instance(self) -> Any:
+    def _indexer_instance(self) -> Indexer:
         from pathweaver.ingest.pipeline import Indexer
 
         if self.readonly:

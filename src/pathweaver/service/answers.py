@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pathweaver.config import DEFAULT_TOP_K, ConfigError
 from pathweaver.results import dump
@@ -12,19 +12,22 @@ from pathweaver.retrieval.types import RetrievalResult
 from pathweaver.service.queries import QuerySide
 from pathweaver.service.shape import jsonable
 
+if TYPE_CHECKING:
+    from pathweaver.models.llm import BackendChoice, LLMBackend
+
 BeatFn = Callable[[float, str], None]  # (seconds since the call began, message): a slow LLM call's heartbeat
 
 
 class AnswerSide(QuerySide):
     """Plans and answers (the facade's answer side)."""
 
-    def backend_choice(self, sampling_offered: bool = False) -> Any:
+    def backend_choice(self, sampling_offered: bool = False) -> BackendChoice:
         """Which LLM backend ``models.llm_backend`` resolves to, and why (``models.llm.BackendChoice``)."""
         from pathweaver.models.llm import choose_backend
 
         return choose_backend(self.settings.models, sampling_offered)
 
-    def llm(self, override: Any = None, progress: BeatFn | None = None) -> Any:
+    def llm(self, override: LLMBackend | None = None, progress: BeatFn | None = None) -> LLMBackend:
         """The LLM backend: ``override`` (MCP sampling) when given and allowed, else the configured one
         (``auto``: ``models.llm.choose_backend``). With ``progress``, a call slower than a second reports
         ``progress(seconds, message)`` every second until it returns (``models.llm.Heartbeat``)."""
@@ -36,7 +39,8 @@ class AnswerSide(QuerySide):
         return backend
 
     def plan(
-        self, question: str, plan: Any = None, llm: Any = None, progress: BeatFn | None = None
+        self, question: str, plan: dict[str, Any] | None = None, llm: LLMBackend | None = None,
+        progress: BeatFn | None = None,
     ) -> dict[str, Any]:
         """PankRAG §2.2 DAG: the caller's plan (validated), else the LLM's, else the heuristic one."""
         from pathweaver.planner.decompose import decompose
@@ -62,10 +66,10 @@ class AnswerSide(QuerySide):
         question: str,
         method: str | None = None,
         decompose: bool = False,
-        plan: Any = None,
+        plan: dict[str, Any] | None = None,
         top_k: int = DEFAULT_TOP_K,
         params: dict[str, Any] | None = None,
-        llm: Any = None,
+        llm: LLMBackend | None = None,
         progress: BeatFn | None = None,
     ) -> dict[str, Any]:
         """Answer with citations (``results.AskOut``); never fails because of the model (falls back to an

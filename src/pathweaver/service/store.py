@@ -12,7 +12,7 @@ from pathweaver.config import ConfigError, Settings
 from pathweaver.models.embedder import Embedder, get_embedder
 from pathweaver.numeric import parallel
 from pathweaver.store.db import Database, StoreError
-from pathweaver.store.reads import StoreReader
+from pathweaver.store.reads import NEIGHBOR_HOPS, NEIGHBOR_LIMIT, StoreReader
 from pathweaver.store.snapshot import GraphSnapshot
 
 
@@ -100,7 +100,7 @@ class StoreAccess:
     def entity(self, name: str) -> dict[str, Any] | None:
         return self.reader.entity(name)
 
-    def neighbors(self, name: str, hops: int = 1, limit: int = 25) -> dict[str, Any]:
+    def neighbors(self, name: str, hops: int = NEIGHBOR_HOPS, limit: int = NEIGHBOR_LIMIT) -> dict[str, Any]:
         if hops < 1 or limit < 1:
             raise ConfigError("hops and limit must be at least 1")
         return self.reader.neighbors(name, hops, limit)

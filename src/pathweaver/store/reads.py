@@ -30,6 +30,8 @@ from pathweaver.store.vector_rows import _entity_vectors, _reusable, _reuse_rows
 from pathweaver.text import normalize
 
 _FTS_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
+NEIGHBOR_HOPS = 1  # relation or synonym edges ``neighbors`` walks from the entity, by default
+NEIGHBOR_LIMIT = 25  # neighbours ``neighbors`` returns at most, by default
 Bm25Row = tuple[int, float, str, str, int, int, str]  # chunk id, score, path, title, start, end, text
 
 
@@ -374,7 +376,7 @@ class StoreReader(RecordReader):
         ).fetchall()
         return [{"id": r[0], "name": r[1], "kind": r[2], "score": float(r[3])} for r in rows]
 
-    def neighbors(self, name: str, hops: int = 1, limit: int = 25) -> dict[str, Any]:
+    def neighbors(self, name: str, hops: int = NEIGHBOR_HOPS, limit: int = NEIGHBOR_LIMIT) -> dict[str, Any]:
         """Entities within ``hops`` relation/synonym edges of ``name`` (breadth first, at most ``limit``)."""
         if hops < 1 or limit < 1:
             raise ConfigError("hops and limit must be at least 1")
