@@ -46,7 +46,7 @@ def _fixed_mmap_threshold() -> None:
 
     glibc raises its threshold to the size of each large block freed (up to 32 MiB), so after a snapshot read
     frees its multi-MB column strings the next arrays of that size come from the heap, which never shrinks, and a
-    cold query's peak memory grows (docs/benchmarks.md, "Cold CLI queries")."""
+    cold query's peak memory grows (docs/design-notes.md, "Heap growth")."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
