@@ -13,7 +13,8 @@ from pathweaver.models.embedder import get_embedder
 from pathweaver.store import columns, vector_rows
 from pathweaver.store import writes as w
 from pathweaver.store.db import Database, EmbeddingMismatchError
-from pathweaver.store.reads import StoreReader, fts_query
+from pathweaver.store.reads import StoreReader
+from pathweaver.store.records import fts_query
 from pathweaver.store.snapshot import GraphSnapshot
 
 DIM = 4

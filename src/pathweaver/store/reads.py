@@ -9,7 +9,6 @@ writes (WAL). The snapshot is shared per store file and rebuilt only when ``meta
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -17,9 +16,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
-from pathweaver.store.bm25 import Bm25Index, query_terms, read_index
 from pathweaver.store.cache import cache_for
-from pathweaver.store.columns import FILE_SPAN, _chunk_rows, _index_of, _read_columns, _shared
+from pathweaver.store.columns import _chunk_rows, _index_of, _read_columns, _shared
 from pathweaver.store.composed import ComposedSearch, composed_search
 from pathweaver.store.db import Connection, Database, connect
 from pathweaver.store.graphvecs import recipe_of, relation_vectors
@@ -29,20 +27,8 @@ from pathweaver.store.snapshot import GraphSnapshot, Lazy, LazyRows, StoredTexts
 from pathweaver.store.vector_rows import _entity_vectors, _reusable, _reuse_rows, _same, _vectors, _with_reuse
 from pathweaver.text import normalize
 
-_FTS_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
 NEIGHBOR_HOPS = 1  # relation or synonym edges ``neighbors`` walks from the entity, by default
 NEIGHBOR_LIMIT = 25  # neighbours ``neighbors`` returns at most, by default
-Bm25Row = tuple[int, float, str, str, int, int, str]  # chunk id, score, path, title, start, end, text
-
-
-def fts_words(text: str) -> list[str]:
-    """The distinct lower-cased words of ``text``, in order: the phrases of ``fts_query``."""
-    return list(dict.fromkeys(t.lower() for t in _FTS_TOKEN_RE.findall(text or "")))
-
-
-def fts_query(text: str) -> str:
-    """A safe FTS5 MATCH expression: every word quoted, joined by OR ('' when there are no words)."""
-    return " OR ".join(f'"{t}"' for t in fts_words(text))
 
 
 IN_BATCH = 500  # keys per "IN (...)" query, well under SQLite's bound-parameter limit
@@ -319,62 +305,10 @@ class StoreReader(RecordReader):
             rel_vecs=np.zeros((0, vecs.shape[1]), np.float32), chunk_vecs=vecs.astype(np.float32, copy=False),
         )
 
-    # -- search ----------------------------------------------------------------------------------------------
-    def bm25_index(self, version: int) -> Bm25Index | None:
-        """BM25 postings of the chunks in memory (``store.bm25``) at store ``version``; None when the store is no
-        longer at that version, or its FTS rows are not exactly its chunks."""
-        with self._read() as conn:
-            now = self.db.version()
-            return read_index(conn, version) if now == version else None
-
-    def bm25_chunks(self, text: str, k: int, index: Bm25Index | None = None) -> list[tuple[int, float]]:
-        """Top ``k`` chunks by FTS5 BM25 as (chunk id, score), higher is better; punctuation-safe. With ``index``
-        (read at some store version) the same ranking and scores as FTS5 had at that version, from memory."""
-        query = fts_query(text)
-        if not query or k < 1:
-            return []
-        if index is not None:
-            terms = query_terms(self.db.conn, fts_words(text))
-            if terms is not None:
-                return index.top(terms, k)
-        rows = self.db.conn.execute(
-            "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
-            (query, int(k)),
-        ).fetchall()
-        return [(int(r[0]), -float(r[1])) for r in rows]
-
     def gram_df(self, grams: Sequence[str]) -> dict[str, int]:
         """Stored document frequencies (chunks containing them) of ``grams``, normalised n-grams as
         ``extract.entities.candidate_grams`` makes them; a gram no chunk has is left out."""
         return gram_df(self.db.conn, list(grams))
-
-    def bm25_rows(self, text: str, k: int, index: Bm25Index | None = None) -> list[Bm25Row]:
-        """``bm25_chunks`` with each chunk's document path, title, span and text, as ``(chunk id, score, path,
-        title, start, end, locator, text)`` (``FILE_SPAN``), read straight from the tables in one transaction: what a file committed a
-        moment ago holds is found without waiting for a snapshot rebuild. ``index`` is used only while the store
-        is still at its version."""
-        with self._read() as conn:
-            now = self.db.version()
-            hits = self.bm25_chunks(text, k, index if index is not None and index.version == now else None)
-            if not hits:
-                return []
-            marks = ",".join("?" * len(hits))
-            rows = {r[0]: r[1:] for r in conn.execute(
-                f"SELECT c.id, d.path, d.title, {FILE_SPAN}, c.text FROM chunks c JOIN documents d "
-                f"ON d.id = c.doc_id WHERE c.id IN ({marks})", [cid for cid, _ in hits]).fetchall()}
-        return [(cid, score, *rows[cid]) for cid, score in hits if cid in rows]
-
-    def find_entities(self, text: str, k: int = 10) -> list[dict[str, Any]]:
-        """Entities whose name matches words of ``text`` (FTS5 BM25), best first."""
-        query = fts_query(text)
-        if not query or k < 1:
-            return []
-        rows = self.db.conn.execute(
-            "SELECT e.id, e.name, e.kind, -bm25(entities_fts) FROM entities_fts JOIN entities e ON e.id = "
-            "entities_fts.rowid WHERE entities_fts MATCH ? ORDER BY bm25(entities_fts) LIMIT ?",
-            (query, int(k)),
-        ).fetchall()
-        return [{"id": r[0], "name": r[1], "kind": r[2], "score": float(r[3])} for r in rows]
 
     def neighbors(self, name: str, hops: int = NEIGHBOR_HOPS, limit: int = NEIGHBOR_LIMIT) -> dict[str, Any]:
         """Entities within ``hops`` relation/synonym edges of ``name`` (breadth first, at most ``limit``)."""
@@ -405,6 +339,5 @@ class StoreReader(RecordReader):
             if a in seen and b in seen:
                 edges.append({"src": snap.entity_names[a], "dst": snap.entity_names[b], "label": "synonym of"})
         return {"entity": snap.entity_names[start], "found": True, "nodes": nodes, "edges": edges}
-
 
 

@@ -1,6 +1,6 @@
 """Records read from the store for people and tools: stats, documents and their chunks, entity cards, the graph
-without store ids (for comparing stores), and whole tables for export. ``reads.StoreReader`` adds the graph
-snapshot and search on top.
+without store ids (for comparing stores), whole tables for export, and the full-text searches (BM25 over chunks,
+entity names). ``reads.StoreReader`` adds the graph snapshot on top.
 
 Every multi-statement read runs in one read transaction, so it sees one committed version even while the indexer
 writes (WAL).
@@ -9,10 +9,12 @@ writes (WAL).
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from pathweaver.config import ConfigError
+from pathweaver.store.bm25 import Bm25Index, query_terms, read_index
 from pathweaver.store.columns import FILE_SPAN
 from pathweaver.store.db import Connection, Database
 from pathweaver.store.schema import DESCRIPTION, SOURCE_SENTENCE
@@ -23,6 +25,18 @@ EXPORT_TABLES = ("documents", "chunks", "entities", "relations", "mentions", "re
 # Every relation row with its description as read (``schema.DESCRIPTION``: stored, or its first source's sentence).
 RELATION_ROWS = (f"(SELECT r.id AS id, r.src_id AS src_id, r.dst_id AS dst_id, r.label AS label, r.kind AS kind, "
                  f"{DESCRIPTION} AS description FROM relations r)")
+_FTS_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
+Bm25Row = tuple[int, float, str, str, int, int, str]  # chunk id, score, path, title, start, end, text
+
+
+def fts_words(text: str) -> list[str]:
+    """The distinct lower-cased words of ``text``, in order: the phrases of ``fts_query``."""
+    return list(dict.fromkeys(t.lower() for t in _FTS_TOKEN_RE.findall(text or "")))
+
+
+def fts_query(text: str) -> str:
+    """A safe FTS5 MATCH expression: every word quoted, joined by OR ('' when there are no words)."""
+    return " OR ".join(f'"{t}"' for t in fts_words(text))
 
 
 class RecordReader:
@@ -186,3 +200,55 @@ class RecordReader:
             columns = [c for i, c in enumerate(columns) if i not in drop]
             rows = [tuple(v for i, v in enumerate(r) if i not in drop) for r in rows]
         return columns, rows
+
+    # -- search ----------------------------------------------------------------------------------------------
+    def bm25_index(self, version: int) -> Bm25Index | None:
+        """BM25 postings of the chunks in memory (``store.bm25``) at store ``version``; None when the store is no
+        longer at that version, or its FTS rows are not exactly its chunks."""
+        with self._read() as conn:
+            now = self.db.version()
+            return read_index(conn, version) if now == version else None
+
+    def bm25_chunks(self, text: str, k: int, index: Bm25Index | None = None) -> list[tuple[int, float]]:
+        """Top ``k`` chunks by FTS5 BM25 as (chunk id, score), higher is better; punctuation-safe. With ``index``
+        (read at some store version) the same ranking and scores as FTS5 had at that version, from memory."""
+        query = fts_query(text)
+        if not query or k < 1:
+            return []
+        if index is not None:
+            terms = query_terms(self.db.conn, fts_words(text))
+            if terms is not None:
+                return index.top(terms, k)
+        rows = self.db.conn.execute(
+            "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
+            (query, int(k)),
+        ).fetchall()
+        return [(int(r[0]), -float(r[1])) for r in rows]
+
+    def bm25_rows(self, text: str, k: int, index: Bm25Index | None = None) -> list[Bm25Row]:
+        """``bm25_chunks`` with each chunk's document path, title, span and text, as ``(chunk id, score, path,
+        title, start, end, locator, text)`` (``FILE_SPAN``), read straight from the tables in one transaction: what a file committed a
+        moment ago holds is found without waiting for a snapshot rebuild. ``index`` is used only while the store
+        is still at its version."""
+        with self._read() as conn:
+            now = self.db.version()
+            hits = self.bm25_chunks(text, k, index if index is not None and index.version == now else None)
+            if not hits:
+                return []
+            marks = ",".join("?" * len(hits))
+            rows = {r[0]: r[1:] for r in conn.execute(
+                f"SELECT c.id, d.path, d.title, {FILE_SPAN}, c.text FROM chunks c JOIN documents d "
+                f"ON d.id = c.doc_id WHERE c.id IN ({marks})", [cid for cid, _ in hits]).fetchall()}
+        return [(cid, score, *rows[cid]) for cid, score in hits if cid in rows]
+
+    def find_entities(self, text: str, k: int = 10) -> list[dict[str, Any]]:
+        """Entities whose name matches words of ``text`` (FTS5 BM25), best first."""
+        query = fts_query(text)
+        if not query or k < 1:
+            return []
+        rows = self.db.conn.execute(
+            "SELECT e.id, e.name, e.kind, -bm25(entities_fts) FROM entities_fts JOIN entities e ON e.id = "
+            "entities_fts.rowid WHERE entities_fts MATCH ? ORDER BY bm25(entities_fts) LIMIT ?",
+            (query, int(k)),
+        ).fetchall()
+        return [{"id": r[0], "name": r[1], "kind": r[2], "score": float(r[3])} for r in rows]
