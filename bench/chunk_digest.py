@@ -14,7 +14,8 @@ from pathlib import Path
 
 from pathweaver.config import Settings
 from pathweaver.ingest.chunker import chunk_text
-from pathweaver.ingest.parsers import SUPPORTED_SUFFIXES, ParseError, parse_file
+from pathweaver.ingest.parsed import SUPPORTED_SUFFIXES, ParseError
+from pathweaver.ingest.parsers import parse_file
 from pathweaver.models.embedder import get_embedder
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pathweaver.answer import ask
+from pathweaver import answer
 from pathweaver.config import ConfigError
 from pathweaver.models.embedder import get_embedder
 from pathweaver.models.llm import NoneBackend
@@ -18,10 +18,17 @@ from pathweaver.models.llm_sampling import SamplingBackend
 from pathweaver.planner import execute
 from pathweaver.planner.execute import execute_plan, extractive_answer, merge_rankings
 from pathweaver.planner.heuristic import heuristic_decompose
+from pathweaver.results import dump
 from pathweaver.retrieval.context import sentences
 from pathweaver.retrieval.types import ChunkHit, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
 from test_llm import FakeChatServer
+
+
+def ask(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """``answer.ask``'s result as the JSON the service serves (``results.AskOut``, dumped)."""
+    return dump(answer.ask(*args, **kwargs))
+
 
 PASSAGES = [
     "Jaws is a 1975 American thriller film directed by Steven Spielberg. It is set on Amity Island.",
@@ -130,7 +137,8 @@ def test_a_chain_question_retrieves_for_its_later_hop(env: RetrievalEnv) -> None
 
 def test_a_chain_hop_answers_with_a_title_the_store_knows(env: RetrievalEnv) -> None:
     """An inner hop answers with the title of a retrieved passage that its best sentence writes."""
-    from pathweaver.extractive import ExtractiveParams, Passage, bridge_title
+    from pathweaver.extractive import bridge_title
+    from pathweaver.extractive.types import ExtractiveParams, Passage
 
     passages = [Passage("Attics to Eden is the second album by the American band Madina Lake.", 1,
                         "Attics to Eden", 0),

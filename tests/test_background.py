@@ -128,10 +128,10 @@ def test_a_slow_snapshot_build_does_not_hold_up_the_next_batch(tmp_path: Path) -
 def test_graph_structures_of_queried_methods_are_built_ahead_of_queries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """After a watcher batch the background thread also builds, on the new snapshot, what the methods queried so
     far build once per snapshot (here ppr's transition matrix and pathrag's pair index); the next query uses them."""
-    import pathweaver.service as service
+    import pathweaver.service.queries as queries
 
     # a loaded machine can make a first query slower than the replay limit, which would leave that method out
-    monkeypatch.setattr(service, "WARM_REPLAY_SECONDS", 600.0)
+    monkeypatch.setattr(queries, "WARM_REPLAY_SECONDS", 600.0)
     from pathweaver.retrieval.graphs import _CACHE_ATTR
     from pathweaver.store.snapshot import CARRIED_ATTR
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pathweaver.retrieval.context import build_context, layout_for, sentences
+from pathweaver.retrieval.context import Context, build_context, layout_for, sentences
 from pathweaver.retrieval.types import ChunkHit, PathHit, RetrievalResult, Subgraph
 from pathweaver.store.snapshot import GraphSnapshot
 
@@ -64,6 +64,25 @@ def test_pathrag_layout_question_first_best_path_last() -> None:
     path_items = [i for i in ctx.items if i.kind == "path"]
     assert [i.cites for i in path_items] == [[2], [2, 1]]
     assert {c["n"]: c["chunk_id"] for c in ctx.citations} == {1: 2, 2: 1}
+
+
+def test_chunks_and_paths_have_their_own_caps() -> None:
+    """``max_items`` caps the chunks, ``max_derived`` the paths (by default the paths take ``max_items`` too)."""
+    snap = snapshot()
+    paths = [PathHit([0, 3], [2], 0.3, "Jaws -set on-> Amity Island", [0]),
+             PathHit([0, 1], [0], 0.8, "Jaws -directed by-> Steven Spielberg", [0])]
+    result = RetrievalResult("pathrag", [ChunkHit(1, 0.9), ChunkHit(2, 0.5)], paths=paths)
+
+    def kinds(ctx: Context) -> list[str]:
+        return [i.text if i.kind == "path" else i.kind for i in ctx.items]
+
+    assert kinds(build_context(snap, result, max_items=1)) == ["chunk", "Jaws -directed by-> Steven Spielberg"]
+    assert kinds(build_context(snap, result, max_items=1, max_derived=2)) == [
+        "chunk", "Jaws -set on-> Amity Island", "Jaws -directed by-> Steven Spielberg"]
+    assert kinds(build_context(snap, result, max_items=2, max_derived=1)) == [
+        "chunk", "chunk", "Jaws -directed by-> Steven Spielberg"]
+    with pytest.raises(ValueError, match="max_derived"):
+        build_context(snap, result, max_derived=0)
 
 
 def test_pooling_layout_merges_chained_triples() -> None:

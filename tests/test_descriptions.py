@@ -15,7 +15,8 @@ from pathweaver.models.embedder import get_embedder
 from pathweaver.store import schema
 from pathweaver.store import writes as w
 from pathweaver.store.db import Database
-from pathweaver.store.reads import RELATION_ROWS, StoreReader
+from pathweaver.store.reads import StoreReader
+from pathweaver.store.records import RELATION_ROWS
 from test_incremental import random_step, settings
 
 CORPUS = Path(__file__).parent / "corpus"

@@ -3,7 +3,8 @@ the indexed test corpus with the real embedder and retrieval."""
 
 from __future__ import annotations
 
-from pathweaver.extractive import answer_type, extractive_answer, options
+from pathweaver.extractive import extractive_answer
+from pathweaver.extractive.questions import answer_type, options
 from pathweaver.retrieval.context import build_context
 
 LOTHAIR = [

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pathweaver.ingest.parsers import SUPPORTED_SUFFIXES, ParseError, local_link_target, parse_file
+from pathweaver.ingest.parsed import SUPPORTED_SUFFIXES, ParseError, local_link_target
+from pathweaver.ingest.parsers import parse_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

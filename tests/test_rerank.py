@@ -67,7 +67,7 @@ def test_rerank_texts_for_the_tool() -> None:
     enc = get_embedder().encode
     cands = ["Kate Capshaw starred in a 1984 film.", "Steven Spielberg married Kate Capshaw in 1991."]
     out = rerank_texts("Who is the spouse of #1?", cands, ["Steven Spielberg"], enc)
-    assert out[0]["index"] == 1 and out[0]["dependency"] > out[1]["dependency"]
-    assert out[0]["score"] == pytest.approx(0.6 * 1.0 + 0.4 * out[0]["dependency"])  # R normalised: best = 1
+    assert out[0].index == 1 and out[0].dependency > out[1].dependency
+    assert out[0].score == pytest.approx(0.6 * 1.0 + 0.4 * out[0].dependency)  # R normalised: best = 1
     plain = rerank_texts("Who married Kate Capshaw?", cands, [], enc)
-    assert plain[0]["dependency"] == 0.0 and {r["index"] for r in plain} == {0, 1}
+    assert plain[0].dependency == 0.0 and {r.index for r in plain} == {0, 1}

@@ -10,10 +10,11 @@ import pytest
 from pathweaver.config import ConfigError, Settings
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
-from pathweaver.store import reads
+from pathweaver.store import columns, vector_rows
 from pathweaver.store import writes as w
 from pathweaver.store.db import Database, EmbeddingMismatchError
-from pathweaver.store.reads import StoreReader, fts_query
+from pathweaver.store.reads import StoreReader
+from pathweaver.store.records import fts_query
 from pathweaver.store.snapshot import GraphSnapshot
 
 DIM = 4
@@ -180,14 +181,14 @@ def test_embedding_mismatch_names_the_fix(tmp_path: Path) -> None:
 def test_take_rows_copies_runs_like_a_fancy_index(max_runs: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Snapshot rebuilds copy reused vectors run by run (or by one take when runs are many): same rows, zeros
     where nothing is reused."""
-    monkeypatch.setattr(reads, "MAX_RUNS", max_runs)
+    monkeypatch.setattr(vector_rows, "MAX_RUNS", max_runs)
     old = np.arange(40 * 3, dtype=np.float32).reshape(40, 3)
     pos = np.array([0, 1, 2, -1, -1, 5, 6, 30, 31, -1, 7, 8, 9, 39, 10], dtype=np.int64)
     expected = old[np.maximum(pos, 0)]
     expected[pos < 0] = 0.0
-    assert np.array_equal(reads._take_rows(old, pos), expected)
-    assert reads._take_rows(old, np.zeros(0, dtype=np.int64)).shape == (0, 3)
-    assert np.array_equal(reads._take_rows(old, np.full(4, -1)), np.zeros((4, 3), dtype=np.float32))
+    assert np.array_equal(vector_rows._take_rows(old, pos), expected)
+    assert vector_rows._take_rows(old, np.zeros(0, dtype=np.int64)).shape == (0, 3)
+    assert np.array_equal(vector_rows._take_rows(old, np.full(4, -1)), np.zeros((4, 3), dtype=np.float32))
 
 
 @pytest.mark.parametrize("odd_text", ["plain", "has \x1f a separator"])
@@ -201,12 +202,12 @@ def test_bulk_column_reads_equal_row_reads(odd_text: str) -> None:
     conn.execute("CREATE INDEX t_name ON t(name)")
     rows = [(5, 1, "e", 0.5), (1, 2, odd_text, 0.25), (3, 3, "", 0.123456789), (1, 1, "z", -1.0), (2, 9, "b b", 1e-9)]
     conn.executemany("INSERT INTO t VALUES (?, ?, ?, ?)", rows)
-    cols = reads._read_columns(conn, "t", ["a", "b"], ("name",), ("x",), order=2)
+    cols = columns._read_columns(conn, "t", ["a", "b"], ("name",), ("x",), order=2)
     want = sorted(rows)
     assert cols.ints.tolist() == [[a, b] for a, b, _, _ in want]
     assert cols.texts == [[name for _, _, name, _ in want]]
     assert np.array_equal(cols.reals[0].astype(np.float32), np.array([x for *_, x in want], dtype=np.float32))
-    empty = reads._read_columns(conn, "t WHERE a > 100", ["a"], ("name",))
+    empty = columns._read_columns(conn, "t WHERE a > 100", ["a"], ("name",))
     assert empty.ints.shape == (0, 1) and empty.texts == [[]]
 
 
@@ -296,7 +297,7 @@ def test_bulk_column_reads_fall_back_when_sqlite_refuses_the_aggregate() -> None
                 raise sqlean.DataError("string or blob too big")
             return conn.execute(sql, *args)
 
-    cols = reads._read_columns(Refusing(), "t", ["a"], ("name",), order=1)  # type: ignore[arg-type]
+    cols = columns._read_columns(Refusing(), "t", ["a"], ("name",), order=1)  # type: ignore[arg-type]
     assert cols.ints.tolist() == [[1], [2]] and cols.texts == [["a", "b"]]
 
 

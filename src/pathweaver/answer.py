@@ -10,12 +10,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from pathweaver.extractive import HopChunks, extractive_answer, memo_encode
+from pathweaver.extractive import extractive_answer, memo_encode
+from pathweaver.extractive.types import HopChunks
 from pathweaver.models.llm import EXTRACTIVE, NO_LLM, LLMBackend, LLMError
 from pathweaver.planner.decompose import Plan, rephrase
 from pathweaver.planner.decompose import decompose as make_plan
 from pathweaver.planner.execute import PlanTrace, execute_plan
 from pathweaver.planner.heuristic import heuristic_decompose, is_conjunction
+from pathweaver.results import AnswerCitation, AnswerLLM, AskOut
 from pathweaver.retrieval.context import Context, build_context, layout_for, top_chunks
 from pathweaver.retrieval.types import EncodeFn, RetrievalEnv, RetrievalResult
 
@@ -68,21 +70,27 @@ def extractive_text(context: Context, question: str, env: RetrievalEnv, resolved
 class HopRetrieval:
     """A chain question's later hops retrieving for themselves (PankRAG §2.3's progressive resolution, without a
     plan): each hop's chunks join the answer's context after the ones already there, so citations keep their
-    numbers; the hop searches the question's chunks, then its own."""
+    numbers; the hop searches the question's chunks, then its own.
+
+    ``hop_chunks``: the chunks each hop retrieves (``ask`` passes its ``top_k``). ``derived_items``: the paths or
+    triples the grown context keeps; None keeps as many as it has chunks."""
 
     def __init__(self, env: RetrievalEnv, result: RetrievalResult, retrieve: Callable[[str, list[str] | None],
-                 RetrievalResult], layout: str, top_k: int, question: str, context: Context) -> None:
+                 RetrievalResult], layout: str, question: str, context: Context, *, hop_chunks: int,
+                 derived_items: int | None = None) -> None:
         self.env, self.result, self.retrieve = env, result, retrieve
-        self.layout, self.top_k, self.question = layout, top_k, question
-        self.chunks = top_chunks(result.chunks, top_k)
+        self.layout, self.question = layout, question
+        self.hop_chunks, self.derived_items = hop_chunks, derived_items
+        self.chunks = top_chunks(result.chunks, hop_chunks)
         self.context = context
 
     def __call__(self, hop_question: str) -> list[tuple[str, int, str]]:
-        hop = top_chunks(self.retrieve(hop_question, None).chunks, self.top_k)
+        hop = top_chunks(self.retrieve(hop_question, None).chunks, self.hop_chunks)
         seen = {h.passage for h in self.chunks}
         self.chunks += [h for h in hop if h.passage not in seen]
         self.context = build_context(self.env.snapshot, replace(self.result, chunks=self.chunks), self.layout,
-                                     max_items=len(self.chunks), question=self.question)
+                                     max_items=len(self.chunks), question=self.question,
+                                     max_derived=self.derived_items)
         items = {i.passage: i for i in self.context.items if i.kind == "chunk"}
         return [(items[h.passage].text, items[h.passage].n, items[h.passage].title) for h in hop]
 
@@ -139,8 +147,8 @@ def ask(
     timeout: float = 60.0,
     max_tokens: int = ANSWER_MAX_TOKENS,
     prefetch: Callable[[list[str]], None] | None = None,
-) -> dict[str, Any]:
-    """Answer ``question`` with citations; see the module docstring for the keys of the result. ``prefetch``
+) -> AskOut:
+    """Answer ``question`` with citations (``results.AskOut``; built unvalidated, for ``results.dump``). ``prefetch``
     gets each plan level's queries before the level runs (``execute_plan``)."""
     start = time.perf_counter()
     fallbacks: list[str] = []
@@ -175,7 +183,7 @@ def ask(
         if is_conjunction(question):  # one retrieval, but an extractive answer still answers each part
             parts = heuristic_decompose(question)
     context = build_context(env.snapshot, result, layout, max_items=max(top_k, 1), question=question)
-    hops = HopRetrieval(env, result, retrieve, layout, max(top_k, 1), question, context) \
+    hops = HopRetrieval(env, result, retrieve, layout, question, context, hop_chunks=max(top_k, 1)) \
         if not (decompose or plan is not None) else None
     model, backend = getattr(llm, "model", ""), getattr(llm, "name", EXTRACTIVE)
     answer = ""
@@ -207,21 +215,17 @@ def ask(
                   else extractive_text(context, extract_q, env, extract_resolved, hops))
         if hops is not None:
             context = hops.context
-    return {
-        "answer": answer,
-        "citations": [
-            {k: c[k] for k in ("n", "doc", "title", "chunk_id", "span", "locator") if k in c} for c in context.citations
+    return AskOut.model_construct(
+        answer=answer,
+        citations=[
+            AnswerCitation.model_construct(**{k: c[k] for k in AnswerCitation.model_fields if k in c})
+            for c in context.citations
         ],
-        "context": context.to_dict(),
-        "plan": plan_dict,
-        "llm": {
-            "backend": backend,
-            "model": model,
-            "prompt_tokens": tokens[0],
-            "completion_tokens": tokens[1],
-            "fallbacks": fallbacks,
-        },
-        "seconds": time.perf_counter() - start,
-        "backend": EXTRACTIVE if is_extractive else backend,  # who wrote the answer text
-        "extractive": is_extractive,
-    }
+        context=context.to_dict(),
+        plan=plan_dict,
+        llm=AnswerLLM.model_construct(backend=backend, model=model, prompt_tokens=tokens[0],
+                                      completion_tokens=tokens[1], fallbacks=fallbacks),
+        seconds=time.perf_counter() - start,
+        backend=EXTRACTIVE if is_extractive else backend,  # who wrote the answer text
+        extractive=is_extractive,
+    )

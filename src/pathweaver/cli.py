@@ -45,8 +45,8 @@ def _fixed_mmap_threshold() -> None:
     """Blocks of 1 MiB and more get their own mappings, given back when freed (glibc only; elsewhere nothing).
 
     glibc raises its threshold to the size of each large block freed (up to 32 MiB), so after a snapshot read
-    frees its multi-MB column strings the next arrays of that size come from the heap, which never shrinks: a
-    cold ppr query peaked ~60 MB higher on the 2wiki store (docs/benchmarks.md, "Cold CLI queries")."""
+    frees its multi-MB column strings the next arrays of that size come from the heap, which never shrinks, and a
+    cold query's peak memory grows (docs/design-notes.md, "Heap growth")."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes

@@ -1,7 +1,7 @@
 """The JSON shapes pathweaver returns: the MCP tools publish them as output schemas, and the service's
-``retrieve_json``, ``search`` and ``plan`` and the plan trace build their results from these models (``dump``) for
-the tools and the CLI (``--json``) alike; ``rerank`` and ``ask`` return dicts of these shapes. Citations everywhere
-are ``store.snapshot.citation_json``'s ``{doc, title, chunk_id, span[, locator]}``."""
+``retrieve_json``, ``search``, ``plan``, ``rerank``, ``ask`` and ``refresh`` and the plan trace build their results
+from these models (``dump``) for the tools and the CLI (``--json``) alike. Citations everywhere are
+``store.snapshot.citation_json``'s ``{doc, title, chunk_id, span[, locator]}``."""
 
 from __future__ import annotations
 
@@ -89,6 +89,58 @@ class RerankItem(BaseModel):
 
 class RerankOut(BaseModel):
     results: list[RerankItem]
+
+
+class AnswerCitation(BaseModel):
+    """A source an answer cites as ``[n]``: a ``Citation`` with its number first."""
+
+    n: int
+    doc: str
+    title: str = ""
+    chunk_id: int
+    span: list[int] | None = None
+    locator: str | None = None
+
+
+class AnswerLLM(BaseModel):
+    """Who was asked for an answer: the backend and model, tokens spent, fallbacks taken, and why that backend."""
+
+    backend: str
+    model: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    fallbacks: list[str] = []
+    reason: str = ""
+
+
+class AskOut(BaseModel):
+    """``Pathweaver.ask``: what ``ask --json`` prints; the ``answer`` tool serves its ``AnswerOut`` fields.
+    ``context`` is ``retrieval.context.Context.to_dict()``, ``plan`` the plan trace's ``to_dict()`` with the
+    planner's ``trace``; ``backend`` says who wrote the answer text and ``extractive`` whether no model did."""
+
+    answer: str
+    citations: list[AnswerCitation]
+    context: dict[str, Any]
+    plan: dict[str, Any] | None = None
+    llm: AnswerLLM
+    seconds: float = 0.0
+    backend: str
+    extractive: bool
+
+
+class RefreshOut(BaseModel):
+    """``Pathweaver.refresh``: the store's row counts after the refresh, what it removed, the synonym pairs it
+    stored and its seconds."""
+
+    entities: int
+    relations: int
+    mentions: int
+    synonyms: int
+    name_mentions: int
+    removed_entities: int
+    removed_relations: int
+    new_synonyms: int
+    seconds: float
 
 
 class AnswerOut(BaseModel):

@@ -20,7 +20,8 @@ from pathweaver.extract.graph import (
 )
 from pathweaver.ingest.graph_inputs import GraphInputs
 from pathweaver.ingest.linking import NO_NAMES, LinkerCache, apply_names, names_of, names_to_prepare
-from pathweaver.ingest.parsers import ParseError, parse_file
+from pathweaver.ingest.parsed import ParseError
+from pathweaver.ingest.parsers import parse_file
 from pathweaver.ingest.prepare import Prepared
 from pathweaver.ingest.scanner import FileEntry, KnownDoc, under
 from pathweaver.store import indexing as ix

@@ -17,7 +17,7 @@ import pathspec
 
 from pathweaver.config import ConfigError
 from pathweaver.ingest.confine import Confinement
-from pathweaver.ingest.parsers import SUPPORTED_SUFFIXES
+from pathweaver.ingest.parsed import SUPPORTED_SUFFIXES
 
 IGNORE_FILES = (".gitignore", ".pathweaverignore")
 TEXT_SUFFIXES: frozenset[str] = frozenset({".md", ".markdown", ".txt", ".rst", ".html", ".htm"})

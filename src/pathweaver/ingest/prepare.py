@@ -14,7 +14,8 @@ from pathweaver.config import Settings
 from pathweaver.extract.graph import ExtractParams, chunk_stats
 from pathweaver.ingest.chunker import chunk_text
 from pathweaver.ingest.ignore import TEXT_SUFFIXES, looks_binary
-from pathweaver.ingest.parsers import ParsedDocument, ParseError, parse_file
+from pathweaver.ingest.parsed import ParsedDocument, ParseError
+from pathweaver.ingest.parsers import parse_file
 from pathweaver.ingest.scanner import FileEntry
 from pathweaver.ingest.spans import file_spans, locator
 from pathweaver.ingest.types import EmbedderLike, IndexReport

@@ -33,10 +33,8 @@ from pathweaver.store import indexing as ix
 from pathweaver.store import writes as w
 from pathweaver.store.db import Connection, Database
 from pathweaver.store.graphvecs import UNRECORDED
-from pathweaver.store.reads import (
-    EntityRows,
-    vocabulary,
-)
+from pathweaver.store.reads import vocabulary
+from pathweaver.store.vector_rows import EntityRows
 
 PAIR_WHILE_WRITING_OVER = 20_000  # entities from which a refresh pairs synonyms while another thread writes rows
 NameTriple = tuple[str, str, str]  # (src, dst, label) by entity name

@@ -16,7 +16,7 @@ from pathweaver.store import indexing as ix
 from pathweaver.store import writes as w
 from pathweaver.store.cache import cache_for
 from pathweaver.store.db import Connection, Database
-from pathweaver.store.reads import EntityRows, entity_rows
+from pathweaver.store.vector_rows import EntityRows, entity_rows
 
 
 class SynonymPass:

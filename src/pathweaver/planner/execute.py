@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from pathweaver.extract.entities import words
-from pathweaver.extractive import answer_type, typed_spans
+from pathweaver.extractive.questions import answer_type
+from pathweaver.extractive.spans import typed_spans
 from pathweaver.models.llm import LLMBackend, LLMError
 from pathweaver.planner.decompose import Plan, rephrase
 from pathweaver.planner.rerank import ALPHA, dependency_rerank, question_type

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
+
+from pathweaver.results import RerankItem
 
 ALPHA = {"specific": 0.6, "abstract": 0.75}  # PankRAG §3.4 / Fig. 3-4
 
@@ -71,7 +72,7 @@ def rerank_texts(
     resolved: list[str],
     encode: Callable[[list[str]], np.ndarray],
     alpha: float | None = None,
-) -> list[dict[str, Any]]:
+) -> list[RerankItem]:
     """Rerank free-text candidates (the ``rerank`` tool): R_i = cos(question, candidate), M_i against the
     resolved answers; α by question type unless given. Best first, each with its original ``index``."""
     if not candidates:
@@ -86,12 +87,12 @@ def rerank_texts(
     norm_rel = normalise(relevance)
     order = np.argsort(-scores, kind="stable")
     return [
-        {
-            "index": int(i),
-            "text": candidates[i],
-            "score": float(scores[i]),
-            "relevance": float(norm_rel[i]),  # R_i as used in Eq. 5 (min-max normalised)
-            "dependency": float(dep[i]),
-        }
+        RerankItem.model_construct(
+            index=int(i),
+            text=candidates[i],
+            score=float(scores[i]),
+            relevance=float(norm_rel[i]),  # R_i as used in Eq. 5 (min-max normalised)
+            dependency=float(dep[i]),
+        )
         for i in order
     ]

@@ -162,13 +162,16 @@ def build_context(
     layout: str | None = None,
     max_items: int = DEFAULT_MAX_ITEMS,
     question: str | None = None,
+    max_derived: int | None = None,
 ) -> Context:
-    """Items, prompt text and citations for ``result`` in ``layout`` (default: by the method's paper)."""
+    """Items, prompt text and citations for ``result`` in ``layout`` (default: by the method's paper): at most
+    ``max_items`` chunks, and at most ``max_derived`` paths or triples (default ``max_items``)."""
     layout = layout or layout_for(result.method)
     if layout not in LAYOUTS:
         raise ValueError(f"unknown context layout {layout!r}; use one of {', '.join(LAYOUTS)}")
-    if max_items < 1:
-        raise ValueError("max_items must be at least 1")
+    max_derived = max_items if max_derived is None else max_derived
+    if max_items < 1 or max_derived < 1:
+        raise ValueError("max_items and max_derived must be at least 1")
     cits = _Citations(snapshot)
     items: list[ContextItem] = []
     sections: list[str] = []
@@ -180,7 +183,7 @@ def build_context(
         return [_chunk_item(snapshot, cits, h.passage) for h in top_chunks(result.chunks, max_items)]
 
     if layout == "pathrag":
-        paths = top_paths(result.paths, max_items)
+        paths = top_paths(result.paths, max_derived)
         chunks = chunk_items()
         path_items = [_derived_item("path", p.text, p.passages, cits) for p in paths]
         items += chunks + path_items
@@ -196,7 +199,7 @@ def build_context(
         items += chunks
         sections.append(_section("Hybrid-retrieved chunks", chunks))
     elif layout == "pooling":
-        lines = _pooling_lines(snapshot, top_triples(result.triples, result.triple_scores, max_items))
+        lines = _pooling_lines(snapshot, top_triples(result.triples, result.triple_scores, max_derived))
         chunks = chunk_items()
         triple_items = [
             _derived_item("triple", t, _relation_passages(snapshot, rels), cits) for t, rels in lines

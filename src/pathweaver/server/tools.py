@@ -117,11 +117,14 @@ def _defaults(state: ServerState, method: str) -> dict[str, Any]:
 def register_tools(server: MCPServer, state: ServerState) -> None:
     """Add every pathweaver tool to ``server``."""
     from pathweaver.retrieval.registry import method_names
+    from pathweaver.service.queries import SEARCH_MODES
+    from pathweaver.store.reads import NEIGHBOR_HOPS, NEIGHBOR_LIMIT
 
     svc = state.service
     pr = _defaults(state, "pathrag")
     mc = _defaults(state, "mcmi")
     Method = Literal[tuple(method_names())]  # type: ignore[valid-type]
+    SearchMode = Literal[SEARCH_MODES]  # type: ignore[valid-type]
     Question = Annotated[str, Field(min_length=1, description="The question, in natural language.")]
 
     @server.tool(annotations=READ_ONLY)
@@ -227,7 +230,7 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
     async def search(
         query: Annotated[str, Field(min_length=1, description="Words or a question.")],
         mode: Annotated[
-            Literal["dense", "bm25", "hybrid"], Field(description="dense vectors, BM25 keywords, or both.")
+            SearchMode, Field(description="dense vectors, BM25 keywords, or both.")
         ] = "hybrid",
         k: Annotated[int, Field(ge=1, le=100, description="Number of chunks.")] = DEFAULT_TOP_K,
     ) -> Annotated[CallToolResult, SearchOut]:
@@ -246,8 +249,8 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
     @server.tool(annotations=READ_ONLY)
     async def neighbors(
         entity: Annotated[str, Field(min_length=1, description="Entity name.")],
-        hops: Annotated[int, Field(ge=1, le=3, description="Graph distance.")] = 1,
-        limit: Annotated[int, Field(ge=1, le=500, description="Most neighbours returned.")] = 25,
+        hops: Annotated[int, Field(ge=1, le=3, description="Graph distance.")] = NEIGHBOR_HOPS,
+        limit: Annotated[int, Field(ge=1, le=500, description="Most neighbours returned.")] = NEIGHBOR_LIMIT,
     ) -> NeighborsOut:
         """Entities within ``hops`` of an entity, with the relations that join them. Use to explore the graph."""
         return NeighborsOut.model_validate(await call(svc.neighbors, entity, hops, limit))

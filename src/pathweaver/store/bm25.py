@@ -12,7 +12,7 @@ with k1 = 1.2, b = 0.75, f_i the phrase's occurrences in the row (both columns, 
 avgdl the mean over rows, and idf_i = ln((N - n_i + 0.5) / (n_i + 0.5)), or 1e-6 when that is not positive.
 N and avgdl are counted from the rows as they are. FTS5's contentless-delete table keeps counting deleted rows in
 both, so after deletes FTS5 drifts and these scores are those of a fresh index of the same chunks.
-Every query phrase is one quoted word (``reads.fts_query``); a word FTS5 would split into several tokens makes
+Every query phrase is one quoted word (``records.fts_query``); a word FTS5 would split into several tokens makes
 ``query_terms`` answer None, and the caller asks FTS5.
 """
 

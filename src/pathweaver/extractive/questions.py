@@ -1,0 +1,188 @@
+"""Question analysis: the expected answer type from the question's cues, and the options of a choice question."""
+
+from __future__ import annotations
+
+import re
+
+ANSWER_TYPES = ("yesno", "choice", "date", "number", "place", "person", "nationality", "relation", "other")
+# "What had Marley been to Scrooge?": the answer is the role a sentence gives one of them ("the business partner")
+_RELATION_Q = re.compile(r"^(?:what|who)\s+(?:had|has|was|is|were)\s+.+?\s+(?:been\s+)?to\s+.+$", re.I)
+_ROLE = re.compile(r"\b(?:was|were|is|had been)\s+(?P<np>(?:the|his|her|their|a|an)\s+(?:sole\s+)?(?:[a-z\-]+\s+){0,3}?"
+                   r"[a-z\-]+)(?=\s+(?:of|to|for|in|at|with)\b|\s*[,.;])")
+
+
+def _word_list(text: str) -> list[str]:
+    return text.split()
+
+
+# days and times of day: "Christmas Eve" or "Monday Morning" names a when, never a who
+_TIMES = set(_word_list("eve day night morning evening afternoon noon midnight monday tuesday wednesday thursday friday "
+                        "saturday sunday"))
+_MONTHS = _word_list(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec"
+)
+_NOT_PERSON = set(_MONTHS) | _TIMES
+_MONTH_NUM = {m: (i % 12) + 1 for i, m in enumerate(_MONTHS[:12])} | {
+    m: n for m, n in zip(_MONTHS[12:], (1, 2, 3, 4, 6, 7, 8, 9, 9, 10, 11, 12), strict=True)
+}
+_MONTH_RE = r"(?:January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.?"
+DATE_RE = re.compile(
+    rf"\b(?:(?P<d1>\d{{1,2}})\s+(?P<m1>{_MONTH_RE})\s*,?\s+(?P<y1>\d{{3,4}})"
+    rf"|(?P<m2>{_MONTH_RE})\s+(?P<d2>\d{{1,2}}),?\s+(?P<y2>\d{{3,4}})"
+    rf"|(?P<m3>{_MONTH_RE})\s+(?P<y3>\d{{4}})"
+    rf"|(?P<y4>1\d{{3}}|20\d{{2}})(?:s\b)?)\b"
+)
+NUMBER_RE = re.compile(
+    r"\b(?:about |approximately |over |nearly |some )?\d[\d,]*(?:\.\d+)?(?:\s*(?:million|billion|thousand|hundred))?"
+    r"(?:\s+(?:square\s+)?(?:miles?|mi|km|kilometres?|kilometers?|metres?|meters?|feet|ft|years?|people|inhabitants|"
+    r"members|seats?|episodes?|books?|copies|acres|hectares|percent|%))?"
+)
+_SMALL = r"(?:of|the|de|del|della|des|du|la|le|van|von|der|den|da|di|y|al|bin|ibn|and|&)"
+_NAMEWORD = r"(?:[A-Z][\w'’\-.]*[\w.]|[A-Z]|\d+(?:st|nd|rd|th)?)"
+CAPSPAN_RE = re.compile(rf"{_NAMEWORD}(?:\s+(?:{_SMALL}\s+){{0,2}}{_NAMEWORD})*")
+_WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+
+_YESNO_START = re.compile(r"^(?:are|is|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", re.I)
+_CHOICE = re.compile(
+    r"(?:,|:|\bbetween\b|\bout of\b|\bfirst\b|\blater\b|\bolder\b|\byounger\b)\s*(?P<a>[^,:?]+?)\s*,?\s+(?:or|and)\s+"
+    r"(?P<b>[^,:?]+?)\s*(?:,|\?|$)"
+)
+_YEAR_Q = re.compile(r"\b(?:what|which)\s+year\b", re.I)
+_EARLIER = re.compile(r"\b(?:first|earlier|earliest|older|oldest|before|elder|sooner)\b", re.I)
+_LATER = re.compile(r"\b(?:later|last|latest|younger|youngest|after|recent|recently|newer|newest)\b", re.I)
+_LONGER = re.compile(r"\blived longer|lived the longest|longer life|died (?:at|when) (?:an )?older\b", re.I)
+_DEATH = re.compile(r"\b(?:die|died|death|dies|pass(?:ed)? away)\b", re.I)
+_BIRTH = re.compile(r"\b(?:born|birth|older|younger|oldest|youngest|age)\b", re.I)
+ROLES = {
+    "director": r"direct(?:ed|or)",
+    "composer": r"(?:compos(?:ed|er)|music (?:was )?(?:by|composed by)|score (?:by|composed by))",
+    "performer": r"(?:perform(?:ed|er)|recorded|sung|by (?:american|english|british|canadian) (?:singer|band|rapper))",
+    "producer": r"produc(?:ed|er)",
+    "author": r"(?:writ(?:ten|er)|author(?:ed)?)",
+    "writer": r"(?:writ(?:ten|er)|author(?:ed)?)",
+    "creator": r"creat(?:ed|or)",
+}
+# Relation cues of the question -> words that introduce the answer in a sentence.
+_CUES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\b(?:born|birth|birthplace)\b", re.I), r"(?:born|birth)\b[^.;]*?\b(?:in|at)\s+$"),
+    (re.compile(r"\b(?:die|died|death)\b", re.I), r"(?:died|death)\b[^.;]*?\b(?:in|at)\s+$"),
+    (re.compile(r"\b(?:study|studied|educated|graduate|attend)", re.I), r"(?:stud|educat|graduat|attend)\w*\b[^.;]*?\b(?:at|from|in)\s+$"),
+    (re.compile(r"\bwork", re.I), r"(?:work|taught|professor|employ)\w*\b[^.;]*?\b(?:at|for|in)\s+$"),
+    (re.compile(r"\bdirect", re.I), r"direct\w*\s+by\s+$"),
+    (re.compile(r"\bcompos", re.I), r"(?:compos\w*|music)\s+by\s+$"),
+    (re.compile(r"\bperform", re.I), r"(?:perform\w*|recorded|sung|released)\s+by\s+$"),
+    (re.compile(r"\bproduc", re.I), r"produc\w*\s+by\s+$"),
+    (re.compile(r"\b(?:writ|author)", re.I), r"(?:written|authored)\s+by\s+$"),
+    (re.compile(r"\blocated\b", re.I), r"\blocated\b[^.;]*?\b(?:in|at|on|near)\s+$"),
+    (re.compile(r"\b(?:spouse|wife|husband|married)\b", re.I), r"marri\w*\s+(?:to\s+)?$|(?:wife|husband|spouse),?\s+$"),
+    (re.compile(r"\b(?:father|mother|son|daughter|child|parent)\b", re.I), r"(?:son|daughter|child|father|mother) of\s+$"),
+]
+_NATIONALITY = _word_list(
+    "Afghan Albanian Algerian American Argentine Argentinian Armenian Australian Austrian Azerbaijani Bangladeshi "
+    "Belarusian Belgian Bolivian Bosnian Brazilian British Bulgarian Burmese Cambodian Cameroonian Canadian "
+    "Chilean Chinese Colombian Croatian Cuban Czech Danish Dutch Ecuadorian Egyptian English Estonian Ethiopian "
+    "Filipino Finnish French Georgian German Ghanaian Greek Guatemalan Haitian Hungarian Icelandic Indian "
+    "Indonesian Iranian Iraqi Irish Israeli Italian Jamaican Japanese Jordanian Kazakh Kenyan Korean Kurdish "
+    "Latvian Lebanese Libyan Lithuanian Malaysian Maltese Mexican Moldovan Mongolian Moroccan Nepalese Nigerian "
+    "Norwegian Pakistani Palestinian Peruvian Polish Portuguese Romanian Russian Saudi Scottish Serbian "
+    "Singaporean Slovak Slovenian Somali Spanish Sri Swedish Swiss Syrian Taiwanese Thai Tunisian Turkish Ukrainian "
+    "Uruguayan Uzbek Venezuelan Vietnamese Welsh Yemeni Zimbabwean Soviet Yugoslav Prussian Ottoman Persian"
+)
+_COUNTRY_OF = {
+    "American": "United States", "British": "United Kingdom", "English": "England", "Scottish": "Scotland",
+    "Welsh": "Wales", "Dutch": "Netherlands", "French": "France", "German": "Germany", "Italian": "Italy",
+    "Spanish": "Spain", "Chinese": "China", "Japanese": "Japan", "Indian": "India", "Russian": "Russia",
+    "Soviet": "Soviet Union", "Canadian": "Canada", "Australian": "Australia", "Mexican": "Mexico",
+    "Polish": "Poland", "Swedish": "Sweden", "Danish": "Denmark", "Norwegian": "Norway", "Finnish": "Finland",
+    "Irish": "Ireland", "Greek": "Greece", "Turkish": "Turkey", "Iranian": "Iran", "Brazilian": "Brazil",
+    "Argentine": "Argentina", "Argentinian": "Argentina", "Egyptian": "Egypt", "Korean": "Korea",
+    "Filipino": "Philippines", "Swiss": "Switzerland", "Austrian": "Austria", "Hungarian": "Hungary",
+    "Czech": "Czech Republic", "Portuguese": "Portugal", "Belgian": "Belgium", "Ukrainian": "Ukraine",
+    "Pakistani": "Pakistan", "Bangladeshi": "Bangladesh", "Thai": "Thailand", "Vietnamese": "Vietnam",
+    "Nigerian": "Nigeria", "Romanian": "Romania", "Bulgarian": "Bulgaria", "Serbian": "Serbia",
+    "Croatian": "Croatia", "Israeli": "Israel", "Chilean": "Chile", "Colombian": "Colombia", "Peruvian": "Peru",
+    "Cuban": "Cuba", "Georgian": "Georgia", "Armenian": "Armenia", "Estonian": "Estonia", "Latvian": "Latvia",
+    "Lithuanian": "Lithuania", "Slovak": "Slovakia", "Slovenian": "Slovenia", "Icelandic": "Iceland",
+    "Indonesian": "Indonesia", "Malaysian": "Malaysia", "Taiwanese": "Taiwan", "Venezuelan": "Venezuela",
+    "Persian": "Iran", "Prussian": "Prussia", "Yugoslav": "Yugoslavia", "Ottoman": "Ottoman Empire",
+}
+_COUNTRY_ALIASES = {
+    "United States": ("United States", "U.S.", "USA", "America"),
+    "United Kingdom": ("United Kingdom", "UK", "Britain", "England", "Scotland", "Wales"),
+    "England": ("England", "United Kingdom", "Britain"),
+}
+_PLACE_NOUNS = {"city", "town", "country", "state", "county", "region", "village", "province", "island", "continent",
+                "neighborhood", "neighbourhood", "location", "borough", "district", "capital", "nation"}
+_PERSON_NOUNS = {"person", "man", "woman", "actor", "actress", "writer", "screenwriter", "director", "singer", "author",
+                 "player", "driver", "pilot", "president", "politician", "musician", "composer", "producer",
+                 "artist", "king", "queen", "emperor", "leader", "poet", "novelist", "footballer", "coach",
+                 "manager", "physicist", "scientist", "philosopher", "painter", "rapper", "comedian", "journalist"}
+_PERSON_STOP = {
+    "the", "he", "she", "it", "they", "his", "her", "in", "on", "at", "a", "an", "this", "that", "born", "after",
+    "before", "during", "its", "their", "there", "although", "however", "when", "while", "as", "by", "for", "from",
+}
+_WH = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "did", "does", "do", "is", "was",
+       "are", "were", "name"}
+
+
+def answer_type(question: str) -> str:
+    """The expected answer type of ``question`` (one of ``ANSWER_TYPES``), from its wording."""
+    q = " ".join(question.split())
+    low = q.lower()
+    if options(q):
+        return "choice"
+    if _YESNO_START.match(low):
+        return "yesno"
+    if _RELATION_Q.match(q.rstrip("?")):
+        return "relation"
+    if re.search(r"\bnationality\b", low):
+        return "nationality"
+    if re.match(r"when\b", low) or re.search(r"(?-i:\bwhen\b)", q) or re.search(
+        r"\b(?:what year|which year|what date|what time|in what year|date of|year of|what decade|what century|"
+        r"how old)\b", low
+    ):  # a capitalised "When" inside the question starts a title ("When The Stars Go Blue")
+        return "date"
+    if re.search(r"\b(?:how many|how much|how long|how far|how tall|how high|how big|what percentage|"
+                 r"what population|population of|how large|seat how many|what number)\b", low):
+        return "number"
+    if re.search(r"\bnationality\b|\bwhat country is\b.*\bfrom\b", low):
+        return "nationality"
+    if re.search(r"\b(?:where|what city|which city|what town|which town|what country|which country|what state|"
+                 r"which state|what place|place of birth|place of death|birthplace|what region|which region|"
+                 r"what county|which county|what island|what river|located in what|in what city)\b", low):
+        return "place"
+    if re.search(r"^(?:who|whom|whose)\b|\b(?:who|whom)\b", low):
+        return "person"
+    m = re.search(r"\b(?:what|which)\s+(?:[\w\-']+\s+){0,3}?(?P<n>[a-z]+)\b", low)
+    if m and m.group("n") in _PLACE_NOUNS:
+        return "place"
+    if m and m.group("n") in _PERSON_NOUNS:
+        return "person"
+    return "other"
+
+
+def options(question: str) -> list[str]:
+    """The two compared items of a choice question ("Which came first, A or B?", "Who was born first out of A
+    and B?"), else []."""
+    q = " ".join(question.split())
+    if not re.match(r"^(?:which|who|what|whose)\b", q, re.I):
+        return []
+    m = re.search(r"(?:,|:|\bout of\b|\bbetween\b)\s*(?P<rest>.+)$", q)
+    if not m:
+        return []
+    rest = m.group("rest").rstrip(" ?")
+    joiner = " and " if re.search(r"\b(?:out of|between)\s*$", q[: m.start("rest")]) else " or "
+    if joiner not in rest:
+        return []
+    a, b = rest.rsplit(joiner, 1)
+    b = re.split(r",\s+(?=[a-z])", b)[0]  # "Screaming Trees, had more members"
+    a, b = _clean_option(a), _clean_option(b)
+    if a and b and len(a.split()) <= 14 and len(b.split()) <= 14:
+        return [a, b]
+    return []
+
+
+def _clean_option(text: str) -> str:
+    text = re.sub(r"^(?:out of|between|the|a|an)\s+", "", text.strip(" ,.;:?\"'“”"), flags=re.I)
+    return text.strip()

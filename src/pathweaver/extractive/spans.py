@@ -1,0 +1,127 @@
+"""Spans of an expected type in a sentence (dates, numbers, names, places, cued phrases) that the question does
+not already name."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pathweaver.extractive.questions import (
+    _COUNTRY_OF,
+    _CUES,
+    _DEATH,
+    _MONTH_NUM,
+    _MONTHS,
+    _NATIONALITY,
+    _NOT_PERSON,
+    _PERSON_STOP,
+    _SMALL,
+    _YEAR_Q,
+    CAPSPAN_RE,
+    DATE_RE,
+    NUMBER_RE,
+)
+from pathweaver.extractive.sentences import _tokens
+from pathweaver.text import STOPWORDS
+
+
+@dataclass(frozen=True)
+class Date:
+    text: str
+    start: int
+    key: tuple[int, int, int]  # (year, month, day); 0 where unknown
+
+
+def dates_in(text: str) -> list[Date]:
+    """Dates and years of ``text`` in reading order, with a sortable key."""
+    out = []
+    for m in DATE_RE.finditer(text):
+        g = m.groupdict()
+        year = int(g["y1"] or g["y2"] or g["y3"] or g["y4"])
+        month_word = (g["m1"] or g["m2"] or g["m3"] or "").rstrip(".").lower()
+        day = int(g["d1"] or g["d2"] or 0)
+        out.append(Date(m.group(0), m.start(), (year, _MONTH_NUM.get(month_word, 0), day)))
+    return out
+
+
+def _in_question(span: str, question_words: set[str]) -> bool:
+    words = [w for w in _tokens(span) if w not in STOPWORDS]
+    return bool(words) and all(w in question_words for w in words)
+
+
+def _cap_spans(sentence: str) -> list[tuple[int, str]]:
+    out = []
+    for m in CAPSPAN_RE.finditer(sentence):
+        text = m.group(0).rstrip(".")
+        words = text.split()
+        while words and (words[0].lower() in _PERSON_STOP or words[0].lower() in STOPWORDS
+                         or words[0].lower() in _MONTHS):
+            words = words[1:]
+        while words and (re.fullmatch(_SMALL, words[-1]) or (len(words) > 1 and words[-1].isdigit())):
+            words = words[:-1]
+        if not words or (len(words) == 1 and words[0].isdigit()):
+            continue
+        span = " ".join(words)
+        out.append((m.start() + m.group(0).find(words[0]), span))
+    return out
+
+
+def _cue_pattern(question: str) -> list[str]:
+    return [cue for trigger, cue in _CUES if trigger.search(question)]
+
+
+def typed_spans(sentence: str, kind: str, question: str) -> list[tuple[int, str, float]]:
+    """Spans of ``sentence`` of the expected ``kind`` that the question does not name: (start, text, bonus)."""
+    qwords = set(_tokens(question))
+    cues = _cue_pattern(question)
+    asked = re.search(r"\b(?:what|which)\s+(?:[\w\-']+\s+){0,5}?(?P<n>[a-z]+)\b(?=\s+(?:is|was|were|are|did|does|do|has|had|"
+                      r"can|could|that|which|who|of|in|to|for|with|by|from)\b|\s*\??$)", question.lower())
+    head = asked.group("n") if asked and asked.group("n") not in STOPWORDS else ""
+    out: list[tuple[int, str, float]] = []
+    if kind == "date":
+        found = dates_in(sentence)
+        died = bool(_DEATH.search(question))
+        year_only = bool(_YEAR_Q.search(question))
+        for i, d in enumerate(found):
+            if _in_question(d.text, qwords):
+                continue
+            bonus = 0.1 * (d.key[1] > 0) + 0.1 * (d.key[2] > 0)
+            before = sentence[max(0, d.start - 40): d.start].lower()
+            if died and (re.search(r"(?:died|death|d\.|–|-)\s*(?:on|in)?\s*$", before) or (i > 0 and "(" in before)):
+                bonus += 0.3
+            if not died and re.search(r"\b(?:born|b\.)\s*(?:on|in)?\s*$|\(\s*$", before):
+                bonus += 0.2
+            text = str(d.key[0]) if year_only and d.key[1] else d.text  # "What year ...?" asks for the year alone
+            out.append((d.start, text, bonus))
+        return out
+    if kind == "number":
+        for m in NUMBER_RE.finditer(sentence):
+            text = m.group(0).strip()
+            if text and not _in_question(text, qwords) and not re.fullmatch(r"1\d{3}|20\d{2}", text):
+                out.append((m.start(), text, 0.1 * (" " in text)))
+        return out
+    if kind == "nationality":
+        for m in re.finditer(r"\b(?:" + "|".join(_NATIONALITY) + r")\b", sentence):
+            out.append((m.start(), m.group(0), 0.2))
+    for start, span in _cap_spans(sentence):
+        if _in_question(span, qwords):
+            continue
+        low_words = {w.lower() for w in span.split()}
+        if kind == "person" and (low_words & _NOT_PERSON or any(ch.isdigit() for ch in span)
+                                 or span in _COUNTRY_OF or span in _NATIONALITY):  # "Canadian" names no one
+            continue
+        before = sentence[max(0, start - 60): start]
+        bonus = 0.0
+        if any(re.search(c, before, re.I) for c in cues):
+            bonus += 1.0
+        if kind == "place":
+            if span in _COUNTRY_OF or span in _NATIONALITY:
+                continue
+            if re.search(r"\b(?:in|at|from|near|of)\s+$", before):
+                bonus += 0.3
+        if kind == "person" and re.search(r"\bby\s+$", before):
+            bonus += 0.2
+        if head and head in low_words:  # "which war" -> "World War II"
+            bonus += 0.5
+        out.append((start, span, bonus))
+    return out

@@ -1,0 +1,167 @@
+"""Markdown (CommonMark with Obsidian's wiki links and YAML front matter) -> ``ParsedDocument``."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path, PurePosixPath
+
+from pathweaver.ingest.parsed import (
+    SUPPORTED_SUFFIXES,
+    ParsedDocument,
+    _dedupe,
+    decode_text,
+    local_link_target,
+    stem_title,
+)
+
+_FRONT_MATTER_RE = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
+_FM_TITLE_RE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.MULTILINE)
+_FM_ALIASES_RE = re.compile(r"^alias(?:es)?:[ \t]*(.*?)[ \t]*\n((?:[ \t]*-[ \t]*.*(?:\n|$))*)", re.MULTILINE)
+_ATX_RE = re.compile(r"^[ ]{0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_SETEXT_RE = re.compile(r"^[ ]{0,3}(=+|-+)[ \t]*$")
+_FENCE_RE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})")
+_HR_RE = re.compile(r"^[ ]{0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+_LIST_RE = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+(?:\[[ xX]\][ \t]+)?")
+_QUOTE_RE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
+_TABLE_RULE_RE = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+_REF_DEF_RE = re.compile(r"^[ ]{0,3}\[[^\]]+\]:[ \t]*\S+.*$")
+_WIKI_RE = re.compile(r"!?\[\[([^\[\]|]+?)(?:\|([^\[\]]*?))?\]\]")
+_IMAGE_RE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
+_MD_LINK_RE = re.compile(r"\[([^\]]*)\]\(\s*(<[^>]*>|[^)\s]*)(?:\s+[\"'(][^)]*)?\s*\)")
+_REF_LINK_RE = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
+_AUTOLINK_RE = re.compile(r"<(?:https?|ftp|mailto):[^>\s]*>")
+_HTML_TAG_RE = re.compile(r"</?[A-Za-z][^<>]*>|<!--.*?-->")
+_CODE_RE = re.compile(r"`+([^`]*)`+")
+_EMPH_RE = re.compile(r"(?<![\w*])(\*{1,3}|_{1,3})(?=\S)(.+?)(?<=\S)\1(?![\w*])")
+_STRIKE_RE = re.compile(r"~~(.+?)~~")
+
+
+def _wiki_target(raw: str) -> str:
+    target = raw.split("#", 1)[0].split("^", 1)[0].strip()
+    name = PurePosixPath(target).name if target else ""
+    return PurePosixPath(name).stem if PurePosixPath(name).suffix.lower() in SUPPORTED_SUFFIXES else name
+
+
+def _md_inline(line: str, links: list[str], texts: list[tuple[str, str]] | None = None) -> str:
+    """Inline Markdown -> readable text; local link targets are appended to ``links``, (target, display text) of
+    links with a display text of their own to ``texts``."""
+
+    def wiki(m: re.Match[str]) -> str:
+        target = _wiki_target(m.group(1))
+        links.append(target)
+        shown = (m.group(2) or "").strip()
+        if shown and texts is not None and not m.group(0).startswith("!"):
+            texts.append((target, shown))
+        return shown or target
+
+    def md_link(m: re.Match[str]) -> str:
+        target = local_link_target(m.group(2))
+        if target:
+            links.append(target)
+            if texts is not None and m.group(1).strip():
+                texts.append((target, m.group(1).strip()))
+        return m.group(1)
+
+    line = _CODE_RE.sub(lambda m: m.group(1), line)
+    line = _WIKI_RE.sub(wiki, line)
+    line = _IMAGE_RE.sub(lambda m: m.group(1), line)
+    line = _MD_LINK_RE.sub(md_link, line)
+    line = _REF_LINK_RE.sub(lambda m: m.group(1), line)
+    line = _AUTOLINK_RE.sub("", line)
+    line = _HTML_TAG_RE.sub("", line)
+    line = _STRIKE_RE.sub(lambda m: m.group(1), line)
+    for _ in range(2):  # nested emphasis ("***a** b*")
+        line = _EMPH_RE.sub(lambda m: m.group(2), line)
+    return line
+
+
+def _unquote(value: str) -> str:
+    return value.strip().strip("\"'").strip()
+
+
+def front_matter_aliases(front: str) -> list[str]:
+    """``aliases:`` (or ``alias:``) of YAML front matter: an inline ``[a, b]`` list, a comma-separated line, or a
+    block of ``- item`` lines."""
+    m = _FM_ALIASES_RE.search(front if front.endswith("\n") else front + "\n")
+    if not m:
+        return []
+    inline, block = m.group(1).strip(), m.group(2)
+    items = [line.strip()[1:] for line in block.splitlines() if line.strip().startswith("-")]
+    if inline:
+        items += inline.strip("[]").split(",")
+    return _dedupe([_unquote(i) for i in items])
+
+
+def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
+    text = decode_text(data)
+    fm_title = ""
+    aliases: list[str] = []
+    fm = _FRONT_MATTER_RE.match(text)
+    if fm:
+        t = _FM_TITLE_RE.search(fm.group(1) or "")
+        fm_title = _unquote(t.group(1)) if t else ""
+        aliases = front_matter_aliases(fm.group(1) or "")
+        text = text[fm.end() :]
+    out: list[str] = []
+    offset = 0
+    headings: list[tuple[int, str]] = []
+    h1 = ""
+    links: list[str] = []
+    link_texts: list[tuple[str, str]] = []
+    fence: str | None = None
+    prev: tuple[int, str] | None = (
+        None  # (offset, text) of the previous plain paragraph line: setext candidate
+    )
+
+    def emit(s: str) -> int:
+        nonlocal offset
+        start = offset
+        out.append(s)
+        offset += len(s) + 1
+        return start
+
+    for raw in text.split("\n"):
+        if fence is not None:
+            if raw.strip().startswith(fence):
+                fence = None
+            else:
+                emit(raw)
+            continue
+        fm_open = _FENCE_RE.match(raw)
+        if fm_open:
+            fence = fm_open.group(1)[0] * len(fm_open.group(1))
+            prev = None
+            continue
+        setext = _SETEXT_RE.match(raw)
+        if setext and prev is not None:
+            headings.append(prev)
+            if setext.group(1)[0] == "=" and not h1:
+                h1 = prev[1]
+            prev = None
+            continue
+        atx = _ATX_RE.match(raw)
+        if atx:
+            heading = _md_inline(atx.group(2) or "", links, link_texts).strip()
+            if heading:
+                headings.append((emit(heading), heading))
+                if len(atx.group(1)) == 1 and not h1:
+                    h1 = heading
+            prev = None
+            continue
+        if _HR_RE.match(raw) or _TABLE_RULE_RE.match(raw) or _REF_DEF_RE.match(raw):
+            prev = None
+            continue
+        line = _QUOTE_RE.sub("", raw)
+        line = _LIST_RE.sub("", line)
+        line = _md_inline(line, links, link_texts).strip().strip("|").strip()
+        if not line:
+            if out and out[-1] != "":
+                emit("")
+            prev = None
+            continue
+        start = emit(line)
+        is_plain = not _LIST_RE.match(raw) and not _QUOTE_RE.match(raw)
+        prev = (start, line) if is_plain and len(line) < 200 else None
+    body = "\n".join(out).rstrip()
+    return ParsedDocument(body, fm_title or h1 or stem_title(path), headings, _dedupe(links), aliases=aliases,
+                          link_texts=list(dict.fromkeys(link_texts)))

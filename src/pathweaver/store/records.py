@@ -1,0 +1,254 @@
+"""Records read from the store for people and tools: stats, documents and their chunks, entity cards, the graph
+without store ids (for comparing stores), whole tables for export, and the full-text searches (BM25 over chunks,
+entity names). ``reads.StoreReader`` adds the graph snapshot on top.
+
+Every multi-statement read runs in one read transaction, so it sees one committed version even while the indexer
+writes (WAL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from pathweaver.config import ConfigError
+from pathweaver.store.bm25 import Bm25Index, query_terms, read_index
+from pathweaver.store.columns import FILE_SPAN
+from pathweaver.store.db import Connection, Database
+from pathweaver.store.schema import DESCRIPTION, SOURCE_SENTENCE
+from pathweaver.store.snapshot import file_span_json
+from pathweaver.text import normalize
+
+EXPORT_TABLES = ("documents", "chunks", "entities", "relations", "mentions", "relation_sources", "synonyms")
+# Every relation row with its description as read (``schema.DESCRIPTION``: stored, or its first source's sentence).
+RELATION_ROWS = (f"(SELECT r.id AS id, r.src_id AS src_id, r.dst_id AS dst_id, r.label AS label, r.kind AS kind, "
+                 f"{DESCRIPTION} AS description FROM relations r)")
+_FTS_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
+Bm25Row = tuple[int, float, str, str, int, int, str]  # chunk id, score, path, title, start, end, text
+
+
+def fts_words(text: str) -> list[str]:
+    """The distinct lower-cased words of ``text``, in order: the phrases of ``fts_query``."""
+    return list(dict.fromkeys(t.lower() for t in _FTS_TOKEN_RE.findall(text or "")))
+
+
+def fts_query(text: str) -> str:
+    """A safe FTS5 MATCH expression: every word quoted, joined by OR ('' when there are no words)."""
+    return " OR ".join(f'"{t}"' for t in fts_words(text))
+
+
+class RecordReader:
+    """Record reads over one ``Database`` connection (use one reader per thread)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[Connection]:
+        """One read transaction (a consistent view) unless the connection is already inside one; ``self.db``'s own
+        reads inside it (``version()``) see the same view, being on the same connection."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            yield conn
+            return
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    # -- stats -----------------------------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        """The ``stats --json`` contract: counts, version, embedding model and skipped files with reasons."""
+        with self._read() as conn:
+            def count(sql: str) -> int:
+                return int(conn.execute(sql).fetchone()[0])
+
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            skipped = [{"path": p, "reason": r} for p, r in conn.execute(
+                "SELECT path, reason FROM documents WHERE status = 'skipped' ORDER BY path")]
+            return {
+                "documents": count("SELECT count(*) FROM documents WHERE status = 'indexed'"),
+                "chunks": count("SELECT count(*) FROM chunks"),
+                "entities": count("SELECT count(*) FROM entities"),
+                "relations": count("SELECT count(*) FROM relations"),
+                "synonyms": count("SELECT count(*) FROM synonyms"),
+                "mentions": count("SELECT count(*) FROM mentions"),
+                "version": int(meta.get("store_version", 0)),
+                "embedding_model": meta.get("embedding_model"),
+                "embedding_dim": int(meta["embedding_dim"]) if meta.get("embedding_dim") else None,
+                "skipped": skipped,
+                "store": str(self.db.path),
+                "schema_version": int(meta.get("schema_version", 0)),
+                "last_refresh": float(meta["last_refresh"]) if meta.get("last_refresh") else None,
+                "refresh_pending": meta.get("refresh_pending", "0") == "1",
+                "changed_chunks_since_refresh": int(meta.get("changed_chunks", 0)),
+            }
+
+    # -- documents and chunks --------------------------------------------------------------------------------
+    def documents(self) -> list[dict[str, Any]]:
+        rows = self.db.conn.execute(
+            "SELECT d.path, d.title, d.size, d.mtime, d.status, d.reason, "
+            "(SELECT count(*) FROM chunks c WHERE c.doc_id = d.id) FROM documents d ORDER BY d.path"
+        ).fetchall()
+        keys = ("path", "title", "size", "mtime", "status", "reason", "chunks")
+        return [dict(zip(keys, r, strict=True)) for r in rows]
+
+    def document_chunks(self, path: str) -> list[dict[str, Any]]:
+        rows = self.db.conn.execute(
+            f"SELECT c.id, c.ord, {FILE_SPAN}, c.heading, c.text FROM chunks c JOIN documents d ON d.id = c.doc_id "
+            "WHERE d.path = ? ORDER BY c.ord", (path,)
+        ).fetchall()
+        return [{"chunk_id": r[0], "ord": r[1], **file_span_json(r[2], r[3], r[4]), "heading": r[5], "text": r[6]}
+                for r in rows]
+
+    def chunk(self, chunk_id: int) -> dict[str, Any] | None:
+        r = self.db.conn.execute(
+            f"SELECT c.id, d.path, d.title, c.ord, {FILE_SPAN}, c.heading, c.text FROM chunks c "
+            "JOIN documents d ON d.id = c.doc_id WHERE c.id = ?", (int(chunk_id),)
+        ).fetchone()
+        if r is None:
+            return None
+        return {"chunk_id": r[0], "doc": r[1], "title": r[2], "ord": r[3], **file_span_json(r[4], r[5], r[6]),
+                "heading": r[7], "text": r[8]}
+
+    # -- entities --------------------------------------------------------------------------------------------
+    def entity(self, name: str) -> dict[str, Any] | None:
+        """Entity card: mentions (doc, chunk, count), relations with sources, synonyms; None if unknown."""
+        with self._read() as conn:
+            row = conn.execute("SELECT id, name, kind FROM entities WHERE name = ?", (normalize(name),)).fetchone()
+            if row is None:
+                return None
+            eid = row[0]
+            mentions = [{"doc": r[0], "chunk_id": r[1], "count": r[2], "score": r[3]} for r in conn.execute(
+                "SELECT d.path, m.chunk_id, m.count, m.score FROM mentions m JOIN chunks c ON c.id = m.chunk_id "
+                "JOIN documents d ON d.id = c.doc_id WHERE m.entity_id = ? ORDER BY m.count DESC, m.chunk_id",
+                (eid,))]
+            relations = []
+            for rid, src, dst, label, desc, kind in conn.execute(
+                f"SELECT r.id, s.name, t.name, r.label, {DESCRIPTION}, r.kind FROM relations r "
+                "JOIN entities s ON s.id = r.src_id JOIN entities t ON t.id = r.dst_id "
+                "WHERE r.src_id = ? OR r.dst_id = ? ORDER BY r.id", (eid, eid)
+            ).fetchall():
+                # cited by the supporting chunk's span in the file, which holds the sentence (``description``)
+                sources = [{"doc": p, "chunk_id": c, **file_span_json(a, b, loc)} for p, c, a, b, loc in conn.execute(
+                    f"SELECT d.path, s.chunk_id, {FILE_SPAN} FROM relation_sources s JOIN chunks c ON "
+                    "c.id = s.chunk_id JOIN documents d ON d.id = c.doc_id WHERE s.relation_id = ? ORDER BY s.chunk_id",
+                    (rid,))]
+                relations.append({
+                    "id": rid, "src": src, "dst": dst, "label": label, "description": desc, "kind": kind,
+                    "direction": "out" if src == row[1] else "in", "other": dst if src == row[1] else src,
+                    "sources": sources,
+                })
+            synonyms = [{"name": n, "cos": float(c)} for n, c in conn.execute(
+                "SELECT e.name, s.cos FROM synonyms s JOIN entities e ON e.id = CASE WHEN s.a_id = ? THEN s.b_id "
+                "ELSE s.a_id END WHERE s.a_id = ? OR s.b_id = ? ORDER BY s.cos DESC", (eid, eid, eid))]
+        return {"id": eid, "name": row[1], "kind": row[2], "mentions": mentions, "relations": relations,
+                "synonyms": synonyms}
+
+    def canonical_graph(self) -> dict[str, set[tuple[Any, ...]]]:
+        """The graph without store ids: entity names, (src, dst, label) relations, (entity, chunk text, count)
+        mentions and synonym name pairs; two stores of the same corpus compare equal on it."""
+        with self._read() as conn:
+            return {
+                "entities": set(conn.execute("SELECT name, kind FROM entities").fetchall()),
+                "relations": set(conn.execute(
+                    "SELECT s.name, t.name, r.label FROM relations r JOIN entities s ON s.id = r.src_id "
+                    "JOIN entities t ON t.id = r.dst_id").fetchall()),
+                "mentions": set(conn.execute(
+                    "SELECT e.name, c.text, m.count FROM mentions m JOIN entities e ON e.id = m.entity_id "
+                    "JOIN chunks c ON c.id = m.chunk_id").fetchall()),
+                **self.canonical_names(conn),
+                "synonyms": set(conn.execute(
+                    "SELECT min(a.name, b.name), max(a.name, b.name) FROM synonyms s JOIN entities a ON a.id = s.a_id "
+                    "JOIN entities b ON b.id = s.b_id").fetchall()),
+            }
+
+    def canonical_names(self, conn: Connection | None = None) -> dict[str, set[tuple[Any, ...]]]:
+        """The name layer without store ids: (document path, name, kind) and (name, chunk text, count)."""
+        conn = conn or self.db.conn
+        return {
+            "doc_names": set(conn.execute(
+                "SELECT d.path, n.name, n.kind FROM doc_names n JOIN documents d ON d.id = n.doc_id").fetchall()),
+            "link_names": set(conn.execute(
+                "SELECT d.path, n.target, n.name FROM link_names n JOIN documents d ON d.id = n.doc_id").fetchall()),
+            "name_rows": set(conn.execute(
+                "SELECT d.path, n.name, n.kind FROM name_rows n JOIN documents d ON d.id = n.doc_id").fetchall()),
+            "name_mentions": set(conn.execute(
+                "SELECT e.name, c.text, m.count FROM name_mentions m JOIN entities e ON e.id = m.entity_id "
+                "JOIN chunks c ON c.id = m.chunk_id").fetchall()),
+        }
+
+    # -- export ----------------------------------------------------------------------------------------------
+    def table_rows(self, table: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """All rows of a whitelisted table (``EXPORT_TABLES``), with column names; chunk grams are left out."""
+        if table not in EXPORT_TABLES:
+            raise ConfigError(f"cannot export table {table!r}; choose one of {', '.join(EXPORT_TABLES)}")
+        sql = f"SELECT * FROM {table}"
+        if table == "relation_sources":  # the sentence column as it was stored before schema 6
+            sql = (f"SELECT s.relation_id, s.chunk_id, s.start, s.end, {SOURCE_SENTENCE} AS sentence "
+                   "FROM relation_sources s JOIN chunks c ON c.id = s.chunk_id")
+        elif table == "relations":  # descriptions as read, in the column order of before schema 8
+            sql = f"SELECT id, src_id, dst_id, label, kind, description FROM {RELATION_ROWS}"
+        cur = self.db.conn.execute(sql)
+        columns = [d[0] for d in cur.description]
+        rows = cur.fetchall()
+        drop = [i for i, c in enumerate(columns) if c == "grams"]
+        if drop:
+            columns = [c for i, c in enumerate(columns) if i not in drop]
+            rows = [tuple(v for i, v in enumerate(r) if i not in drop) for r in rows]
+        return columns, rows
+
+    # -- search ----------------------------------------------------------------------------------------------
+    def bm25_index(self, version: int) -> Bm25Index | None:
+        """BM25 postings of the chunks in memory (``store.bm25``) at store ``version``; None when the store is no
+        longer at that version, or its FTS rows are not exactly its chunks."""
+        with self._read() as conn:
+            now = self.db.version()
+            return read_index(conn, version) if now == version else None
+
+    def bm25_chunks(self, text: str, k: int, index: Bm25Index | None = None) -> list[tuple[int, float]]:
+        """Top ``k`` chunks by FTS5 BM25 as (chunk id, score), higher is better; punctuation-safe. With ``index``
+        (read at some store version) the same ranking and scores as FTS5 had at that version, from memory."""
+        query = fts_query(text)
+        if not query or k < 1:
+            return []
+        if index is not None:
+            terms = query_terms(self.db.conn, fts_words(text))
+            if terms is not None:
+                return index.top(terms, k)
+        rows = self.db.conn.execute(
+            "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
+            (query, int(k)),
+        ).fetchall()
+        return [(int(r[0]), -float(r[1])) for r in rows]
+
+    def bm25_rows(self, text: str, k: int, index: Bm25Index | None = None) -> list[Bm25Row]:
+        """``bm25_chunks`` with each chunk's document path, title, span and text, as ``(chunk id, score, path,
+        title, start, end, locator, text)`` (``FILE_SPAN``), read straight from the tables in one transaction: what a file committed a
+        moment ago holds is found without waiting for a snapshot rebuild. ``index`` is used only while the store
+        is still at its version."""
+        with self._read() as conn:
+            now = self.db.version()
+            hits = self.bm25_chunks(text, k, index if index is not None and index.version == now else None)
+            if not hits:
+                return []
+            marks = ",".join("?" * len(hits))
+            rows = {r[0]: r[1:] for r in conn.execute(
+                f"SELECT c.id, d.path, d.title, {FILE_SPAN}, c.text FROM chunks c JOIN documents d "
+                f"ON d.id = c.doc_id WHERE c.id IN ({marks})", [cid for cid, _ in hits]).fetchall()}
+        return [(cid, score, *rows[cid]) for cid, score in hits if cid in rows]
+
+    def find_entities(self, text: str, k: int = 10) -> list[dict[str, Any]]:
+        """Entities whose name matches words of ``text`` (FTS5 BM25), best first."""
+        query = fts_query(text)
+        if not query or k < 1:
+            return []
+        rows = self.db.conn.execute(
+            "SELECT e.id, e.name, e.kind, -bm25(entities_fts) FROM entities_fts JOIN entities e ON e.id = "
+            "entities_fts.rowid WHERE entities_fts MATCH ? ORDER BY bm25(entities_fts) LIMIT ?",
+            (query, int(k)),
+        ).fetchall()
+        return [{"id": r[0], "name": r[1], "kind": r[2], "score": float(r[3])} for r in rows]
