@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 
 from pathweaver.config import Settings
@@ -31,41 +30,6 @@ class GraphInputs:
         self.settings = settings
         self.embedder = embedder
         self.params = params
-        self._ner_pool: ThreadPoolExecutor | None = None
-        self._ner_ahead: list[Future[dict[str, list[tuple[str, str]]]]] = []
-
-    def ner_ahead(self, texts: Sequence[str]) -> None:
-        """Start the spaCy pass over those of ``texts`` not in ``ner_cache`` on a worker thread, so that it runs
-        while the caller embeds them; ``with_ner`` collects it. Spans are a pure function of the text, so where
-        they are made changes nothing stored."""
-        if not self.params.uses_ner or not texts:
-            return
-        space = f"ner:{self.params.ner_model}"
-        unique = list(dict.fromkeys(texts))
-        missing = [t for t in unique if t not in w.ner_cache_get(self.db.conn, unique, space)]
-        if not missing:
-            return
-        if self._ner_pool is None:
-            self._ner_pool = ThreadPoolExecutor(1, thread_name_prefix="pathweaver-ner")
-        model = self.params.ner_model
-        self._ner_ahead.append(self._ner_pool.submit(
-            lambda: dict(zip(missing, ner.entity_spans(missing, model), strict=True))))
-
-    def _collect_ner(self) -> dict[str, list[tuple[str, str]]]:
-        """The spans of every pass ``ner_ahead`` started (waiting for them), written to ``ner_cache``."""
-        ahead, self._ner_ahead = self._ner_ahead, []
-        fresh: dict[str, list[tuple[str, str]]] = {}
-        try:
-            for job in ahead:
-                fresh.update(job.result())
-        finally:
-            if self._ner_pool is not None:
-                self._ner_pool.shutdown(wait=True, cancel_futures=True)
-                self._ner_pool = None
-        if fresh:
-            with self.db.write(bump_version=False) as conn:  # the cache is not graph state
-                w.ner_cache_put(conn, fresh, f"ner:{self.params.ner_model}")
-        return fresh
 
     def with_ner(self, chunks: Sequence[ChunkInput]) -> list[ChunkInput]:
         """``chunks`` with their entity spans of ``extract.ner_labels`` (``extract.entities`` with "ner"), from
@@ -74,9 +38,7 @@ class GraphInputs:
             return list(chunks)
         space = f"ner:{self.params.ner_model}"
         texts = list(dict.fromkeys(c.text for c in chunks))
-        ahead = self._collect_ner()
-        spans = w.ner_cache_get(self.db.conn, [t for t in texts if t not in ahead], space)
-        spans.update((t, ahead[t]) for t in texts if t in ahead)
+        spans = w.ner_cache_get(self.db.conn, texts, space)
         missing = [t for t in texts if t not in spans]
         if missing:
             fresh = dict(zip(missing, ner.entity_spans(missing, self.params.ner_model), strict=True))

@@ -221,8 +221,6 @@ class Indexer:
         new_paths = {e.path for e in scan.new}
         done = 0
         for batch in self._preparer.batches(work, report):
-            # the batch's spaCy pass runs on a worker while its chunks embed (``GraphInputs.ner_ahead``)
-            self.inputs.ner_ahead([r.text for p in batch if isinstance(p, Prepared) for r in p.rows])
             self._preparer.embed_chunks(batch, report)
             with self._writer.batch_transaction(deferred) as conn:
                 written: list[Prepared] = []
