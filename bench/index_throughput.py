@@ -12,6 +12,9 @@ The machine is shared and its speed drifts by several percent within minutes, so
 before the pipeline (on the texts the parser and chunker give, checked equal to the stored chunks afterwards) and
 just after it; ``pipeline_vs_raw`` uses their mean, and each is reported. ``pipeline_model_seconds`` is the time
 the pipeline itself spent in the model (chunks in float32; graph vectors at ``extract.graph_vector_precision``).
+Beside wall seconds every part also reports the process's CPU seconds (all its threads), which other jobs on a
+shared machine move far less: ``cpu_pipeline_vs_raw`` is the ratio of those, and ``pipeline_shares`` splits the
+pipeline's wall time into chunk passes, NER, graph vectors and the rest (a split that drift moves little).
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ class TimedEmbedder:
     """The embedder, with the seconds spent in ``encode`` added up per precision."""
 
     def __init__(self, inner: Any) -> None:
-        self.inner, self.model_name, self.seconds = inner, inner.model_name, {}
+        self.inner, self.model_name, self.seconds, self.cpu = inner, inner.model_name, {}, {}
 
     @property
     def dim(self) -> int:
@@ -74,11 +77,12 @@ class TimedEmbedder:
 
     def encode(self, texts: list[str], batch_size: int | None = None, precision: str = "float32",
                invariant: bool = False) -> Any:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             return self.inner.encode(texts, batch_size, precision, invariant)
         finally:
             self.seconds[precision] = self.seconds.get(precision, 0.0) + time.perf_counter() - start
+            self.cpu[precision] = self.cpu.get(precision, 0.0) + time.process_time() - cpu
 
     def batch_invariant(self, precision: str = "float32") -> bool:
         return bool(self.inner.batch_invariant(precision))
@@ -87,24 +91,27 @@ class TimedEmbedder:
         return self.inner.tokenize(text)
 
 
-def raw_seconds(emb: Any, texts: list[str], batch_size: int) -> float:
-    start = time.perf_counter()
+def raw_seconds(emb: Any, texts: list[str], batch_size: int) -> tuple[float, float]:
+    """Wall and process CPU seconds of one ``encode`` of ``texts``."""
+    start, cpu = time.perf_counter(), time.process_time()
     emb.encode(texts, batch_size=batch_size)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
-def timed_ner(seconds: dict[str, float]) -> None:
-    """Count the seconds the pipeline spends in the spaCy pass (``extract.ner.entity_spans``) into ``seconds``."""
+def timed_ner(seconds: dict[str, float], cpu: dict[str, float]) -> None:
+    """Count the wall (and process CPU) seconds the pipeline spends in the spaCy pass (``extract.ner.entity_spans``)
+    into ``seconds`` (and ``cpu``)."""
     from pathweaver.extract import ner
 
     plain = ner.entity_spans
 
     def spans(texts: Any, model: str, batch_size: int = ner.BATCH_SIZE) -> Any:
-        start = time.perf_counter()
+        start, cpu0 = time.perf_counter(), time.process_time()
         try:
             return plain(texts, model, batch_size)
         finally:
             seconds["ner"] = seconds.get("ner", 0.0) + time.perf_counter() - start
+            cpu["ner"] = cpu.get("ner", 0.0) + time.process_time() - cpu0
 
     ner.entity_spans = spans
 
@@ -120,6 +127,7 @@ def run(name: str, limit: int | None, workdir: Path, entities: str | None = None
     from pathweaver.store.db import Database
 
     configure_threads()
+    load_start = [round(x, 2) for x in os.getloadavg()]
     folder, store = workdir / name / "files", workdir / name / "store"
     note = write_corpus(name, folder, limit)
     emb = get_embedder()
@@ -128,22 +136,25 @@ def run(name: str, limit: int | None, workdir: Path, entities: str | None = None
     if entities:
         settings.extract.entities = entities
     planned = chunk_texts(folder, settings, emb)
-    raw_before = raw_seconds(emb, planned, settings.ingest.batch_size)
+    raw_before, raw_cpu_before = raw_seconds(emb, planned, settings.ingest.batch_size)
     timed = TimedEmbedder(emb)
-    timed_ner(timed.seconds)
+    timed_ner(timed.seconds, timed.cpu)
     with Database(store) as db:
         indexer = Indexer(db, settings, timed)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         report = indexer.index_paths([folder])
-        pipeline_s = time.perf_counter() - start
-        model_s = dict(timed.seconds)
+        pipeline_s, pipeline_cpu = time.perf_counter() - start, time.process_time() - cpu
+        model_s, model_cpu = dict(timed.seconds), dict(timed.cpu)
         texts = [r[0] for r in db.conn.execute("SELECT text FROM chunks ORDER BY id")]
         if sorted(texts) != sorted(planned):
             raise SystemExit("the chunker's texts differ from the stored chunks: the raw passes would not compare")
         stats = {k: db.conn.execute(f"SELECT count(*) FROM {k}").fetchone()[0]
                  for k in ("documents", "chunks", "entities", "relations", "synonyms", "mentions")}
-        raw_after = raw_seconds(emb, texts, settings.ingest.batch_size)
-        raw_s = (raw_before + raw_after) / 2
+        raw_after, raw_cpu_after = raw_seconds(emb, texts, settings.ingest.batch_size)
+        raw_s, raw_cpu = (raw_before + raw_after) / 2, (raw_cpu_before + raw_cpu_after) / 2
+        parts = {"chunk_passes": model_s.get("float32", 0.0), "ner": model_s.get("ner", 0.0),
+                 "graph_vectors": sum(v for k, v in model_s.items() if k not in ("float32", "ner"))}
+        parts["rest"] = pipeline_s - sum(parts.values())  # negative only if NER overlapped the model passes
         out: dict[str, Any] = {
             "corpus": name, "entities_setting": settings.extract.entities, "files": len(list(folder.iterdir())),
             **stats, "store_mb": round(store_bytes(store) / 2**20, 1),
@@ -153,7 +164,15 @@ def run(name: str, limit: int | None, workdir: Path, entities: str | None = None
             "pipeline_chunks_per_s": round(len(texts) / pipeline_s, 2),
             "raw_embedding_seconds_before": round(raw_before, 2), "raw_embedding_seconds_after": round(raw_after, 2),
             "raw_embedding_seconds": round(raw_s, 2), "raw_embedding_chunks_per_s": round(len(texts) / raw_s, 2),
-            "pipeline_vs_raw": round(raw_s / pipeline_s, 3), "errors": report.errors,
+            "pipeline_vs_raw": round(raw_s / pipeline_s, 3),
+            "pipeline_shares": {k: round(v / pipeline_s, 3) for k, v in parts.items()},
+            "pipeline_cpu_seconds": round(pipeline_cpu, 2),
+            "pipeline_model_cpu_seconds": {k: round(v, 2) for k, v in model_cpu.items()},
+            "raw_embedding_cpu_seconds_before": round(raw_cpu_before, 2),
+            "raw_embedding_cpu_seconds_after": round(raw_cpu_after, 2),
+            "cpu_pipeline_vs_raw": round(raw_cpu / pipeline_cpu, 3),
+            "load_average_start": load_start,
+            "load_average_end": [round(x, 2) for x in os.getloadavg()], "errors": report.errors,
         }
         if note is not None:
             with open(note, "a", encoding="utf-8") as f:

