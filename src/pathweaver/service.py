@@ -29,7 +29,6 @@ from pathweaver.retrieval.registry import (
     PANK,
     check_top_k,
     pank_base,
-    pank_question_method,
     parse_method,
     run_method,
 )
@@ -343,7 +342,7 @@ class Pathweaver:
     ) -> RetrievalResult:
         """``pank:<base>``: PankRAG's plan (heuristic DAG, no LLM) executed with ``base`` per node (dependency
         reranking, extractive sub-answers, top-down rephrase); the nodes' rankings and the whole question's own
-        are fused by reciprocal rank (plain ``pank`` ranks the whole question with ``ppr``). The no-LLM form keeps evaluation deterministic; ``ask --decompose`` runs
+        are fused by reciprocal rank. The no-LLM form keeps evaluation deterministic; ``ask --decompose`` runs
         the same plan with the configured model. ``params`` go to ``base``; ``[retrieval.pank]`` takes none
         (the base method's own table applies)."""
         from pathweaver.models.llm import NoneBackend
@@ -358,8 +357,7 @@ class Pathweaver:
         plan, _ = decompose(text, llm)
         if len(plan.nodes) > 1 and plan.levels:  # the question and the first sub-questions in one batch
             self.remember_queries([text, *(plan.node(n).question for n in plan.levels[0])])
-        whole = pank_question_method(method) or base  # plain pank ranks the question by ppr (registry.py)
-        root = self.retrieve(text, whole, top_k, params if whole == base else None, keywords)
+        root = self.retrieve(text, base, top_k, params, keywords)
         if len(plan.nodes) <= 1:
             return RetrievalResult(method=method, chunks=root.chunks, info={"plan_nodes": 1})
         env = self.env()

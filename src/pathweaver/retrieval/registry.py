@@ -38,10 +38,6 @@ PANK_DEFAULT_BASE = "hybrid"
 ANSWER_METHOD = "ppr"
 # what ``retrieve`` and a retrieval ``eval`` use when no method is named: AGRAG's hybrid seeds (Eq. 20-21)
 RETRIEVE_METHOD = "hybrid"
-# what plain ``pank`` ranks the whole question with, before fusing the sub-questions' rankings (ours, not
-# PankRAG's): the default answer method, so a question the planner leaves whole retrieves exactly as ``ask`` does;
-# ``pank:<method>`` ranks the question with its own base (docs/benchmarks.md, "pank ranks the whole question by ppr")
-PANK_QUESTION_METHOD = ANSWER_METHOD
 
 
 def registry_method_names() -> list[str]:
@@ -67,13 +63,6 @@ def pank_base(name: str) -> str | None:
         raise ConfigError(f"{name!r}: the base method of pank cannot itself be pank")
     parse_method(base)
     return base
-
-
-def pank_question_method(name: str) -> str | None:
-    """For ``pank`` / ``pank:<method>``, the method that ranks the whole question (``PANK_QUESTION_METHOD`` for
-    plain ``pank``, the base method for ``pank:<method>``); else None."""
-    base = pank_base(name)
-    return PANK_QUESTION_METHOD if name == PANK else base
 
 
 @dataclass(frozen=True)
