@@ -220,7 +220,8 @@ class PPRParams:
     name_passages: float = 2.0
     # how a named document's reset weight is split over the passages its name ties to: "dense" by their min-max
     # normalised similarity to the query (ours; one title often names several passages, e.g. MuSiQue's six "Dell"
-    # paragraphs, and the question says which), "even" equally (the earlier split)
+    # paragraphs, and the question says which), "cos" in proportion to their plain cosines, "even" equally (the
+    # earlier split)
     name_split: Literal["dense", "even", "cos"] = "dense"
     statistical: float = 0.0
     # a question that names no document in full seeds the names of two or three words ending in a capitalised
@@ -239,7 +240,7 @@ class PPRParams:
         if self.name_links < 0 or self.name_passages < 0 or self.name_parts < 0 or not 0.0 <= self.statistical <= 1.0:
             raise ConfigError("ppr name_links, name_passages and name_parts must be >= 0, statistical in [0, 1]")
         if self.name_split not in ("dense", "even", "cos"):
-            raise ConfigError(f"ppr name_split must be dense|even, got {self.name_split!r}")
+            raise ConfigError(f"ppr name_split must be dense|even|cos, got {self.name_split!r}")
         if self.relation_weight not in ("count", "one") or self.contains_weight not in ("one", "count"):
             raise ConfigError("ppr relation_weight must be count|one and contains_weight one|count")
 
