@@ -389,3 +389,19 @@ def test_a_pank_table_is_a_clear_error(indexed: Any) -> None:
     with Pathweaver.open(indexed.settings.store_dir, overrides={"retrieval": {"pank": {"sub_answer": "lexical"}}}
                          ) as pw, pytest.raises(ConfigError, match=r"\[retrieval.pank\] takes no settings.*sub_answer"):
         pw.retrieve("Were Marie Curie and Pierre Curie of the same nationality?", method="pank", top_k=4)
+
+
+def test_plain_pank_plans_over_the_default_answer_method(indexed: Any) -> None:
+    """``pank`` is ``pank:ppr``: its plan retrieves with the method ``ask`` uses, so a question the planner leaves
+    whole gets exactly ``ppr``'s chunks, and a planned one the same fused ranking as ``pank:ppr``."""
+    from pathweaver.retrieval.registry import ANSWER_METHOD, pank_base
+
+    assert pank_base("pank") == ANSWER_METHOD == "ppr"
+    whole = "Who discovered polonium?"
+    plain = indexed.retrieve(whole, method="pank", top_k=4)
+    assert plain.info["plan_nodes"] == 1
+    assert [h.passage for h in plain.chunks] == [h.passage for h in indexed.retrieve(whole, "ppr", 4).chunks]
+    planned = "Were Marie Curie and Pierre Curie of the same nationality?"
+    fused = indexed.retrieve(planned, method="pank", top_k=4)
+    assert fused.info["plan_nodes"] == 3
+    assert [h.passage for h in fused.chunks] == [h.passage for h in indexed.retrieve(planned, "pank:ppr", 4).chunks]

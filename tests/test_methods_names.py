@@ -182,3 +182,40 @@ def test_name_layer_defaults_apply_only_where_documents_name_each_other(monkeypa
         auto = run_method(_env(snap), q, "mcmi", 2, {})
         fixed = run_method(_env(snap), q, "mcmi", 2, {"chunks": mode})
         assert [c.passage for c in auto.chunks] == [c.passage for c in fixed.chunks]
+
+
+def _two_dells() -> GraphSnapshot:
+    """Two documents that share the title "dell" (p0, p1; MuSiQue has six such paragraphs) and one on "texas" (p2).
+    One-hot vectors (dim 3); the question's vector points at p1."""
+    passages = [
+        "Dell sells personal computers.",
+        "Dell ranks sixth by revenue in Texas.",
+        "Texas is a state of the United States.",
+    ]
+    eye = np.eye(3, dtype=np.float32)
+    snap = GraphSnapshot.from_arrays(
+        ["dell", "texas"], [], passages=passages, mentions=[(0, 0, 1), (1, 0, 1), (1, 1, 1), (2, 1, 1)],
+        entity_vecs=eye[:2].copy(), rel_vecs=np.zeros((0, 3), dtype=np.float32), chunk_vecs=eye.copy(),
+    )
+    ties = sp.csr_matrix((np.ones(3, dtype=np.float32), ([0, 1, 2], [0, 0, 1])), shape=(3, 2))
+    named = sp.csr_matrix((np.ones(1, dtype=np.float32), ([1], [1])), shape=(3, 2))
+    return dataclasses.replace(snap, ties=ties, name_mentions=named)
+
+
+def test_a_title_of_several_passages_gives_its_weight_to_the_one_the_question_asks_about() -> None:
+    from pathweaver.config import ConfigError
+    from pathweaver.retrieval.ppr import PPRParams, personalization
+
+    snap = _two_dells()
+    env = RetrievalEnv(snap, lambda t, k: [], lambda texts: np.zeros((len(texts), 3), dtype=np.float32))
+    q = Query("In which state does Dell rank sixth by revenue?", np.array([0, 1, 0], dtype=np.float32))
+    only_names = {"top_triples": 0, "name_seeds": 0.0, "passage_weight": 0.0}
+    even, info = personalization(env, q, PPRParams(name_split="even", **only_names))
+    split, _ = personalization(env, q, PPRParams(**only_names))
+    assert [snap.entity_names[e] for e in info.named] == ["dell"]
+    # reset = 2 entities, then 3 passages; name_passages = 2 goes to the passages "dell" ties to
+    assert even[2:].tolist() == pytest.approx([1.0, 1.0, 0.0])  # the earlier split: equal shares
+    assert split[2:].tolist() == pytest.approx([0.0, 2.0, 0.0])  # min-max of their cosines 0 and 1
+    assert [h.passage for h in run_method(env, q, "ppr", 1, None).chunks] == [1]
+    with pytest.raises(ConfigError):
+        run_method(env, q, "ppr", 1, {"name_split": "random"})

@@ -218,6 +218,11 @@ class PPRParams:
     # mention (no titles occur in its text) walks the statistical layer whatever this says.
     name_links: float = 3.0
     name_passages: float = 2.0
+    # how a named document's reset weight is split over the passages its name ties to: "dense" by their min-max
+    # normalised similarity to the query (ours; one title often names several passages, e.g. MuSiQue's six "Dell"
+    # paragraphs, and the question says which), "cos" in proportion to their plain cosines, "even" equally (the
+    # earlier split)
+    name_split: Literal["dense", "even", "cos"] = "dense"
     statistical: float = 0.0
     # a question that names no document in full seeds the names of two or three words ending in a capitalised
     # word it writes alone ("Scrooge" -> "Ebenezer Scrooge"), when at most this many names end so (0 = off; ours;
@@ -234,6 +239,8 @@ class PPRParams:
                               f"{self.coarse_tol}, {self.max_iter}")
         if self.name_links < 0 or self.name_passages < 0 or self.name_parts < 0 or not 0.0 <= self.statistical <= 1.0:
             raise ConfigError("ppr name_links, name_passages and name_parts must be >= 0, statistical in [0, 1]")
+        if self.name_split not in ("dense", "even", "cos"):
+            raise ConfigError(f"ppr name_split must be dense|even|cos, got {self.name_split!r}")
         if self.relation_weight not in ("count", "one") or self.contains_weight not in ("one", "count"):
             raise ConfigError("ppr relation_weight must be count|one and contains_weight one|count")
 
@@ -271,16 +278,16 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
     info.entity_weights = weights
     for ent, w in weights.items():
         reset[ent] = w
+    dense = dense_scores(snap, query.vec) if n_p else np.zeros(0)
     if n_p and params.passage_weight > 0:
-        dense = dense_scores(snap, query.vec)
         idx = top_indices(dense, params.dense_pool) if params.dense_pool else np.arange(n_p)
         pw = minmax(dense[idx]) * params.passage_weight
         reset[n_e + idx] = pw
     if params.name_passages > 0:
         for ent in named:
-            own = passages_of(snap, ent)
-            if own:
-                reset[n_e + np.asarray(own)] += params.name_passages / len(own)
+            own = np.asarray(passages_of(snap, ent), dtype=np.int64)
+            if own.size:
+                reset[n_e + own] += params.name_passages * _split(dense[own], params.name_split)
     info.named = named
     if reset.sum() <= 0:  # nothing matched: fall back to a uniform walk start over passages, or all nodes
         if n_p:
@@ -288,6 +295,18 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
         else:
             reset[:] = 1.0
     return reset, info
+
+
+def _split(similarity: np.ndarray, how: str) -> np.ndarray:
+    """Shares (sum 1) of one named document's reset weight over its passages, given their query similarity."""
+    if how == "dense":
+        share = minmax(similarity)
+    elif how == "cos":
+        share = np.clip(similarity.astype(np.float64), 0.0, None)
+    else:
+        share = np.ones(similarity.shape[0])
+    total = float(share.sum())
+    return share / total if total > 0 else np.full(similarity.shape[0], 1.0 / similarity.shape[0])
 
 
 def ppr_scores(env: RetrievalEnv, query: Query, params: PPRParams, settled: Settled | None = None

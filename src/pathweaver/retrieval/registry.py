@@ -32,10 +32,13 @@ LEGO_PATHS = ("sbr", "osar", "isar")
 
 
 PANK = "pank"
-PANK_DEFAULT_BASE = "hybrid"
 # what ``ask`` and the ``answer`` tool retrieve with when no method is named: the walk over the names people wrote
 # had the best answer support on the dev splits (docs/benchmarks.md, "Answers with the default method")
 ANSWER_METHOD = "ppr"
+# plain ``pank`` runs its plan over the default answer method: the question and every sub-question retrieve as
+# ``ask`` does, so a question the planner leaves whole gets exactly ``ask``'s chunks (docs/benchmarks.md, "pank
+# over ppr"); ``pank:hybrid`` is the earlier default
+PANK_DEFAULT_BASE = ANSWER_METHOD
 # what ``retrieve`` and a retrieval ``eval`` use when no method is named: AGRAG's hybrid seeds (Eq. 20-21)
 RETRIEVE_METHOD = "hybrid"
 
