@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -29,6 +28,7 @@ from pathweaver.extract.synonyms import on_our_pool
 from pathweaver.ingest.graph_inputs import GraphInputs
 from pathweaver.ingest.linking import LinkerCache, relink
 from pathweaver.ingest.synonym_pass import SynonymPass
+from pathweaver.results import RefreshOut
 from pathweaver.store import indexing as ix
 from pathweaver.store import writes as w
 from pathweaver.store.db import Connection, Database
@@ -102,7 +102,7 @@ class Refresher:
         self.synonyms = synonyms
         self._linker = linker
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> RefreshOut:
         """Re-derive and write the whole graph; returns the counts after it, what it removed and its seconds."""
         start = time.perf_counter()
         for _ in range(3):
@@ -133,8 +133,8 @@ class Refresher:
                 w.set_meta(conn, "last_refresh", str(time.time()))
                 counts = {t: ix.row_count(conn, t)
                           for t in ("entities", "relations", "mentions", "synonyms", "name_mentions")}
-            return {**counts, "removed_entities": removed["entities"], "removed_relations": removed["relations"],
-                    "new_synonyms": synonyms, "seconds": time.perf_counter() - start}
+            return RefreshOut(**counts, removed_entities=removed["entities"], removed_relations=removed["relations"],
+                              new_synonyms=synonyms, seconds=time.perf_counter() - start)
         raise RuntimeError("refresh: the store kept changing during the refresh; retry when indexing is idle")
 
     def _write_plan_and_pair(self, conn: Connection, plan: CorpusGraph, entities: w.EntityPlan, mark: int,
