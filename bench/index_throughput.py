@@ -159,7 +159,7 @@ def run(name: str, limit: int | None, workdir: Path, entities: str | None = None
             "corpus": name, "entities_setting": settings.extract.entities, "files": len(list(folder.iterdir())),
             **stats, "store_mb": round(store_bytes(store) / 2**20, 1),
             "pipeline_seconds": round(pipeline_s, 2), "refresh_seconds": round(
-                (indexer.last_refresh or {}).get("seconds", 0.0), 2),
+                indexer.last_refresh.seconds if indexer.last_refresh else 0.0, 2),
             "pipeline_model_seconds": {k: round(v, 2) for k, v in model_s.items()},
             "pipeline_chunks_per_s": round(len(texts) / pipeline_s, 2),
             "raw_embedding_seconds_before": round(raw_before, 2), "raw_embedding_seconds_after": round(raw_after, 2),

@@ -98,15 +98,16 @@ from pathlib import Path
 from pathweaver.config import Settings
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
+from pathweaver.store import graph_writes
 from pathweaver.store import writes
 from pathweaver.store.db import Database
 store, folder, marker = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
-real = writes.replace_name_mentions
+real = graph_writes.replace_name_mentions
 def stall(conn, chunk_ids, rows):  # the re-link is written, its transaction not yet committed
     real(conn, chunk_ids, rows)
     marker.write_text(str(len(chunk_ids)))
     time.sleep(300)
-writes.replace_name_mentions = stall
+graph_writes.replace_name_mentions = stall
 settings = Settings(store_dir=store)
 settings.extract.auto_refresh_ratio = 1.0
 Indexer(Database(store), settings, get_embedder()).index_paths([folder])

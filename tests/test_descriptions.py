@@ -12,6 +12,7 @@ import pytest
 
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
+from pathweaver.store import graph_writes as gw
 from pathweaver.store import schema
 from pathweaver.store import writes as w
 from pathweaver.store.db import Database
@@ -42,14 +43,14 @@ def descriptions(db: Database) -> dict[tuple[str, str, str], str]:
 def stored_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make ``ensure_relations`` store every new description as text (what every write did before schema 8):
     its sources are inserted after it, by ``insert_relation_sources``."""
-    original = w.ensure_relations
+    original = gw.ensure_relations
 
     def ensure(conn, rows, sources=()):  # type: ignore[no-untyped-def]
         ids = original(conn, rows)
-        w.insert_relation_sources(conn, [(ids[key], cid, start, end) for key, cid, start, end in sources])
+        gw.insert_relation_sources(conn, [(ids[key], cid, start, end) for key, cid, start, end in sources])
         return ids
 
-    monkeypatch.setattr(w, "ensure_relations", ensure)
+    monkeypatch.setattr(gw, "ensure_relations", ensure)
 
 
 CASES = [(seed, "statistical") for seed in range(6)] + [(seed, "names,ner") for seed in range(3)]
@@ -103,23 +104,23 @@ def test_a_source_in_a_lower_chunk_or_a_lost_first_source_keeps_the_description(
             cids = [w.insert_chunks(conn, doc, str(i), [w.ChunkRow(0, 0, len(t), 5, t, "", {}, 5)],
                                     np.eye(4, dtype=np.float32)[i : i + 1])[0]
                     for i, (doc, t) in enumerate(zip(docs, texts, strict=True))]
-            ids = w.ensure_entities(conn, {"marie curie": "ngram", "paris": "ngram"}, {})
+            ids = gw.ensure_entities(conn, {"marie curie": "ngram", "paris": "ngram"}, {})
             one, two = (ids["marie curie"], ids["paris"], "lived in"), (ids["paris"], ids["marie curie"], "home to")
-            w.ensure_relations(conn, [(one, "cooccur", texts[1]), (two, "cooccur", texts[1])],
+            gw.ensure_relations(conn, [(one, "cooccur", texts[1]), (two, "cooccur", texts[1])],
                                [(one, cids[1], 0, len(texts[1])), (two, cids[1], 0, len(texts[1])),
                                 (two, cids[2], 0, len(texts[2]))])
             assert conn.execute("SELECT count(*) FROM relations WHERE description IS NULL").fetchone()[0] == 2
         assert descriptions(db) == {("marie curie", "paris", "lived in"): texts[1], ("paris", "marie curie", "home to"):
                                     texts[1]}
         with db.write() as conn:  # a source in a lower chunk than the first: "lived in" would read texts[0]
-            w.insert_relation_sources(conn, [(w.ensure_relations(conn, [(one, "cooccur", "")])[one], cids[0], 0,
+            gw.insert_relation_sources(conn, [(gw.ensure_relations(conn, [(one, "cooccur", "")])[one], cids[0], 0,
                                               len(texts[0]))])
             w.delete_document_chunks(conn, docs[1])  # the first source of "home to" goes: it would read texts[2]
         assert descriptions(db) == {("marie curie", "paris", "lived in"): texts[1], ("paris", "marie curie", "home to"):
                                     texts[1]}
         with db.write() as conn:  # a new relation whose first row is not its lowest source's sentence keeps its text
             three = (ids["paris"], ids["marie curie"], "in")
-            w.ensure_relations(conn, [(three, "cooccur", "other")], [(three, cids[0], 0, len(texts[0]))])
+            gw.ensure_relations(conn, [(three, "cooccur", "other")], [(three, cids[0], 0, len(texts[0]))])
         assert descriptions(db)[("paris", "marie curie", "in")] == "other"
 
 

@@ -11,6 +11,7 @@ from pathweaver.config import ConfigError, Settings
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
 from pathweaver.store import columns, vector_rows
+from pathweaver.store import graph_writes as gw
 from pathweaver.store import writes as w
 from pathweaver.store.db import Database, EmbeddingMismatchError
 from pathweaver.store.reads import StoreReader
@@ -42,15 +43,15 @@ def fill(db: Database) -> dict[str, int]:
         # no recorded vector settings: names take their own cached vectors ("encoded", store.graphvecs)
         w.cache_put(conn, {"marie curie": unit(1, 1, 0, 0), "paris": unit(0, 0, 1, 0), "france": unit(0, 0, 1, 0.01),
                            "lived in": unit(0, 0, 0, 1)})
-        ids = w.ensure_entities(conn, {"marie curie": "ngram", "paris": "ngram", "france": "ngram"}, {})
-        w.insert_mentions(conn, [(ids["marie curie"], cids[0], 1, 0.5), (ids["paris"], cids[0], 1, 0.2),
+        ids = gw.ensure_entities(conn, {"marie curie": "ngram", "paris": "ngram", "france": "ngram"}, {})
+        gw.insert_mentions(conn, [(ids["marie curie"], cids[0], 1, 0.5), (ids["paris"], cids[0], 1, 0.2),
                                  (ids["paris"], cids[1], 1, 0.2), (ids["france"], cids[1], 1, 0.3)])
         key = (ids["marie curie"], ids["paris"], "lived in")
         rows = [(key, "cooccur", "s")] * 2  # twice: one relation
-        rid = w.ensure_relations(conn, rows)[key]
-        assert w.ensure_relations(conn, rows[:1]) == {key: rid}  # already there: the same id, nothing new
-        w.insert_relation_sources(conn, [(rid, cids[0], 0, 27)])
-        w.insert_synonyms(conn, [(ids["france"], ids["paris"], 0.99)])
+        rid = gw.ensure_relations(conn, rows)[key]
+        assert gw.ensure_relations(conn, rows[:1]) == {key: rid}  # already there: the same id, nothing new
+        gw.insert_relation_sources(conn, [(rid, cids[0], 0, 27)])
+        gw.insert_synonyms(conn, [(ids["france"], ids["paris"], 0.99)])
     return {"doc": doc, **ids}
 
 
@@ -79,19 +80,19 @@ def test_relation_lookup_by_table_scan_finds_the_same_ids(db: Database, monkeypa
     new = (ids["paris"], ids["france"], "capital of")
     rows = [(key, "cooccur", ""), (new, "cooccur", "")]
     with db.write() as conn:
-        one_by_one = w.ensure_relations(conn, rows)
-    monkeypatch.setattr(w, "SCAN_RELATIONS_OVER", 0)
+        one_by_one = gw.ensure_relations(conn, rows)
+    monkeypatch.setattr(gw, "SCAN_RELATIONS_OVER", 0)
     with db.write() as conn:
-        assert w.ensure_relations(conn, rows) == one_by_one
+        assert gw.ensure_relations(conn, rows) == one_by_one
         assert conn.execute("SELECT count(*) FROM relations").fetchone()[0] == 2
 
 
 def test_delete_document_collects_garbage_everywhere(db: Database) -> None:
     ids = fill(db)
     with db.write() as conn:
-        ents, rels = w.chunk_dependents(conn, ids["doc"])
+        ents, rels = gw.chunk_dependents(conn, ids["doc"])
         assert w.delete_document(conn, ids["doc"]) == 2
-        assert w.collect_garbage(conn, ents, rels) == {"relations": 1, "entities": 3}
+        assert gw.collect_garbage(conn, ents, rels) == {"relations": 1, "entities": 3}
     tables = ["documents", "chunks", "chunks_fts", "chunk_vec", "entities", "entities_fts", "mentions",
               "relations", "relation_sources", "synonyms", "gram_df"]
     assert {t: db.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables} == dict.fromkeys(tables, 0)
@@ -327,8 +328,8 @@ def test_bulk_inserts_take_the_ids_sqlite_would_give(db: Database) -> None:
     ids = fill(db)
     top = max(ids["marie curie"], ids["paris"], ids["france"])
     with db.write() as conn:
-        w.delete_entities(conn, [top])
-        got = w.ensure_entities(conn, {"curie": "ngram", "radium": "title"}, {})
+        gw.delete_entities(conn, [top])
+        got = gw.ensure_entities(conn, {"curie": "ngram", "radium": "title"}, {})
         assert list(got.values()) == [top + 1, top + 2]  # above the deleted one, in order
         seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entities'").fetchone()[0]
         assert seq == top + 2
@@ -336,7 +337,7 @@ def test_bulk_inserts_take_the_ids_sqlite_would_give(db: Database) -> None:
         key = (got["curie"], got["radium"], "discovered")
         rows = [(key, "cooccur", "first"), ((got["radium"], got["curie"], "related to"), "cooccur", "second"),
                 (key, "link", "again")]
-        rel = w.ensure_relations(conn, rows)
+        rel = gw.ensure_relations(conn, rows)
         assert list(rel.values()) == [rid + 1, rid + 2]
         assert conn.execute("SELECT kind, description FROM relations WHERE id = ?", (rel[key],)).fetchone() == (
             "cooccur", "first")  # a key given twice keeps its first row

@@ -24,6 +24,7 @@ from pathweaver.ingest.parsed import ParseError
 from pathweaver.ingest.parsers import parse_file
 from pathweaver.ingest.prepare import Prepared
 from pathweaver.ingest.scanner import FileEntry, KnownDoc, under
+from pathweaver.store import graph_writes as gw
 from pathweaver.store import indexing as ix
 from pathweaver.store import writes as w
 from pathweaver.store.changes import document_change
@@ -114,7 +115,7 @@ class DocumentWriter:
 
         def ensure(kinds: Mapping[str, str]) -> None:
             if kinds:
-                w.ensure_entities(self.db.conn, dict(kinds), KIND_RANK)
+                gw.ensure_entities(self.db.conn, dict(kinds), KIND_RANK)
 
         return ensure
 
@@ -123,7 +124,7 @@ class DocumentWriter:
         holds; no vector is made (``apply_names`` marks a refresh for one whose entity is missing)."""
         have = entity_ids_of(self.db.conn, kinds)
         if have:
-            w.ensure_entities(self.db.conn, {n: kinds[n] for n in have}, KIND_RANK)
+            gw.ensure_entities(self.db.conn, {n: kinds[n] for n in have}, KIND_RANK)
 
     def write_file(self, prep: Prepared, known: KnownDoc | None, deferred: bool,
                    batch: Connection | None = None) -> None:
@@ -142,7 +143,7 @@ class DocumentWriter:
             # in a batch transaction (no graph derived in it) the batch adds every file's gram_df at its end
             ids = w.insert_chunks(conn, doc_id, doc.title, prep.rows, prep.vecs, count_grams=batch is None)
             if graph is None:
-                w.set_doc_names(conn, doc_id, names.names, names.links)  # the refresh that is due links every chunk
+                gw.set_doc_names(conn, doc_id, names.names, names.links)  # the refresh that is due links every chunk
                 w.set_meta(conn, "refresh_pending", "1")
             else:
                 self._write_graph(conn, graph, dict(enumerate(ids)))
@@ -177,10 +178,10 @@ class DocumentWriter:
 
     @staticmethod
     def _write_graph(conn: Connection, graph: DocGraph, chunk_ids: dict[int, int]) -> None:
-        ids = w.ensure_entities(conn, graph.kinds, KIND_RANK)
-        w.insert_mentions(conn, [(ids[n], chunk_ids[k], c, s) for (n, k), (c, s) in graph.mentions.items()])
+        ids = gw.ensure_entities(conn, graph.kinds, KIND_RANK)
+        gw.insert_mentions(conn, [(ids[n], chunk_ids[k], c, s) for (n, k), (c, s) in graph.mentions.items()])
         keys = [(ids[r.src], ids[r.dst], r.label) for r in graph.relations]
-        w.ensure_relations(conn, [(k, r.kind, r.sentence) for k, r in zip(keys, graph.relations, strict=True)],
+        gw.ensure_relations(conn, [(k, r.kind, r.sentence) for k, r in zip(keys, graph.relations, strict=True)],
                            [(k, chunk_ids[r.chunk], r.start, r.end) for k, r in zip(keys, graph.relations, strict=True)])
 
     def rename(self, doc: KnownDoc, entry: FileEntry, deferred: bool) -> bool:
@@ -210,12 +211,12 @@ class DocumentWriter:
             w.rename_document(conn, doc.id, entry.path, entry.mtime, entry.size, parsed.title, parsed.headings,
                               parsed.links)
             if ensure is None:
-                w.set_doc_names(conn, doc.id, names.names, names.links)
+                gw.set_doc_names(conn, doc.id, names.names, names.links)
             else:
                 apply_names(conn, {doc.id: names}, [], ensure, self._linker)
             if not same:
                 with document_change(conn, [doc.id]):
-                    w.clear_chunk_derived(conn, list(keys) or ix.document_chunk_ids(conn, doc.id))
+                    gw.clear_chunk_derived(conn, list(keys) or ix.document_chunk_ids(conn, doc.id))
                     if graph is None:
                         w.set_meta(conn, "refresh_pending", "1")
                     else:

@@ -28,6 +28,7 @@ from pathweaver.extract.names import (
     link_names,
     linkable,
 )
+from pathweaver.store import graph_writes as gw
 from pathweaver.store import reads as r
 from pathweaver.store import writes as w
 from pathweaver.store.db import Connection
@@ -86,7 +87,7 @@ def apply_names(conn: Connection, changes: Mapping[int, DocNames], new_chunks: I
     there) sets ``refresh_pending``, whose refresh links it."""
     before = r.vocabulary(conn, KIND_RANK)
     for doc_id, names in changes.items():
-        w.set_doc_names(conn, doc_id, names.names, names.links)
+        gw.set_doc_names(conn, doc_id, names.names, names.links)
     after = r.vocabulary(conn, KIND_RANK)
     added = sorted(n for n in after if n not in before)
     removed = sorted(n for n in before if n not in after)
@@ -104,7 +105,7 @@ def apply_names(conn: Connection, changes: Mapping[int, DocNames], new_chunks: I
     if affected:
         relink(conn, affected, cache.get(after))
     if removed_ids:
-        w.collect_garbage(conn, removed_ids, set())
+        gw.collect_garbage(conn, removed_ids, set())
 
 
 def relink(conn: Connection, chunk_ids: Iterable[int] | None, linker: NameLinker) -> int:
@@ -113,5 +114,5 @@ def relink(conn: Connection, chunk_ids: Iterable[int] | None, linker: NameLinker
     found = linker.link_many(texts)
     ids = r.entity_ids_of(conn, {n for names in found.values() for n in names})
     rows = [(ids[n], cid, count) for cid, names in found.items() for n, count in names.items() if n in ids]
-    w.replace_name_mentions(conn, sorted(texts), rows)
+    gw.replace_name_mentions(conn, sorted(texts), rows)
     return len(rows)

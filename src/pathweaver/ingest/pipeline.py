@@ -55,6 +55,7 @@ from pathweaver.ingest.scanner import (
 )
 from pathweaver.ingest.synonym_pass import SynonymPass
 from pathweaver.ingest.types import EmbedderLike, IndexReport, ProgressFn
+from pathweaver.results import RefreshOut
 from pathweaver.store import indexing as ix
 from pathweaver.store import writes as w
 from pathweaver.store.db import Connection, Database
@@ -84,7 +85,7 @@ class Indexer:
             log.warning("vectors at %s depend on their batch on this machine: an incremental index equals a fresh "
                         "one only to rounding (docs/design-notes.md, \"Batch-invariant vectors\")",
                         self.params.precision)
-        self.last_refresh: dict[str, Any] | None = None  # the result of the latest refresh()
+        self.last_refresh: RefreshOut | None = None  # the result of the latest refresh()
         linker = LinkerCache()  # the name automaton of the latest vocabulary
         self.inputs = GraphInputs(db, settings, embedder, self.params)
         self.synonyms = SynonymPass(db, self.params)
@@ -159,7 +160,7 @@ class Indexer:
         self.synonyms.run()
         return len(docs)
 
-    def refresh(self) -> dict[str, Any]:
+    def refresh(self) -> RefreshOut:
         """Re-derive the whole graph from stored chunks with current corpus statistics (``ingest.refresh``)."""
         self.last_refresh = self._refresher.run()
         return self.last_refresh

@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -29,6 +28,8 @@ from pathweaver.extract.synonyms import on_our_pool
 from pathweaver.ingest.graph_inputs import GraphInputs
 from pathweaver.ingest.linking import LinkerCache, relink
 from pathweaver.ingest.synonym_pass import SynonymPass
+from pathweaver.results import RefreshOut
+from pathweaver.store import graph_writes as gw
 from pathweaver.store import indexing as ix
 from pathweaver.store import writes as w
 from pathweaver.store.db import Connection, Database
@@ -102,7 +103,7 @@ class Refresher:
         self.synonyms = synonyms
         self._linker = linker
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> RefreshOut:
         """Re-derive and write the whole graph; returns the counts after it, what it removed and its seconds."""
         start = time.perf_counter()
         for _ in range(3):
@@ -112,17 +113,17 @@ class Refresher:
             with self.db.write() as conn:
                 if self.db.version() != version:  # read inside this write transaction
                     continue  # another writer moved the store under us; derive again
-                before = w.clear_derived(conn)
+                before = gw.clear_derived(conn)
                 if vector_settings_changed(self.db, self.params):  # drop every entity and relation: all get the new vectors
-                    w.collect_garbage(conn, keep_named=False)
-                entities = w.plan_entities(conn, plan.kinds)
+                    gw.collect_garbage(conn, keep_named=False)
+                entities = gw.plan_entities(conn, plan.kinds)
                 names = sorted(entities.ids, key=entities.ids.__getitem__)
                 id_arr = np.array([entities.ids[n] for n in names], dtype=np.int64)
                 vec_arr = vectors.rows(names) if names else np.zeros((0, int(self.inputs.embedder.dim)), np.float32)
                 mark = self.synonyms.watermark(conn)
                 removed, pairs = self._write_plan_and_pair(conn, plan, entities, mark, id_arr, vec_arr)
                 relink(conn, None, self._linker.get(plan.names))
-                w.settle_descriptions(conn, before)
+                gw.settle_descriptions(conn, before)
                 self.synonyms.store_pairs(conn, pairs, mark, id_arr)  # after the entities they refer to
                 synonyms = len(pairs)
                 w.set_meta(conn, "vector_settings", self.params.vector_settings)
@@ -133,11 +134,11 @@ class Refresher:
                 w.set_meta(conn, "last_refresh", str(time.time()))
                 counts = {t: ix.row_count(conn, t)
                           for t in ("entities", "relations", "mentions", "synonyms", "name_mentions")}
-            return {**counts, "removed_entities": removed["entities"], "removed_relations": removed["relations"],
-                    "new_synonyms": synonyms, "seconds": time.perf_counter() - start}
+            return RefreshOut(**counts, removed_entities=removed["entities"], removed_relations=removed["relations"],
+                              new_synonyms=synonyms, seconds=time.perf_counter() - start)
         raise RuntimeError("refresh: the store kept changing during the refresh; retry when indexing is idle")
 
-    def _write_plan_and_pair(self, conn: Connection, plan: CorpusGraph, entities: w.EntityPlan, mark: int,
+    def _write_plan_and_pair(self, conn: Connection, plan: CorpusGraph, entities: gw.EntityPlan, mark: int,
                              ids: np.ndarray, vecs: np.ndarray
                              ) -> tuple[dict[str, int], list[tuple[int, int, float]]]:
         """Write ``plan``'s rows and pair the synonyms of its entities; returns what the garbage collection
@@ -159,15 +160,15 @@ class Refresher:
             return writing.result(), pairs
 
     @staticmethod
-    def _apply_plan(conn: Connection, plan: CorpusGraph, entities: w.EntityPlan) -> dict[str, int]:
+    def _apply_plan(conn: Connection, plan: CorpusGraph, entities: gw.EntityPlan) -> dict[str, int]:
         """Write ``plan`` (mentions and relation sources already cleared) with the entity ids of ``entities``;
         returns what the garbage collection then removed."""
         ids = entities.ids
-        w.insert_entities(conn, plan.kinds, KIND_RANK, entities)
-        w.set_entity_kinds(conn, {ids[n]: k for n, k in plan.kinds.items()})
-        w.insert_mentions(conn, [(ids[n], cid, c, s) for (n, cid), (c, s) in plan.mentions.items()])
+        gw.insert_entities(conn, plan.kinds, KIND_RANK, entities)
+        gw.set_entity_kinds(conn, {ids[n]: k for n, k in plan.kinds.items()})
+        gw.insert_mentions(conn, [(ids[n], cid, c, s) for (n, cid), (c, s) in plan.mentions.items()])
         rows = [((ids[src], ids[dst], label), kind, description)
                 for (src, dst, label), (kind, description) in plan.relations.items()]
-        w.ensure_relations(conn, rows, [((ids[key[0]], ids[key[1]], key[2]), cid, start, end)
+        gw.ensure_relations(conn, rows, [((ids[key[0]], ids[key[1]], key[2]), cid, start, end)
                                         for key, cid, start, end, _ in plan.sources])
-        return w.collect_garbage(conn)
+        return gw.collect_garbage(conn)

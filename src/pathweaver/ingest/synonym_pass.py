@@ -12,6 +12,7 @@ import numpy as np
 
 from pathweaver.extract.graph import ExtractParams
 from pathweaver.extract.synonyms import synonym_pairs_for
+from pathweaver.store import graph_writes as gw
 from pathweaver.store import indexing as ix
 from pathweaver.store import writes as w
 from pathweaver.store.cache import cache_for
@@ -71,6 +72,6 @@ class SynonymPass:
     @staticmethod
     def store_pairs(conn: Connection, pairs: list[tuple[int, int, float]], mark: int, ids: np.ndarray) -> None:
         """Insert the pairs and move the watermark past every entity in ``ids``."""
-        w.insert_synonyms(conn, pairs)
+        gw.insert_synonyms(conn, pairs)
         if len(ids):
             w.set_meta(conn, "synonym_watermark", str(max(mark, int(ids.max()))))

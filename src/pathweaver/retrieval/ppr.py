@@ -220,9 +220,8 @@ class PPRParams:
     name_passages: float = 2.0
     # how a named document's reset weight is split over the passages its name ties to: "dense" by their min-max
     # normalised similarity to the query (ours; one title often names several passages, e.g. MuSiQue's six "Dell"
-    # paragraphs, and the question says which), "cos" in proportion to their plain cosines, "even" equally (the
-    # earlier split)
-    name_split: Literal["dense", "even", "cos"] = "dense"
+    # paragraphs, and the question says which), "even" equally (the earlier split)
+    name_split: Literal["dense", "even"] = "dense"
     statistical: float = 0.0
     # a question that names no document in full seeds the names of two or three words ending in a capitalised
     # word it writes alone ("Scrooge" -> "Ebenezer Scrooge"), when at most this many names end so (0 = off; ours;
@@ -239,8 +238,8 @@ class PPRParams:
                               f"{self.coarse_tol}, {self.max_iter}")
         if self.name_links < 0 or self.name_passages < 0 or self.name_parts < 0 or not 0.0 <= self.statistical <= 1.0:
             raise ConfigError("ppr name_links, name_passages and name_parts must be >= 0, statistical in [0, 1]")
-        if self.name_split not in ("dense", "even", "cos"):
-            raise ConfigError(f"ppr name_split must be dense|even|cos, got {self.name_split!r}")
+        if self.name_split not in ("dense", "even"):
+            raise ConfigError(f"ppr name_split must be dense|even, got {self.name_split!r}")
         if self.relation_weight not in ("count", "one") or self.contains_weight not in ("one", "count"):
             raise ConfigError("ppr relation_weight must be count|one and contains_weight one|count")
 
@@ -299,12 +298,7 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
 
 def _split(similarity: np.ndarray, how: str) -> np.ndarray:
     """Shares (sum 1) of one named document's reset weight over its passages, given their query similarity."""
-    if how == "dense":
-        share = minmax(similarity)
-    elif how == "cos":
-        share = np.clip(similarity.astype(np.float64), 0.0, None)
-    else:
-        share = np.ones(similarity.shape[0])
+    share = minmax(similarity) if how == "dense" else np.ones(similarity.shape[0])
     total = float(share.sum())
     return share / total if total > 0 else np.full(similarity.shape[0], 1.0 / similarity.shape[0])
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathweaver.config import ConfigError, Settings, load_settings
-from pathweaver.results import RefreshOut, dump
+from pathweaver.results import dump
 from pathweaver.service.answers import AnswerSide
 from pathweaver.store.db import Database, StoreError
 
@@ -87,4 +87,4 @@ class Pathweaver(AnswerSide):
     def refresh(self) -> dict[str, Any]:
         """Recompute what corpus statistics decide (ER entities, relations, synonyms): ``results.RefreshOut``."""
         with self._write_lock:
-            return dump(RefreshOut.model_construct(**self._indexer_instance().refresh()))
+            return dump(self._indexer_instance().refresh())

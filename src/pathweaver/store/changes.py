@@ -7,7 +7,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from pathweaver.store.db import Connection
-from pathweaver.store.writes import add_meta_int, chunk_dependents, collect_garbage
+from pathweaver.store.graph_writes import chunk_dependents, collect_garbage
+from pathweaver.store.writes import add_meta_int
 
 
 @dataclass
@@ -28,7 +29,7 @@ class DocumentChange:
 def document_change(conn: Connection, doc_ids: Iterable[int]) -> Iterator[DocumentChange]:
     """Change documents inside the caller's transaction: notes the entities and relations their chunks support
     first; when the block ends, adds the chunks it counted to ``meta.changed_chunks`` and removes what lost its
-    support (``writes.collect_garbage``). Nothing of that runs when the block raises."""
+    support (``graph_writes.collect_garbage``). Nothing of that runs when the block raises."""
     change = DocumentChange()
     for doc_id in doc_ids:
         ents, rels = chunk_dependents(conn, doc_id)

@@ -206,7 +206,7 @@ SOURCE_SENTENCE = span_sentence("s.start", "s.end")
 # The sentence of the lowest-chunk-id source of the relation row ``r`` (NULL while it has none).
 FIRST_SOURCE_SENTENCE = (f"(SELECT {SOURCE_SENTENCE} FROM relation_sources s JOIN chunks c ON c.id = s.chunk_id "
                          "WHERE s.relation_id = r.id ORDER BY s.chunk_id LIMIT 1)")
-# A relation's description as read: the sentence it was first inserted with (``store.writes.ensure_relations``).
+# A relation's description as read: the sentence it was first inserted with (``store.graph_writes.ensure_relations``).
 DESCRIPTION = f"coalesce(r.description, {FIRST_SOURCE_SENTENCE}, '')"
 
 # Relation descriptions derived where they can be (issue 23's size goal): ``relations.description`` is NULL where
