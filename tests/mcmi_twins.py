@@ -10,7 +10,8 @@ import networkx as nx
 import numpy as np
 
 from pathweaver.retrieval.costgraph import COST, KIND_PSEUDO, CostGraph, edge_positions
-from pathweaver.retrieval.mcmi import _skip_codes, cost_graph, edges_ratio, grow
+from pathweaver.retrieval.mcmi import _skip_codes, edges_ratio, grow
+from pathweaver.retrieval.mcmi_graph import cost_graph
 from pathweaver.retrieval.steiner import mehlhorn_edges
 from pathweaver.store.snapshot import GraphSnapshot
 

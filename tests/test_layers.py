@@ -20,7 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("retrieval", "viz"),
     ("planner", "extractive", "answer"),
     ("service", "doctor"),
-    ("cli", "server", "eval", "config_template", "export", "demo"),
+    ("cli", "cli_output", "server", "eval", "config_template", "export", "demo"),
 )
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # The facade: only the applications on top reach the service.

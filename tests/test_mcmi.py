@@ -26,10 +26,9 @@ from pathweaver.retrieval.mcmi import (
     KIND_CONTAINS,
     KIND_PSEUDO,
     KIND_RELATION,
-    PSEUDO,
     MCMIParams,
-    edge_cost,
 )
+from pathweaver.retrieval.mcmi_graph import PSEUDO, edge_cost
 from pathweaver.retrieval.registry import run_method
 from pathweaver.retrieval.steiner import mehlhorn_edges
 from pathweaver.retrieval.types import Query, RetrievalEnv, Subgraph

@@ -12,7 +12,8 @@ import scipy.sparse as sp
 from pathweaver.retrieval.graphs import node_space_graph
 from pathweaver.retrieval.mcmi import MCMIParams, eq11_scores
 from pathweaver.retrieval.namegraph import name_edges, path_adjacency
-from pathweaver.retrieval.pathrag import PathRAGParams, candidate_paths, flow_paths, propagate, reliability
+from pathweaver.retrieval.pathrag import PathRAGParams, candidate_paths
+from pathweaver.retrieval.pathrag_flow import flow_paths, propagate, reliability
 from pathweaver.retrieval.pooling import PoolingParams, coarse_triples, item_passages
 from pathweaver.retrieval.registry import run_method
 from pathweaver.retrieval.types import Query, RetrievalEnv

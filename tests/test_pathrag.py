@@ -7,13 +7,8 @@ import pytest
 
 from pathweaver.config import ConfigError
 from pathweaver.retrieval.graphs import entity_degrees, pair_relations
-from pathweaver.retrieval.pathrag import (
-    PathRAGParams,
-    candidate_paths,
-    propagate,
-    reliability,
-    retrieve_nodes,
-)
+from pathweaver.retrieval.pathrag import PathRAGParams, candidate_paths, retrieve_nodes
+from pathweaver.retrieval.pathrag_flow import propagate, reliability
 from pathweaver.retrieval.registry import run_method
 from pathweaver.retrieval.types import Query, RetrievalEnv
 from pathweaver.store.snapshot import GraphSnapshot

@@ -13,11 +13,10 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pathweaver.cli_output import emit, fmt_answer, fmt_chunks, fmt_report, progress_bar
 from pathweaver.config import CONFIG_FILE, DEFAULT_TOP_K, ConfigError, parse_param
 from pathweaver.retrieval.registry import ANSWER_METHOD, RETRIEVE_METHOD
 
@@ -82,70 +81,6 @@ def _open(args: argparse.Namespace, readonly: bool = False) -> Pathweaver:
     return Pathweaver.open(args.store, _overrides(args), readonly=readonly)
 
 
-def _emit(args: argparse.Namespace, data: Any, human: Callable[[Any], str]) -> None:
-    if getattr(args, "json", False):
-        print(json.dumps(data, ensure_ascii=False, default=str))
-    else:
-        print(human(data))
-
-
-@contextmanager
-def _progress(args: argparse.Namespace) -> Iterator[Callable[[int, int, str], None] | None]:
-    """A tqdm bar on an interactive terminal; nothing under ``--json`` or when stderr is not a TTY."""
-    if getattr(args, "json", False) or not sys.stderr.isatty():
-        yield None
-        return
-    from tqdm import tqdm
-
-    bar = tqdm(total=0, unit="file", file=sys.stderr, leave=False)
-
-    def update(done: int, total: int, message: str) -> None:
-        bar.total = total
-        bar.n = done
-        bar.set_description(message[-40:])
-        bar.refresh()
-
-    try:
-        yield update
-    finally:
-        bar.close()
-
-
-def _fmt_report(data: dict[str, Any]) -> str:
-    keys = ("added", "updated", "deleted", "unchanged", "skipped")
-    lines = [", ".join(f"{k} {data[k]}" for k in keys) + f" in {data['seconds']:.1f}s"]
-    lines += [f"  skipped {s['path']!r}: {s['reason']}" for s in data.get("skipped_files", [])]
-    return "\n".join(lines)
-
-
-def _fmt_chunks(data: dict[str, Any]) -> str:
-    lines = []
-    for path in data.get("paths", []):
-        lines.append(f"path ({path['reliability']:.3f}): {path['text']}")
-    if data.get("subgraph"):
-        lines.append(f"subgraph: {data['subgraph'].get('stats', {})}")
-    for i, c in enumerate(data.get("chunks", []), 1):
-        snippet = " ".join(c["text"].split())[:160]
-        lines.append(f"[{i}] {c['score']:.3f} {c['doc']} (chunk {c['chunk_id']}): {snippet}")
-    lines.append(f"{data.get('seconds', 0.0) * 1000:.1f} ms")
-    return "\n".join(lines)
-
-
-def _fmt_answer(data: dict[str, Any]) -> str:
-    lines = [data.get("answer", ""), ""]
-    for c in data.get("citations", []):
-        span = c.get("span")
-        where = f"chars {span[0]}-{span[1]}" if span else c.get("locator", "")
-        lines.append(f"[{c['n']}] {c['doc']} chunk {c['chunk_id']} {where}")
-    llm = data.get("llm") or {}
-    backend = data.get("backend") or llm.get("backend")
-    model = f" {llm['model']}" if backend != "extractive" and llm.get("model") else ""
-    why = f" ({llm['reason']})" if llm.get("reason") and backend == llm.get("backend") else ""
-    lines.append(f"\nbackend: {backend}{model}{why}; {data.get('seconds', 0.0):.2f}s")
-    lines += [f"fallback: {f}" for f in llm.get("fallbacks", [])]
-    return "\n".join(lines)
-
-
 # -- commands ------------------------------------------------------------------------------------------------
 def cmd_init(args: argparse.Namespace) -> int:
     from pathweaver.config import resolve_store_dir
@@ -162,16 +97,16 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    with _open(args) as pw, _progress(args) as progress:
+    with _open(args) as pw, progress_bar(args) as progress:
         report = pw.index([Path(p) for p in args.paths], exact=not args.keep_others, progress=progress)
-    _emit(args, report.to_dict(), _fmt_report)
+    emit(args, report.to_dict(), fmt_report)
     return 0
 
 
 def cmd_refresh(args: argparse.Namespace) -> int:
     with _open(args) as pw:
         data = pw.refresh()
-    _emit(args, data, lambda d: json.dumps(d, indent=2, default=str))
+    emit(args, data, lambda d: json.dumps(d, indent=2, default=str))
     return 0
 
 
@@ -182,7 +117,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
     with Database(resolve_store_dir(args.store)) as db:
         before = db.path.stat().st_size
         after = db.compact()
-    _emit(args, {"store": str(db.path), "bytes_before": before, "bytes_after": after},
+    emit(args, {"store": str(db.path), "bytes_before": before, "bytes_after": after},
           lambda d: f"{d['store']}: {d['bytes_before'] / 1e6:.1f} MB -> {d['bytes_after'] / 1e6:.1f} MB")
     return 0
 
@@ -199,7 +134,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
             lines.append(f"{'skipped':>16}: {s['path']}: {s['reason']}")
         return "\n".join(lines)
 
-    _emit(args, data, human)
+    emit(args, data, human)
     return 0
 
 
@@ -217,16 +152,16 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
         def on_batch(changed: set[Path], removed: set[Path]) -> None:
             rep = pw.apply_changes(changed, removed)
-            _emit(args, rep.to_dict(), _fmt_report)
+            emit(args, rep.to_dict(), fmt_report)
             sys.stdout.flush()
 
         # watch before indexing: a file edited while the index runs arrives as a batch, applied after it
         watcher = FolderWatcher(roots, on_batch, debounce_seconds=pw.settings.ingest.debounce_seconds)
         watcher.start()
         try:
-            with _progress(args) as progress:
+            with progress_bar(args) as progress:
                 report = pw.index(roots, exact=not args.keep_others, progress=progress)
-            _emit(args, report.to_dict(), _fmt_report)
+            emit(args, report.to_dict(), fmt_report)
             if not args.json:
                 print(f"watching {', '.join(map(str, roots))}; Ctrl-C to stop", file=sys.stderr)
             sys.stdout.flush()
@@ -240,7 +175,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 def cmd_retrieve(args: argparse.Namespace) -> int:
     with _open(args) as pw:
         data = pw.retrieve_json(args.text, args.method, args.top_k, _params(args), args.keyword or None)
-    _emit(args, data, _fmt_chunks)
+    emit(args, data, fmt_chunks)
     return 0
 
 
@@ -268,7 +203,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 lines.append(f"L{level_no} {node_id} [{node['relation']}; after {deps}] {node['question']}")
         return "\n".join(lines)
 
-    _emit(args, data, human)
+    emit(args, data, human)
     return 0
 
 
@@ -282,7 +217,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
             top_k=args.top_k,
             params=_params(args),
         )
-    _emit(args, data, _fmt_answer)
+    emit(args, data, fmt_answer)
     return 0
 
 
@@ -290,7 +225,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from pathweaver.config import load_settings
     from pathweaver.doctor import diagnose, format_report
 
-    _emit(args, diagnose(load_settings(args.store, _overrides(args))), format_report)
+    emit(args, diagnose(load_settings(args.store, _overrides(args))), format_report)
     return 0
 
 
@@ -318,7 +253,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         ledger = Ledger.for_store(store)
         rows = ledger.history(dataset=args.dataset)
-        _emit(args, rows, ledger.format_history)
+        emit(args, rows, ledger.format_history)
         return 0
     if not args.dataset_dir:
         raise ConfigError("eval needs DATASET_DIR (or --history)")
@@ -330,7 +265,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             answerer=args.answerer, decompose=args.decompose, overrides=_overrides(args),
             record=not args.no_ledger, details=args.details,
         )
-        _emit(args, data, lambda d: json.dumps(d, indent=2, default=str))
+        emit(args, data, lambda d: json.dumps(d, indent=2, default=str))
         return 0
     from pathweaver.eval.runner import run_eval
 
@@ -338,7 +273,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         Path(args.dataset_dir), args.split, args.method or RETRIEVE_METHOD, args.top_k, _params(args), store,
         overrides=_overrides(args), record=not args.no_ledger,
     )
-    _emit(args, data, lambda d: json.dumps(d, indent=2, default=str))
+    emit(args, data, lambda d: json.dumps(d, indent=2, default=str))
     return 0
 
 
@@ -347,7 +282,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     with _open(args, readonly=True) as pw:
         data = export(pw.reader, args.format, Path(args.out))
-    _emit(args, data, lambda d: f"wrote {args.out}: {d}")
+    emit(args, data, lambda d: f"wrote {args.out}: {d}")
     return 0
 
 
