@@ -116,9 +116,9 @@ def _linkable_words(words: list[str]) -> bool:
     return not (len(words) == 1 and len(words[0]) < 2)
 
 
-def strict(name: str) -> bool:
+def _strict(spans: Sequence[WordSpan]) -> bool:
     """A one-word name links only where the text capitalises it."""
-    return len(word_spans(name)) == 1
+    return len(spans) == 1
 
 
 @dataclass
@@ -137,7 +137,7 @@ class NameLinker:
         keys: dict[str, list[str]] = {}
         strict_names = set()
         for name in sorted(set(names)):
-            spans = word_spans(name)  # once per name: ``linkable`` and ``strict`` of these spans
+            spans = word_spans(name)  # once per name: ``_linkable_words`` and ``_strict`` of these spans
             if not _linkable_words([s.word for s in spans]):
                 continue
             parts = []
@@ -146,7 +146,7 @@ class NameLinker:
                     parts.append(_SEPARATOR)
                 parts.append(alphabet.setdefault(word, chr(_FIRST_WORD_CHAR + len(alphabet))))
             keys.setdefault("".join(parts), []).append(name)
-            if len(spans) == 1:  # ``strict``
+            if _strict(spans):
                 strict_names.add(name)
         if not keys:
             return cls(None, alphabet, frozenset())
