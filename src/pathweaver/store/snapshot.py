@@ -16,11 +16,12 @@ import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 import scipy.sparse as sp
 
+T = TypeVar("T")
 # Where retrieval keeps the structures it derives from a snapshot that do not depend on the synonym edges
 # (projections of the vectors, the relation pair index): ``with_synonyms`` hands them on to the snapshot it makes.
 CARRIED_ATTR = "_pathweaver_synonym_free_cache"
@@ -40,15 +41,20 @@ def citation_json(doc: str, title: str, chunk_id: int, start: int, end: int, loc
     return {"doc": doc, "title": title, "chunk_id": int(chunk_id), **file_span_json(start, end, locator)}
 
 
-class Lazy:
+class Lazy(Generic[T]):
     """A value made on first use, once, under a lock (the maker's inputs are dropped with it)."""
 
-    def __init__(self, make: Callable[[], Any]) -> None:
-        self._make: Callable[[], Any] | None = make
-        self._value: Any = None
+    def __init__(self, make: Callable[[], T]) -> None:
+        self._make: Callable[[], T] | None = make
+        self._value: Any = None  # a T once made
         self._lock = threading.Lock()
 
-    def get(self) -> Any:
+    @property
+    def ready(self) -> T | None:
+        """The value when it was made already, else None (makes nothing)."""
+        return self._value
+
+    def get(self) -> T:
         if self._make is not None:
             with self._lock:
                 if self._make is not None:
@@ -83,28 +89,17 @@ class StoredTexts(Sequence[str]):
         return texts if isinstance(i, slice) else texts[0]
 
 
-class LazyRows:
-    """A snapshot's vector table made on first use, once (a dense query never needs the graph's vectors)."""
+class LazyRows(Lazy[np.ndarray]):
+    """A snapshot's vector table made on first use, once (a dense query never needs the graph's vectors), as
+    read-only float32 rows: the next snapshot may share them."""
 
     def __init__(self, make: Callable[[], np.ndarray]) -> None:
-        self._make: Callable[[], np.ndarray] | None = make
-        self._value: np.ndarray | None = None
-        self._lock = threading.Lock()
+        def frozen() -> np.ndarray:
+            value = np.asarray(make(), dtype=np.float32)
+            value.flags.writeable = False
+            return value
 
-    @property
-    def ready(self) -> np.ndarray | None:
-        """The rows when they were made already, else None (makes nothing)."""
-        return self._value
-
-    def get(self) -> np.ndarray:
-        if self._value is None:
-            with self._lock:
-                if self._value is None and self._make is not None:
-                    value = np.asarray(self._make(), dtype=np.float32)
-                    value.flags.writeable = False  # the next snapshot may share these rows
-                    self._value, self._make = value, None  # the maker's inputs go with it
-        assert self._value is not None
-        return self._value
+        super().__init__(frozen)
 
 
 @dataclass
@@ -226,8 +221,7 @@ class GraphSnapshot:
         return value.ready if isinstance(value, LazyRows) else value
 
     def _search(self) -> Any:
-        search = self.composed.get() if self.composed is not None else None
-        return search
+        return self.composed.get() if self.composed is not None else None
 
     def vector_rows(self, name: str, idx: Any) -> np.ndarray:
         """``getattr(self, name)[idx]`` for ``name`` "entity_vecs" or "rel_vecs", with the same bits, but made
