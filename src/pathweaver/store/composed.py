@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from pathweaver.numeric.projection import row_scores, top_stable
 from pathweaver.numeric.vectors import BLOCK_ROWS, VectorTable, compose_phrases, normalise_rows
 from pathweaver.store.db import Connection, OperationalError, SharedReader, connect
-from pathweaver.store.graphvecs import VectorRecipe
+from pathweaver.store.graphvecs import recipe_of
 from pathweaver.store.writes import text_hash
 
 log = logging.getLogger(__name__)
@@ -297,18 +297,20 @@ def _write_norms(path: Path, settings: str | None, tables: dict[str, tuple[np.nd
             raise
 
 
-def composed_search(reader: SharedReader, recipe: VectorRecipe, dim: int, entity_ids: np.ndarray,
-                    names: list[str], rel_ids: np.ndarray, rel_src: np.ndarray, rel_dst: np.ndarray,
-                    labels: list[str]) -> ComposedSearch | None:
-    """The search over a snapshot's entities and relations, or None when their vectors are not both composed
-    (an encoded vector is no function of word vectors) or the store has no norm tables. Rows made later read
-    their words over ``reader``."""
+def composed_search(reader: SharedReader, dim: int, entity_ids: np.ndarray, names: list[str], rel_ids: np.ndarray,
+                    rel_src: np.ndarray, rel_dst: np.ndarray, labels: list[str]) -> ComposedSearch | None:
+    """The search over a snapshot's entities and relations, read over a connection of its own, or None when their
+    vectors are not both composed (``meta.vector_settings``; an encoded vector is no function of word vectors) or
+    the store has no norm tables. Rows made later read their words over ``reader``."""
     path = reader.path
-    if recipe.entities != "composed" or recipe.triples != "composed" or not dim:
+    if not dim:
         return None
     with contextlib.closing(connect(path, readonly=True)) as conn:
         conn.execute("BEGIN")
         try:
+            recipe = recipe_of(conn)
+            if recipe.entities != "composed" or recipe.triples != "composed":
+                return None
             if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'relation_norms'").fetchone() is None:
                 return None
             settings = _settings(conn, "vector_settings")

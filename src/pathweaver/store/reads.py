@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from pathweaver.config import ConfigError
 from pathweaver.store.cache import cache_for
 from pathweaver.store.columns import _chunk_rows, _index_of, _read_columns, _shared
-from pathweaver.store.composed import ComposedSearch, composed_search
+from pathweaver.store.composed import composed_search
 from pathweaver.store.db import Connection, Database, connect
 from pathweaver.store.graphvecs import recipe_of, relation_vectors
 from pathweaver.store.records import RecordReader
@@ -241,32 +241,23 @@ class StoreReader(RecordReader):
 
     def _descriptions(self) -> Callable[[list[int]], dict[int, str]]:
         """``StoredTexts``' fetch for relation descriptions, each over a read-only connection of its own, closed
-        after it (a description never changes once its relation is written; a connection left open would keep the
-        store's WAL from being checkpointed when the store closes)."""
+        after it (a description never changes once its relation is written). Not the store's shared reader: a
+        snapshot is cached per store path (``cache_for``) and may outlive the ``Database`` that read it, whose
+        closed reader would open again and then keep the WAL from its checkpoint when the next one closes."""
         path = self.db.path
 
         def fetch(ids: list[int]) -> dict[int, str]:
-            conn = connect(path, readonly=True)
-            try:
+            with contextlib.closing(connect(path, readonly=True)) as conn:
                 return _pairs_in(conn, f"SELECT r.id, {DESCRIPTION} FROM relations r WHERE r.id IN ({{marks}})", ids)
-            finally:
-                conn.close()
 
         return fetch
 
     def _composed(self, dim: int, entity_ids: np.ndarray, names: list[str], rel_ids: np.ndarray,
                   rel_src: np.ndarray, rel_dst: np.ndarray, labels: list[str]) -> Lazy:
         """The search over composed entity and relation vectors that makes neither table (``store.composed``),
-        on first use, over a connection of its own; the rows it makes later read over the store's shared
-        reader."""
+        on first use; the rows it makes later read over the store's shared reader."""
         shared = self.db.shared
-
-        def make() -> ComposedSearch | None:
-            with contextlib.closing(connect(shared.path, readonly=True)) as conn:
-                recipe = recipe_of(conn)
-            return composed_search(shared, recipe, dim, entity_ids, names, rel_ids, rel_src, rel_dst, labels)
-
-        return Lazy(make)
+        return Lazy(lambda: composed_search(shared, dim, entity_ids, names, rel_ids, rel_src, rel_dst, labels))
 
     def passages(self) -> GraphSnapshot:
         """The chunks of the store as it is now, as a snapshot with no entities or relations: all that dense and

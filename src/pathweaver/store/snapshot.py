@@ -64,12 +64,12 @@ class Lazy(Generic[T]):
 
 class StoredTexts(Sequence[str]):
     """A text per row read from the store when asked for (relation descriptions: 55 MB of sentences that a query
-    reads a few of), through ``fetch(ids) -> {id: text}``; a row the store no longer has reads as ''."""
+    reads a few of), through ``fetch(ids) -> {id: text}``, which may be called from any thread; a row the store
+    no longer has reads as ''."""
 
     def __init__(self, ids: np.ndarray, fetch: Callable[[list[int]], dict[int, str]]) -> None:
         self._ids = ids
         self._fetch = fetch
-        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return int(self._ids.shape[0])
@@ -83,8 +83,7 @@ class StoredTexts(Sequence[str]):
     def __getitem__(self, i: int | slice) -> str | list[str]:
         ids = self._ids[i]
         keys = [int(x) for x in np.atleast_1d(ids).tolist()]
-        with self._lock:  # one connection behind ``fetch``
-            found = self._fetch(keys)
+        found = self._fetch(keys)
         texts = [found.get(k, "") for k in keys]
         return texts if isinstance(i, slice) else texts[0]
 
