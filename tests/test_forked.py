@@ -54,3 +54,20 @@ def test_a_child_that_fails_dies_or_hangs_has_its_part_run_here(fn) -> None:  # 
     assert forked.fork_map(fn, list(range(12)), processes=3, min_per_process=2, min_wait_s=1.0) == \
         [i * i for i in range(12)]
     assert time.monotonic() - started < 30  # a hanging child is given up on, and killed
+
+
+def test_what_this_process_had_buffered_is_written_once() -> None:
+    """A child must not flush the parent's buffered output a second time (an MCP server speaks on stdout)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys\nfrom pathweaver.extract.forked import fork_map\n"
+            "sys.stdout.write('half a message'); sys.stderr.write('half a line')\n"
+            "fork_map(lambda xs: list(xs), list(range(8)), processes=4, min_per_process=2)\n"
+            "sys.stdout.write(' and the rest'); sys.stderr.write(' and the rest')\n")
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": src}, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout == "half a message and the rest"
+    assert out.stderr == "half a line and the rest"
