@@ -57,7 +57,8 @@ def test_a_child_that_fails_dies_or_hangs_has_its_part_run_here(fn) -> None:  # 
 
 
 def test_what_this_process_had_buffered_is_written_once() -> None:
-    """A child must not flush the parent's buffered output a second time (an MCP server speaks on stdout)."""
+    """A child must not flush the parent's buffered output a second time (an MCP server speaks on stdout):
+    multiprocessing flushes the standard streams before it forks, and a child ends in ``os._exit``."""
     import subprocess
     import sys
     from pathlib import Path

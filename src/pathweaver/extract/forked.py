@@ -85,9 +85,6 @@ def _receive(conn: Connection, timeout: float) -> list[Any] | None:
 
 
 def _run_child(fn: Callable[[Sequence[T]], list[R]], part: Sequence[T], send: Connection) -> None:
-    # The streams hold whatever this process had buffered at the fork (an MCP message, a progress line), which the
-    # child's exit would flush a second time; ``sys.__stdout__`` keeps them alive, so nothing else flushes them.
-    sys.stdout = sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (lives as long as the child)
     try:
         result: tuple[bool, list[R] | None] = (True, list(fn(part)))
     except BaseException:  # the parent runs this part itself; a traceback here would only be noise
