@@ -134,19 +134,29 @@ def test_phrases_split_together_as_apart(phrases: list[str]) -> None:
     assert got.toarray().tolist() == [[p.split().count(w) for w in index] for p in phrases]
 
 
-def test_rows_read_words_over_the_shared_reader_which_closes_with_the_database(store: Path, tmp_path: Path) -> None:
-    """Rows made on demand open the store's shared reader; ``Database.close`` closes it, so the writer's close
-    checkpoints and removes the WAL; a later row opens it again."""
+def test_rows_read_words_over_the_shared_reader_which_closes_with_the_last_database(store: Path,
+                                                                                     tmp_path: Path) -> None:
+    """Rows made on demand read over the store file's shared reader, which every ``Database`` of that file holds:
+    it stays open while one is open and closes with the last, so the writer's close checkpoints and removes the
+    WAL. A cached snapshot outlives its ``Database``: a row made then opens a connection for that read alone, and
+    the next writer's close still removes the WAL."""
     copy = tmp_path / "store"
     shutil.copytree(store, copy)
-    db = Database(copy)
+    db, other = Database(copy), Database(copy)
+    assert db.shared is other.shared
     reader = StoreReader(db)
     reader.cache.clear()
-    search = reader.snapshot().composed.get()
+    snap = reader.snapshot()
+    search = snap.composed.get()
     assert search is not None and not db.shared.is_open
     first = search.entity_rows(np.arange(3))
     assert db.shared.is_open and (copy / "pathweaver.db-wal").exists()
+    other.close()
+    assert db.shared.is_open  # db still holds it
     db.close()
+    db.close()  # a second close releases nothing more
     assert not db.shared.is_open and not (copy / "pathweaver.db-wal").exists()
-    assert search.entity_rows(np.arange(3)).tobytes() == first.tobytes() and db.shared.is_open
-    db.shared.close()
+    assert search.entity_rows(np.arange(3) + 3).shape == first.shape and not db.shared.is_open
+    with Database(copy) as again:
+        assert StoreReader(again).snapshot() is snap  # the cached snapshot serves again
+    assert not (copy / "pathweaver.db-wal").exists()

@@ -97,31 +97,60 @@ def retry_locked(fn: Any, *args: Any, **kwargs: Any) -> Any:
 
 class SharedReader:
     """One read-only connection to a store file for rows looked up on demand long after a snapshot was read (its
-    word vectors): opened on first use, closed by its ``Database``'s ``close()`` (so the last writer to close
-    can checkpoint and remove the WAL), and opened again on a later use."""
+    word vectors, relation descriptions), shared by every ``Database`` open on that file (``shared_reader``).
+
+    Snapshots are cached per store path (``cache.cache_for``) and may outlive the ``Database`` that read them, so
+    the reader is counted by the ``Database``s holding the file, not owned by one: the connection stays open while
+    one is held and closes with the last ``release`` (so the last writer to close can checkpoint and remove the
+    WAL); a lookup while none is held opens a connection for that block alone."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._conn: Connection | None = None
+        self._holders = 0
         self._lock = threading.Lock()
 
     @contextlib.contextmanager
     def use(self) -> Iterator[Connection]:
         """The connection, for this thread alone until the block ends."""
         with self._lock:
-            if self._conn is None:
-                self._conn = connect(self.path, readonly=True)
-            yield self._conn
+            if self._holders > 0:
+                if self._conn is None:
+                    self._conn = connect(self.path, readonly=True)
+                yield self._conn
+            else:
+                with contextlib.closing(connect(self.path, readonly=True)) as conn:
+                    yield conn
 
     @property
     def is_open(self) -> bool:
         return self._conn is not None
 
-    def close(self) -> None:
+    def hold(self) -> None:
         with self._lock:
-            if self._conn is not None:
+            self._holders += 1
+
+    def release(self) -> None:
+        """One holder less; the last one closes the connection."""
+        with self._lock:
+            self._holders = max(0, self._holders - 1)
+            if self._holders == 0 and self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+_readers: dict[Path, SharedReader] = {}
+_readers_lock = threading.Lock()
+
+
+def shared_reader(path: Path) -> SharedReader:
+    """The one ``SharedReader`` of the store file at ``path`` in this process."""
+    key = Path(path).resolve()
+    with _readers_lock:
+        reader = _readers.get(key)
+        if reader is None:
+            reader = _readers[key] = SharedReader(key)
+        return reader
 
 
 class Database:
@@ -136,13 +165,17 @@ class Database:
             raise StoreError(f"no store at {self.path}; run `pathweaver --store {self.store_dir} index PATH` first")
         self.conn = connect(self.path, readonly=readonly)
         self.readonly = readonly
-        self.shared = SharedReader(self.path)  # for snapshots' lookups on demand; closed with this
+        self.shared = shared_reader(self.path)  # for snapshots' lookups on demand; released with this
+        self.shared.hold()
+        self._closed = False
         if not readonly:
             retry_locked(self._migrate)
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     def close(self) -> None:
-        self.shared.close()
+        if not self._closed:
+            self._closed = True
+            self.shared.release()
         self.conn.close()
 
     def __enter__(self) -> Database:

@@ -240,14 +240,12 @@ class StoreReader(RecordReader):
         return entity_rows_, LazyRows(make_relations)
 
     def _descriptions(self) -> Callable[[list[int]], dict[int, str]]:
-        """``StoredTexts``' fetch for relation descriptions, each over a read-only connection of its own, closed
-        after it (a description never changes once its relation is written). Not the store's shared reader: a
-        snapshot is cached per store path (``cache_for``) and may outlive the ``Database`` that read it, whose
-        closed reader would open again and then keep the WAL from its checkpoint when the next one closes."""
-        path = self.db.path
+        """``StoredTexts``' fetch for relation descriptions, over the store file's shared reader (a description never
+        changes once its relation is written)."""
+        shared = self.db.shared
 
         def fetch(ids: list[int]) -> dict[int, str]:
-            with contextlib.closing(connect(path, readonly=True)) as conn:
+            with shared.use() as conn:
                 return _pairs_in(conn, f"SELECT r.id, {DESCRIPTION} FROM relations r WHERE r.id IN ({{marks}})", ids)
 
         return fetch
