@@ -228,7 +228,7 @@ class PPRParams:
     # 2's phrase nodes for names no document is titled by ("Jane Siberry" in two passages about others), which the
     # name layer cannot reach (0 = off; ours, issue 23; retrieval/propernames.py); only beside the name layer
     # (a named store, statistical < 1)
-    proper_names: float = 0.5
+    proper_names: float = 0.2
     # a question that names no document in full seeds the names of two or three words ending in a capitalised
     # word it writes alone ("Scrooge" -> "Ebenezer Scrooge"), when at most this many names end so (0 = off; ours;
     # keywords.question_names)

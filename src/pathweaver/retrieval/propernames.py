@@ -21,6 +21,10 @@ from pathweaver.text import STOPWORDS
 
 MAX_WORDS = 4  # longest name looked up (the n-gram vocabulary holds up to 3 words; AGRAG §III-B)
 # lower-case words that may stand inside one name ("Lord of the Rings", "Leonardo da Vinci"); "and", "in" join two
+# capitalised words of the calendar name dates, not things: "born 5 June 1975" in two passages links nothing
+CALENDAR = frozenset({"january", "february", "march", "april", "may", "june", "july", "august", "september",
+                      "october", "november", "december", "monday", "tuesday", "wednesday", "thursday", "friday",
+                      "saturday", "sunday"})
 CONNECTORS = frozenset({"of", "the", "de", "da", "di", "du", "des", "del", "la", "le", "von", "van", "der", "den"})
 
 
@@ -76,7 +80,8 @@ def proper_mentions(snapshot: GraphSnapshot) -> sp.csr_matrix:
     n_p, n_e = snapshot.n_passages, snapshot.n_entities
     kinds = snapshot.entity_kinds
     # every entity is looked up, so a title ("United States") is matched whole and its words make no n-gram name
-    vocabulary = {name: e for name, e in snapshot.entity_index.items() if name not in STOPWORDS}
+    vocabulary = {name: e for name, e in snapshot.entity_index.items()
+                  if name not in STOPWORDS and name not in CALENDAR}
     found: list[tuple[int, int, bool]] = []  # (passage, entity, written inside a clause or with several words)
     for p, text in enumerate(snapshot.chunk_texts):
         for run in capital_runs(text):
