@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from pathweaver.extract.entities import WordSpan, word_spans
+from pathweaver.extract.entities import _WORD_RE, WordSpan, _joins, _norm_word
 from pathweaver.store.snapshot import GraphSnapshot
 from pathweaver.text import STOPWORDS
 
@@ -30,29 +30,34 @@ CONNECTORS = frozenset({"of", "the", "de", "da", "di", "du", "des", "del", "la",
 
 def capital_runs(text: str) -> list[list[WordSpan]]:
     """Maximal runs of words joined by spaces whose words start with a capital, lower-case ``CONNECTORS``
-    allowed only between two capitalised words."""
+    allowed only between two capitalised words (the words of ``word_spans``)."""
     runs: list[list[WordSpan]] = []
     current: list[WordSpan] = []
-    pending: list[WordSpan] = []  # lower-case stopwords after the run, kept if a capitalised word follows
-
-    def close() -> None:
-        if current:
-            runs.append(list(current))
-        current.clear()
-        pending.clear()
-
-    for span in word_spans(text):
-        if not span.joined:
-            close()
-        if text[span.start].isupper():
-            current.extend(pending)
-            pending.clear()
-            current.append(span)
-        elif current and span.word in CONNECTORS:
-            pending.append(span)
-        else:
-            close()
-    close()
+    pending: list[WordSpan] = []  # lower-case connectors after the run, kept if a capitalised word follows
+    prev_end = -1
+    # the tokens of ``word_spans``, but a lower-case word outside a run is skipped unread (most words; a cold query
+    # builds this matrix)
+    for m in _WORD_RE.finditer(text):
+        start, end = m.span()
+        upper = text[start].isupper()
+        if upper or current:
+            joined = prev_end >= 0 and _joins(text[prev_end:start])
+            if not joined and current:
+                runs.append(current)
+                current, pending = [], []
+            span = WordSpan(start, end, _norm_word(m.group()), joined)
+            if upper:
+                current.extend(pending)
+                pending = []
+                current.append(span)
+            elif current and span.word in CONNECTORS:
+                pending.append(span)
+            elif current:
+                runs.append(current)
+                current, pending = [], []
+        prev_end = end
+    if current:
+        runs.append(current)
     return runs
 
 
