@@ -7,7 +7,10 @@ Edges of the undirected weighted node-space graph (HippoRAG 2 / AGRAG §III-B):
 - Contains edges passage↔entity, weight = the mention count (``contains_weight="count"``) or 1 (HippoRAG 2);
 - name links passage↔passage (``name_link_matrix``), weight ``name_links`` (0 = none; ours, issue 23);
   ``statistical`` < 1 scales the statistical layer (relation, synonym and n-gram Contains edges) down towards the
-  name layer alone (0: name mentions and ties are the only Contains edges).
+  name layer alone (0: name mentions and ties are the only Contains edges);
+- proper-name Contains edges passage↔n-gram entity where the passage writes it as a name (``propernames.py``),
+  weight ``proper_names`` × the count / the name's passage count (0 = none; ours, issue 23), whatever
+  ``statistical`` says.
 
 The caches live in a dict attribute on the snapshot object, so they die with it and a new store version (a new
 snapshot) never sees stale matrices. Nothing here is built per query.
@@ -25,6 +28,7 @@ import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
 from pathweaver.numeric.parallel import SparseRows, degree_order, threads
+from pathweaver.retrieval.propernames import proper_mentions
 from pathweaver.store.snapshot import CARRIED_ATTR, GraphSnapshot
 
 _CACHE_ATTR = "_pathweaver_retrieval_cache"
@@ -81,18 +85,20 @@ def node_space_graph(
     contains_weight: ContainsWeight = "count",
     name_links: float = 0.0,
     statistical: float = 1.0,
+    proper_names: float = 0.0,
 ) -> NodeSpaceGraph:
     """The cached entity+passage graph of ``snapshot`` (see the module docstring for the edge weights)."""
     if relation_weight not in ("count", "one"):
         raise ConfigError(f"relation_weight must be 'count' or 'one', got {relation_weight!r}")
     if contains_weight not in ("one", "count"):
         raise ConfigError(f"contains_weight must be 'one' or 'count', got {contains_weight!r}")
-    if name_links < 0 or not 0.0 <= statistical <= 1.0:
-        raise ConfigError(f"name_links must be >= 0 and statistical in [0, 1], got {name_links}, {statistical}")
+    if name_links < 0 or proper_names < 0 or not 0.0 <= statistical <= 1.0:
+        raise ConfigError(f"name_links and proper_names must be >= 0 and statistical in [0, 1], got {name_links}, "
+                          f"{proper_names}, {statistical}")
     return cached(
         snapshot,
-        ("node_space", relation_weight, contains_weight, name_links, statistical),
-        lambda: _build_node_space(snapshot, relation_weight, contains_weight, name_links, statistical),
+        ("node_space", relation_weight, contains_weight, name_links, statistical, proper_names),
+        lambda: _build_node_space(snapshot, relation_weight, contains_weight, name_links, statistical, proper_names),
     )
 
 
@@ -102,13 +108,14 @@ def transition_rows(
     contains_weight: ContainsWeight = "count",
     name_links: float = 0.0,
     statistical: float = 1.0,
+    proper_names: float = 0.0,
 ) -> SparseRows:
     """The node-space transition matrix for PageRank steps (cached), its entities renumbered busiest first and its
     passages kept in place (``parallel.degree_order``)."""
-    graph = node_space_graph(snapshot, relation_weight, contains_weight, name_links, statistical)
+    graph = node_space_graph(snapshot, relation_weight, contains_weight, name_links, statistical, proper_names)
     return cached(
         snapshot,
-        ("transition_rows", relation_weight, contains_weight, name_links, statistical, threads()),
+        ("transition_rows", relation_weight, contains_weight, name_links, statistical, proper_names, threads()),
         lambda: SparseRows(graph.transition, order=degree_order(graph.transition, snapshot.n_entities)),
     )
 
@@ -146,7 +153,8 @@ def documents_link(snapshot: GraphSnapshot) -> bool:
 
 
 def _build_node_space(snapshot: GraphSnapshot, relation_weight: str, contains_weight: str,
-                      name_links: float = 0.0, statistical: float = 1.0) -> NodeSpaceGraph:
+                      name_links: float = 0.0, statistical: float = 1.0,
+                      proper_names: float = 0.0) -> NodeSpaceGraph:
     n_e, n_p = snapshot.n_entities, snapshot.n_passages
     n = n_e + n_p
     rel_src = snapshot.rel_src.astype(np.int64)
@@ -181,6 +189,15 @@ def _build_node_space(snapshot: GraphSnapshot, relation_weight: str, contains_we
         ent = (ent * statistical).tocsr()
         contains.eliminate_zeros()
         ent.eliminate_zeros()
+    if proper_names > 0 and n_p:  # phrase nodes for the names a passage writes (HippoRAG 2 §3; propernames.py)
+        proper = proper_mentions(snapshot).astype(np.float64)
+        if contains_weight == "one":
+            proper.data[:] = 1.0
+        # HippoRAG 2's node specificity (1/|P_i|, §3) on the edges: each name node weighs the same in all, so a
+        # name in two passages carries more of their mass than "American" in two hundred
+        df = np.diff(proper.tocsc().indptr).astype(np.float64)
+        proper = (proper @ sp.diags(1.0 / np.maximum(df, 1.0))).tocsr()
+        contains = (contains + proper * proper_names).tocsr()
     links = name_link_matrix(snapshot) * name_links if name_links > 0 and n_p else None
     adjacency = sp.bmat([[ent, contains.T], [contains, links]], format="csr", dtype=np.float64)
     adjacency.sum_duplicates()

@@ -28,6 +28,7 @@ from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, query_na
 from pathweaver.retrieval.namegraph import passages_of
 from pathweaver.retrieval.seeds import dense_scores, minmax, top_entities, top_indices, top_triples
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
+from pathweaver.store.snapshot import GraphSnapshot
 
 
 class PPRError(ValueError):
@@ -223,6 +224,11 @@ class PPRParams:
     # paragraphs, and the question says which), "even" equally (the earlier split)
     name_split: Literal["dense", "even"] = "dense"
     statistical: float = 0.0
+    # Contains edges from each passage to the n-gram entities it writes as proper names, with this weight: HippoRAG
+    # 2's phrase nodes for names no document is titled by ("Jane Siberry" in two passages about others), which the
+    # name layer cannot reach (0 = off; ours, issue 23; retrieval/propernames.py); only beside the name layer
+    # (a named store, statistical < 1)
+    proper_names: float = 0.2
     # a question that names no document in full seeds the names of two or three words ending in a capitalised
     # word it writes alone ("Scrooge" -> "Ebenezer Scrooge"), when at most this many names end so (0 = off; ours;
     # keywords.question_names)
@@ -236,8 +242,10 @@ class PPRParams:
         if self.tol <= 0 or self.max_iter < 1 or self.coarse_tol < 0:
             raise ConfigError(f"ppr tol must be > 0, coarse_tol >= 0 and max_iter >= 1, got {self.tol}, "
                               f"{self.coarse_tol}, {self.max_iter}")
-        if self.name_links < 0 or self.name_passages < 0 or self.name_parts < 0 or not 0.0 <= self.statistical <= 1.0:
-            raise ConfigError("ppr name_links, name_passages and name_parts must be >= 0, statistical in [0, 1]")
+        if min(self.name_links, self.name_passages, self.name_parts, self.proper_names) < 0 \
+                or not 0.0 <= self.statistical <= 1.0:
+            raise ConfigError("ppr name_links, name_passages, name_parts and proper_names must be >= 0, statistical in "
+                              "[0, 1]")
         if self.name_split not in ("dense", "even"):
             raise ConfigError(f"ppr name_split must be dense|even, got {self.name_split!r}")
         if self.relation_weight not in ("count", "one") or self.contains_weight not in ("one", "count"):
@@ -267,7 +275,10 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
         weights[ent] = weights.get(ent, 0.0) + max(cos, 0.0)
     named = query_names(env, query.text, params.name_parts)
     if params.name_seeds > 0 and query.text:
-        for ent in dict.fromkeys(named + matched_entities(snap, query.text)):
+        # the query's n-gram entities belong to the statistical layer: seeds only where the walk has that layer
+        # (a proper name the query writes is found through the passages the question names or resembles)
+        grams = matched_entities(snap, query.text) if _statistical_walk(snap, params) else []
+        for ent in dict.fromkeys(named + grams):
             weights[ent] = weights.get(ent, 0.0) + params.name_seeds
     if params.specificity and weights:
         counts = entity_passage_counts(snap)
@@ -296,6 +307,16 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
     return reset, info
 
 
+def _named_store(snap: GraphSnapshot) -> bool:
+    """Whether the store has a name layer (some name mention); without one the walk is the statistical layer."""
+    return snap.name_mentions is not None and snap.name_mentions.nnz > 0
+
+
+def _statistical_walk(snap: GraphSnapshot, params: PPRParams) -> bool:
+    """Whether the walk has the statistical layer's n-gram edges (``statistical`` > 0 or a store without names)."""
+    return params.statistical > 0 or not _named_store(snap)
+
+
 def _split(similarity: np.ndarray, how: str) -> np.ndarray:
     """Shares (sum 1) of one named document's reset weight over its passages, given their query similarity."""
     share = minmax(similarity) if how == "dense" else np.ones(similarity.shape[0])
@@ -313,9 +334,11 @@ def ppr_scores(env: RetrievalEnv, query: Query, params: PPRParams, settled: Sett
     snap = env.snapshot
     if snap.n_entities + snap.n_passages == 0:
         return np.zeros(0), SeedInfo()
-    named_store = snap.name_mentions is not None and snap.name_mentions.nnz > 0
+    named_store = _named_store(snap)
     layers = (params.relation_weight, params.contains_weight, params.name_links,
-              params.statistical if named_store else 1.0)
+              params.statistical if named_store else 1.0,
+              # AGRAG's whole statistical graph (statistical 1, MCMI's HippoRAG reset) is walked as the paper has it
+              params.proper_names if named_store and params.statistical < 1.0 else 0.0)
     graph = node_space_graph(snap, *layers)
     rows = transition_rows(snap, *layers)
     reset, info = personalization(env, query, params)
