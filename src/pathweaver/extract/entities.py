@@ -18,7 +18,7 @@ from typing import NamedTuple
 from pathweaver.text import POSSESSIVE_RE, STOPWORDS
 
 # A word: letters/digits, with internal apostrophes or hyphens ("don't", "state-of-the-art").
-_WORD_RE = re.compile(r"[^\W_]+(?:['\u2019\-][^\W_]+)*")
+WORD_RE = re.compile(r"[^\W_]+(?:['\u2019\-][^\W_]+)*")
 # Inside a sentence, words are joined into one n-gram run only across plain spaces/tabs.
 _JOIN_CHARS = frozenset(" \t\u00a0")
 
@@ -33,14 +33,14 @@ class WordSpan(NamedTuple):
     joined: bool
 
 
-def _norm_word(raw: str) -> str:
+def norm_word(raw: str) -> str:
     word = raw.casefold()
     if "'" in word or "\u2019" in word:  # most words have no apostrophe: skip the regex
         return POSSESSIVE_RE.sub("", word.replace("\u2019", "'"))
     return word
 
 
-def _joins(gap: str) -> bool:
+def joins(gap: str) -> bool:
     return gap == " " or all(c in _JOIN_CHARS for c in gap)
 
 
@@ -49,10 +49,10 @@ def word_spans(text: str) -> list[WordSpan]:
     """All word tokens of ``text`` with their spans; ``joined`` is False after punctuation or a line break."""
     out: list[WordSpan] = []
     prev_end = -1
-    for m in _WORD_RE.finditer(text):
+    for m in WORD_RE.finditer(text):
         start, end = m.span()
-        joined = prev_end >= 0 and _joins(text[prev_end:start])
-        word = _norm_word(m.group())
+        joined = prev_end >= 0 and joins(text[prev_end:start])
+        word = norm_word(m.group())
         if word:
             out.append(WordSpan(start, end, word, joined))
         prev_end = end

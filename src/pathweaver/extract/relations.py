@@ -86,7 +86,7 @@ class _Mention:
     last: int  # index one past the last word
 
 
-# A name already in the form ``normalize`` and ``word_spans`` give (casefolded words of ``entities._WORD_RE`` with
+# A name already in the form ``normalize`` and ``word_spans`` give (casefolded words of ``entities.WORD_RE`` with
 # plain apostrophes, joined by single spaces): every n-gram entity. For these the two are the identity and a split.
 _CANONICAL_RE = re.compile(r"[^\W_]+(?:['\-][^\W_]+)*(?: [^\W_]+(?:['\-][^\W_]+)*)*")
 _POSSESSIVE_RE = re.compile(r"'s\b")

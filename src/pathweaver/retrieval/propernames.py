@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from pathweaver.extract.entities import _WORD_RE, WordSpan, _joins, _norm_word
+from pathweaver.extract.entities import WORD_RE, WordSpan, joins, norm_word
 from pathweaver.store.snapshot import GraphSnapshot
 from pathweaver.text import STOPWORDS
 
@@ -37,15 +37,15 @@ def capital_runs(text: str) -> list[list[WordSpan]]:
     prev_end = -1
     # the tokens of ``word_spans``, but a lower-case word outside a run is skipped unread (most words; a cold query
     # builds this matrix)
-    for m in _WORD_RE.finditer(text):
+    for m in WORD_RE.finditer(text):
         start, end = m.span()
         upper = text[start].isupper()
         if upper or current:
-            joined = prev_end >= 0 and _joins(text[prev_end:start])
+            joined = prev_end >= 0 and joins(text[prev_end:start])
             if not joined and current:
                 runs.append(current)
                 current, pending = [], []
-            span = WordSpan(start, end, _norm_word(m.group()), joined)
+            span = WordSpan(start, end, norm_word(m.group()), joined)
             if upper:
                 current.extend(pending)
                 pending = []
