@@ -303,10 +303,12 @@ def _subgraph_chunks(
 def _turns(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParams, touched: set[int],
            passage_scores: np.ndarray) -> list[ChunkHit]:
     """The passages by node influence s_v and AGRAG's hybrid chunks (Eq. 20-21) taking turns, an influence
-    passage first, each passage once; hybrid chunks outside the MCMI subgraph are marked as back-fill."""
+    passage first, each passage once; hybrid chunks neither in the MCMI subgraph nor among those influence
+    passages are marked as back-fill."""
     walked = [ChunkHit(int(p), float(passage_scores[p])) for p in top_indices(passage_scores, top_k).tolist()
               if passage_scores[p] > 0]
-    hybrid = _rank_chunks(env, query, 2 * top_k, params, touched)
+    mine = {hit.passage for hit in walked}
+    hybrid = _rank_chunks(env, query, 2 * top_k, params, touched | mine)
     out: list[ChunkHit] = []
     seen: set[int] = set()
     for i in range(max(len(walked), len(hybrid))):
