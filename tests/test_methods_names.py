@@ -126,20 +126,22 @@ def test_mcmi_personalisation_is_eq11() -> None:
     assert scores == pytest.approx(expected, abs=1e-6)
     # nothing but the terminals personalises the walk: the query vector plays no part in it
     q = Query("Where was the director of Inherent Vice born?", np.array([0, 0, 1, 0], dtype=np.float32))
-    result = run_method(_env(snap), q, "mcmi", 2, {})
+    result = run_method(_env(snap), q, "mcmi", 2, {"chunks": "subgraph"})
     assert result.info["named_entities"] == ["inherent vice"]
     assert [c.passage for c in result.chunks][:1] == [0] and result.backfill_share() == 0.0
+    # by default the highest-influence passage still leads, and a hybrid chunk takes the next turn
+    assert [c.passage for c in run_method(_env(snap), q, "mcmi", 2, {}).chunks][:1] == [0]
 
 
 def test_pooling_name_triples_and_their_passages() -> None:
     snap = _names()
     q = Query("Where was the director of Inherent Vice born?", np.array([0.6, 0.8, 0, 0], dtype=np.float32))
-    tr = coarse_triples(snap, q, PoolingParams(), 10, [0])
+    tr = coarse_triples(_env(snap), q, PoolingParams(base="cos"), 10, [0])
     # name triple m scored by cos(query, its passage): (iv, pta, p0) 0.6, (pta, la, p1) 0.8
     assert tr.items == [-2, -1] and tr.scores == pytest.approx([0.8, 0.6])
     assert tr.ends == [(1, 2), (0, 1)]
     assert item_passages(snap, -1, True) == [0, 1] and item_passages(snap, -2, False) == [1]
-    result = run_method(_env(snap), q, "pooling", 3, {"query_entities": 0, "pooling": "mean"})
+    result = run_method(_env(snap), q, "pooling", 3, {"query_entities": 0, "pooling": "mean", "base": "cos"})
     # kernels from the named "inherent vice" alone: [t(iv,pta)] and [t(iv,pta), t(pta,la)]; §3.3 mean pooling (a = 10):
     # t(iv,pta) = max(0.6 + 0.06, 0.7 + 0.06) = 0.76; t(pta,la) = 0.7 + 0.6/100 = 0.706
     assert result.info["query_entities"][0] == "inherent vice"
@@ -178,8 +180,9 @@ def test_name_layer_defaults_apply_only_where_documents_name_each_other(monkeypa
     assert len(pathrag.query_nodes(_env(linked), q, keyword_nodes)[0]) == 1
     assert len(pathrag.query_nodes(_env(alone), q, keyword_nodes)[0]) == 2
     assert len(pathrag.query_nodes(_env(alone), q, dataclasses.replace(keyword_nodes, top_nodes=3))[0]) == 3
-    # mcmi's "auto" chunks: the subgraph's over documents that name each other, AGRAG's hybrid ones otherwise
-    for snap, mode in ((linked, "subgraph"), (alone, "hybrid")):
+    # mcmi's "auto" chunks: influence and hybrid taking turns over documents that name each other, AGRAG's hybrid
+    # ones otherwise
+    for snap, mode in ((linked, "turns"), (alone, "hybrid")):
         auto = run_method(_env(snap), q, "mcmi", 2, {})
         fixed = run_method(_env(snap), q, "mcmi", 2, {"chunks": mode})
         assert [c.passage for c in auto.chunks] == [c.passage for c in fixed.chunks]
@@ -220,3 +223,57 @@ def test_a_title_of_several_passages_gives_its_weight_to_the_one_the_question_as
     assert [h.passage for h in run_method(env, q, "ppr", 1, None).chunks] == [1]
     with pytest.raises(ConfigError):
         run_method(env, q, "ppr", 1, {"name_split": "random"})
+
+
+def test_pathrag_text_units_of_named_nodes_take_turns_with_path_passages() -> None:
+    from pathweaver.retrieval.pathrag import node_text_units, with_text_units
+    from pathweaver.retrieval.types import ChunkHit
+
+    snap = _names()
+    dense = np.array([0.1, 0.2, 0.9], dtype=np.float32)
+    # a node's text units are its own passages nearest the query, in node order, each passage once
+    assert node_text_units(snap, [2, 0, 2], dense, 1) == [2, 0]
+    paths = [ChunkHit(1, 1.7), ChunkHit(0, 0.97), ChunkHit(2, 0.5, backfill=True)]
+    # a path passage first, then a unit, ...; a unit already served is skipped; back-fill comes after both
+    assert [c.passage for c in with_text_units(paths, [2, 0], 3)] == [1, 2, 0]
+    assert [c.backfill for c in with_text_units(paths, [2, 0], 3)] == [False, False, False]
+    assert [c.passage for c in with_text_units(paths, [], 3)] == [1, 0, 2]
+    q = Query("Where was the director of Inherent Vice born?", np.array([0, 0, 0, 1], dtype=np.float32))
+    named = run_method(_env(snap), q, "pathrag", 3, {"dense_nodes": 0, "top_nodes": 1})
+    alone = run_method(_env(snap), q, "pathrag", 3, {"dense_nodes": 0, "top_nodes": 1, "text_units": "none"})
+    assert [c.passage for c in named.chunks][:1] == [c.passage for c in alone.chunks][:1]
+    assert 0 in [c.passage for c in named.chunks]  # the named film's own passage
+    with pytest.raises(Exception, match="text_units"):
+        run_method(_env(snap), q, "pathrag", 3, {"text_units": "some"})
+
+
+def test_mcmi_turns_take_influence_and_hybrid_chunks_in_turn() -> None:
+    snap = _names()
+    q = Query("Where was the director of Inherent Vice born?", np.array([0, 0, 1, 0], dtype=np.float32))
+    influence = eq11_scores(snap, [0], MCMIParams())[snap.n_entities:]
+    turns = run_method(_env(snap), q, "mcmi", 3, {})
+    hybrid = run_method(_env(snap), q, "mcmi", 3, {"chunks": "hybrid"})
+    walked = [int(p) for p in np.argsort(-influence, kind="stable") if influence[p] > 0]
+    expected: list[int] = []
+    for pair in zip(walked, [c.passage for c in hybrid.chunks], strict=False):
+        expected += [p for p in pair if p not in expected]
+    assert [c.passage for c in turns.chunks] == expected[:3]
+    # a hybrid chunk is a back-fill unless the subgraph or the served influence passages reached it
+    marks = {c.passage: c.backfill for c in hybrid.chunks}
+    assert all(c.backfill == (c.passage not in walked[:3] and marks[c.passage]) for c in turns.chunks)
+
+
+def test_pooling_scores_triples_by_the_ppr_base() -> None:
+    from pathweaver.retrieval.ppr import PPRParams, ppr_scores
+
+    snap = _names()
+    q = Query("Where was the director of Inherent Vice born?", np.array([0.6, 0.8, 0, 0], dtype=np.float32))
+    scores, _ = ppr_scores(_env(snap), q, PPRParams())
+    base = scores[snap.n_entities:] / scores[snap.n_entities:].max()
+    tr = coarse_triples(_env(snap), q, PoolingParams(), 10, [0])
+    edges = name_edges(snap)
+    # a name triple's score is its mentioning passage's PPR score over the query's best passage
+    assert tr.scores == pytest.approx([float(base[edges.passage[-1 - i]]) for i in tr.items])
+    assert tr.scores == sorted(tr.scores, reverse=True)
+    with pytest.raises(Exception, match="base"):
+        run_method(_env(snap), q, "pooling", 3, {"base": "bm25"})

@@ -118,7 +118,7 @@ def test_query_entities_from_keywords_then_vectors() -> None:
 def test_rerank_mode_end_to_end() -> None:
     env, q = _env()
     result = run_method(env, q, "pooling", 4, {"mode": "rerank", "top_triples": 3, "query_entities": 1,
-                                                 "pooling": "mean"})
+                                                 "pooling": "mean", "base": "cos"})
     assert result.triples == [2, 1, 0]  # pooled 0.55 < 0.604 < 0.88, best last
     assert result.info["pooled"] == pytest.approx({0: 0.88, 1: 0.604, 2: 0.55}, abs=1e-5)
     # supporting passages by pooled score, then the dense fill (p3)

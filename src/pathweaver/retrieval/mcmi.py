@@ -16,9 +16,9 @@
 4. MCST: Mehlhorn's Steiner tree over the terminals (Eq. 16, Algorithm 3 lines 1-10), then greedy growth (Eq. 17,
    lines 13-17): the 1-hop neighbour v with the lowest c_(MCMI,v) / s_v joins while that ratio is below
    r(G) = Σ_e c_e / (s_u + s_v) (Eq. 15), r recomputed after each addition.
-5. The subgraph is served as text (Eq. 18). Chunks (``chunks``): the subgraph's passages by influence, then the
-   walk's highest-influence passages (ours, the default), or AGRAG's hybrid chunks (Eq. 20-21); hybrid chunks the
-   method did not reach are marked as back-fill.
+5. The subgraph is served as text (Eq. 18). Chunks (``chunks``): the walk's passages by influence taking turns
+   with AGRAG's hybrid chunks (Eq. 20-21; ours, the default), the subgraph's passages by influence then the
+   walk's, or the hybrid chunks alone; hybrid chunks outside the subgraph are marked as back-fill.
 
 Everything runs on a bounded neighbourhood of the terminals (``ball_hops``, ``ball_max_nodes``) so a query never
 touches the whole graph; tests/mcmi_twins.py holds networkx twins of ``grow`` and r(G) for hand-built graphs.
@@ -62,7 +62,7 @@ from pathweaver.retrieval.steiner import mehlhorn_edges
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult, Subgraph
 from pathweaver.store.snapshot import GraphSnapshot
 
-CHUNK_MODES = ("auto", "subgraph", "hybrid")
+CHUNK_MODES = ("auto", "turns", "subgraph", "hybrid")
 
 
 @dataclass
@@ -94,11 +94,13 @@ class MCMIParams:
     # store has name mentions; 1 = AGRAG's statistical graph alone)
     name_links: float = 3.0
     statistical: float = 0.0
-    # "subgraph" (ours): the passages of the MCMI subgraph (and those its relations come from) by node
-    # influence s_v, then the walk's highest-influence passages; "hybrid": AGRAG Eq. 20's k_r hybrid chunks;
-    # "auto" (default): "subgraph" when the walk is over the name layer and the store's documents name each other
-    # (``graphs.documents_link``), else "hybrid", since n-gram subgraphs alone pick passages poorly. Either way a
-    # hybrid chunk the method did not reach is reported as a back-fill
+    # "turns" (ours): AGRAG hands the LLM both its graph retrieval and its k_r hybrid chunks (Step 3, Eq. 20-21),
+    # so the passages by node influence s_v (Eq. 10-13) and the hybrid chunks take turns, an influence passage
+    # first; "subgraph" (ours): the passages of the MCMI subgraph (and those its relations come from) by s_v,
+    # then the walk's highest-influence passages; "hybrid": AGRAG Eq. 20's k_r hybrid chunks alone; "auto"
+    # (default): "turns" when the walk is over the name layer and the store's documents name each other
+    # (``graphs.documents_link``), else "hybrid", since n-gram walks alone pick passages poorly. Whatever the
+    # mode, a hybrid chunk the MCMI subgraph did not reach is reported as a back-fill
     chunks: str = "auto"
 
     def validate(self) -> None:
@@ -298,6 +300,25 @@ def _subgraph_chunks(
     return hits, walked
 
 
+def _turns(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParams, touched: set[int],
+           passage_scores: np.ndarray) -> list[ChunkHit]:
+    """The passages by node influence s_v and AGRAG's hybrid chunks (Eq. 20-21) taking turns, an influence
+    passage first, each passage once; hybrid chunks neither in the MCMI subgraph nor among those influence
+    passages are marked as back-fill."""
+    walked = [ChunkHit(int(p), float(passage_scores[p])) for p in top_indices(passage_scores, top_k).tolist()
+              if passage_scores[p] > 0]
+    mine = {hit.passage for hit in walked}
+    hybrid = _rank_chunks(env, query, 2 * top_k, params, touched | mine)
+    out: list[ChunkHit] = []
+    seen: set[int] = set()
+    for i in range(max(len(walked), len(hybrid))):
+        for hit in walked[i : i + 1] + hybrid[i : i + 1]:
+            if hit.passage not in seen and len(out) < top_k:
+                seen.add(hit.passage)
+                out.append(hit)
+    return out
+
+
 def _layers(snap: GraphSnapshot, params: MCMIParams) -> tuple[float, float]:
     """(name_links, statistical) of the graph walked: the statistical graph alone on a store without names."""
     named_store = snap.name_mentions is not None and snap.name_mentions.nnz > 0
@@ -403,8 +424,10 @@ def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParam
         node_scores={node_label(snap, n): float(d["score"]) for n, d in sub.nodes(data=True)},
     )
     named_graph = statistical < 1.0 and documents_link(snap)
-    mode = params.chunks if params.chunks != "auto" else ("subgraph" if named_graph else "hybrid")
-    if mode != "hybrid":
+    mode = params.chunks if params.chunks != "auto" else ("turns" if named_graph else "hybrid")
+    if mode == "turns":
+        chunks = _turns(env, query, top_k, params, touched, raw[snap.n_entities:])
+    elif mode == "subgraph":
         chunks, info["walk_fill"] = _subgraph_chunks(env, query, top_k, params, touched, raw[snap.n_entities:])
     else:
         chunks = _rank_chunks(env, query, top_k, params, touched)

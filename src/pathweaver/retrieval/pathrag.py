@@ -25,7 +25,9 @@ paths served in ascending reliability.
 
 ``RetrievalResult.chunks``: the passages of the served paths (relation chunks, the passages behind name edges, and
 with ``node_passages`` the own passages of the document entities on them), ranked by the best reliability of a
-path they lie on (ties by dense cosine), then filled up to ``top_k`` with dense hits marked as back-fill.
+path they lie on (ties by dense cosine), taking turns with the text units of the retrieved nodes the question
+names (``text_units``; PathRAG's released code, after LightRAG's local context, serves the retrieved nodes' text
+chunks next to the paths), then filled up to ``top_k`` with dense hits marked as back-fill.
 ``triples``: the relation indices on the served paths, in path order.
 """
 
@@ -88,6 +90,12 @@ class PathRAGParams:
     max_walk_steps: int = 20000  # depth-first steps per start when enumerating flow paths (efficiency; ours)
     # ours: a passage's score from the served paths it lies on: "best" reliability or the "sum" of reliabilities
     chunk_score: str = "best"
+    # the retrieved nodes' text units (PathRAG's released code, after LightRAG, serves the text chunks of the
+    # retrieved nodes next to the paths): "named" (default) the nodes the question names, "all" every retrieved
+    # node (the dense-passage documents among them only repeat dense hits), "none" paths alone; they take turns
+    # with the path passages in the chunk list, ``units_per_node`` passages per node (its nearest to the query)
+    text_units: str = "named"
+    units_per_node: int = 1
 
     def validate(self) -> None:
         if (self.top_nodes is not None and self.top_nodes < 1) or self.top_paths < 1:
@@ -104,6 +112,9 @@ class PathRAGParams:
             raise ConfigError(f"pathrag targets must be retrieved, reached or named, got {self.targets!r}")
         if self.node_passages not in ("all", "ends", "none"):
             raise ConfigError(f"pathrag node_passages must be all, ends or none, got {self.node_passages!r}")
+        if self.text_units not in ("named", "all", "none") or self.units_per_node < 1:
+            raise ConfigError(f"pathrag text_units must be named, all or none and units_per_node >= 1, got "
+                              f"{self.text_units!r}, {self.units_per_node}")
         if self.chunk_score not in ("best", "sum"):
             raise ConfigError(f"pathrag chunk_score must be best or sum, got {self.chunk_score!r}")
         if min(self.statistical, self.dense_nodes, self.name_parts) < 0:
@@ -296,6 +307,31 @@ def rank_chunks(
     return chunks
 
 
+def node_text_units(snapshot: GraphSnapshot, nodes: list[int], dense: np.ndarray, per_node: int) -> list[int]:
+    """The text units of ``nodes`` in node order: each node's ``per_node`` own passages nearest the query."""
+    out: list[int] = []
+    for node in nodes:
+        own = sorted(passages_of(snapshot, node), key=lambda p: (-float(dense[p]), p))
+        out += [p for p in own[:per_node] if p not in out]
+    return out
+
+
+def with_text_units(chunks: list[ChunkHit], units: list[int], top_k: int) -> list[ChunkHit]:
+    """Path passages and node text units taking turns (a path passage first), each passage once; back-filled
+    chunks come last, after both."""
+    found = [c for c in chunks if not c.backfill]
+    turns: list[ChunkHit] = []
+    for i in range(max(len(found), len(units))):
+        turns += found[i : i + 1] + [ChunkHit(p, 0.0) for p in units[i : i + 1]]
+    out: list[ChunkHit] = []
+    seen: set[int] = set()
+    for c in turns + [c for c in chunks if c.backfill]:
+        if c.passage not in seen and len(out) < top_k:
+            seen.add(c.passage)
+            out.append(c)
+    return out
+
+
 def pathrag_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PathRAGParams) -> RetrievalResult:
     """PathRAG retrieval (see the module docstring); ``paths`` are in ascending reliability (Eq. 6)."""
     snap = env.snapshot
@@ -306,9 +342,13 @@ def pathrag_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PathRA
     served.reverse()  # Eq. 6: ascending reliability, the most reliable path last
     triples = [r for hit in served for r in hit.relations if r >= 0]
     dense = dense_scores(snap, query.vec) if snap.n_passages else np.zeros(0)
+    chunks = rank_chunks(snap, served, dense, top_k, params.chunk_score)
+    if params.text_units != "none":
+        units = [v for v in nodes if params.text_units == "all" or v in named]
+        chunks = with_text_units(chunks, node_text_units(snap, units, dense, params.units_per_node), top_k)
     return RetrievalResult(
         "pathrag",
-        rank_chunks(snap, served, dense, top_k, params.chunk_score),
+        chunks,
         paths=served,
         triples=triples,
         info={"keywords": keywords, "nodes": len(nodes), "candidate_paths": len(pool),

@@ -1,8 +1,10 @@
 """Path Pooling (Wang et al. 2025, §3.3-3.4, §4.3): smooth triple scores along path kernels, then rerank/reselect.
 
-- Triple scores are cos(query, triple) (the "naive triple-based scorer", §3.2/§3.4) over the coarse top triples.
+- Triple scores come from a base retriever (``base``), as the paper pools SubgraphRAG's structure-aware scores
+  (Implementation Details: "We enhance ... SubgraphRAG"): by default ppr's PPR score of the triple's best passage, over the query's best
+  (``"cos"``: the "naive triple-based scorer" cos(query, triple), §3.2/§3.4), over the coarse top triples.
   Over the name layer (issue 23, ``statistical``, ``name_triples``) the coarse set also holds name triples
-  (a, mentions, b), one per passage of a's document naming b, scored by cos(query, that passage); the triples
+  (a, mentions, b), one per passage of a's document naming b, scored by that passage (its base score); the triples
   touching a name the question mentions join it, and those names seed the kernels first.
 - Path kernels (§3.3): paths from the query entities over the graph made of the retrieved triples (undirected),
   by Dijkstra (one shortest path per reached entity, edge length 1 − score: our choice, the paper does not say)
@@ -30,6 +32,7 @@ from pathweaver.config import ConfigError
 from pathweaver.retrieval.graphs import relation_passages
 from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, query_names
 from pathweaver.retrieval.namegraph import name_edges, own_passages, passages_of
+from pathweaver.retrieval.ppr import PPRParams, ppr_scores
 from pathweaver.retrieval.seeds import dense_scores, top_indices, top_triples
 from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
@@ -66,6 +69,12 @@ class PoolingParams:
     # a name triple's score: (1 - w)·cos(query, the mentioning passage) + w·cos(query, the named document's best
     # passage), w = tail_score (0 = the passage alone)
     tail_score: float = 0.0
+    # §3.4 / Implementation Details: path pooling refines a base retriever's triple scores, and the paper's base
+    # is SubgraphRAG's, which scores a triple from its text and its structural distance to the question's topic
+    # entities. "ppr" (default): our structure-aware retriever (HippoRAG 2 seeded by the question's names)
+    # scores a triple by its best passage's PPR score over the query's best; "cos": the naive scorer
+    # cos(query, triple text), cos(query, passage) for a name triple
+    base: str = "ppr"
 
     def validate(self) -> None:
         if self.mode not in MODES:
@@ -78,6 +87,8 @@ class PoolingParams:
             raise ConfigError("pooling position_a must be non-zero (§3.3)")
         if min(self.coarse_m, self.top_triples, self.max_path_len, self.max_bfs_paths) < 1:
             raise ConfigError("pooling coarse_m, top_triples, max_path_len and max_bfs_paths must be >= 1")
+        if self.base not in ("ppr", "cos"):
+            raise ConfigError(f"pooling base must be ppr or cos, got {self.base!r}")
         if min(self.statistical, self.name_triples, self.name_parts) < 0 or not 0.0 <= self.tail_score <= 1.0:
             raise ConfigError("pooling statistical, name_triples and name_parts must be >= 0, tail_score in [0, 1]")
         if self.query_entities < 0 or self.max_paths < 0:
@@ -220,17 +231,23 @@ class Triples:
     scores: list[float]
 
 
-def coarse_triples(snap: GraphSnapshot, query: Query, params: PoolingParams, first: int, named: list[int]
+def coarse_triples(env: RetrievalEnv, query: Query, params: PoolingParams, first: int, named: list[int]
                    ) -> Triples:
     """The coarse top ``first`` triples (statistical, name triples or both, ``params.statistical``), plus the
     best ``name_triples`` name triples touching a name the question mentions."""
+    snap = env.snapshot
     edges = name_edges(snap)
     use_names = edges.size > 0
     cands: list[tuple[float, int]] = []
+    base = _base_scores(env, query) if params.base == "ppr" else None
     if params.statistical > 0 or not use_names:
-        cands += [(s, r) for r, s in top_triples(snap, query.vec, first)]
+        stat = top_triples(snap, query.vec, first)
+        if base is not None:  # the base retriever scores the triple by the passages it comes from
+            rp = relation_passages(snap)
+            stat = [(r, float(base[rp[r].indices].max()) if rp[r].nnz else 0.0) for r, _ in stat]
+        cands += [(s, r) for r, s in stat]
     if use_names:
-        dense = dense_scores(snap, query.vec).astype(np.float64)
+        dense = base if base is not None else dense_scores(snap, query.vec).astype(np.float64)
         cos = dense[edges.passage]
         if params.tail_score > 0:
             cos = (1.0 - params.tail_score) * cos + params.tail_score * _document_scores(snap, dense)[edges.dst]
@@ -254,6 +271,14 @@ def coarse_triples(snap: GraphSnapshot, query: Query, params: PoolingParams, fir
         return int(edges.src[-1 - i]), int(edges.dst[-1 - i])
 
     return Triples(items, [ends(i) for i in items], [s for _, s in ranked])
+
+
+def _base_scores(env: RetrievalEnv, query: Query) -> np.ndarray:
+    """Passage scores of the structure-aware base retriever: ppr's (HippoRAG 2) passage PPR, over its best."""
+    scores, _ = ppr_scores(env, query, PPRParams())
+    out = scores[env.snapshot.n_entities :].astype(np.float64)
+    top = float(out.max()) if out.size else 0.0
+    return out / top if top > 0 else out
 
 
 def _document_scores(snap: GraphSnapshot, dense: np.ndarray) -> np.ndarray:
@@ -323,7 +348,7 @@ def pooling_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: Poolin
     snap = env.snapshot
     first = params.coarse_m if params.mode == "reselect" else params.top_triples
     named = query_names(env, query.text, params.name_parts)
-    tr = coarse_triples(snap, query, params, first, named)
+    tr = coarse_triples(env, query, params, first, named)
     entities = sorted({e for pair in tr.ends for e in pair})
     sources = [e for e in named if e in set(entities)]
     sources += [e for e in query_entity_seeds(snap, query, entities, params.query_entities) if e not in sources]
