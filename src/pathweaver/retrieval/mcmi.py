@@ -59,7 +59,7 @@ from pathweaver.retrieval.namegraph import passages_of
 from pathweaver.retrieval.ppr import COARSE_TOL, PPRParams, personalized_pagerank, ppr_scores
 from pathweaver.retrieval.seeds import hybrid_chunk_scores, top_triples
 from pathweaver.retrieval.steiner import mehlhorn_edges
-from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult, Subgraph
+from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult, Subgraph, take_turns
 from pathweaver.store.snapshot import GraphSnapshot
 
 CHUNK_MODES = ("auto", "turns", "subgraph", "hybrid")
@@ -308,15 +308,7 @@ def _turns(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParams, touc
     walked = [ChunkHit(int(p), float(passage_scores[p])) for p in top_indices(passage_scores, top_k).tolist()
               if passage_scores[p] > 0]
     mine = {hit.passage for hit in walked}
-    hybrid = _rank_chunks(env, query, 2 * top_k, params, touched | mine)
-    out: list[ChunkHit] = []
-    seen: set[int] = set()
-    for i in range(max(len(walked), len(hybrid))):
-        for hit in walked[i : i + 1] + hybrid[i : i + 1]:
-            if hit.passage not in seen and len(out) < top_k:
-                seen.add(hit.passage)
-                out.append(hit)
-    return out
+    return take_turns(walked, _rank_chunks(env, query, 2 * top_k, params, touched | mine), top_k)
 
 
 def _layers(snap: GraphSnapshot, params: MCMIParams) -> tuple[float, float]:

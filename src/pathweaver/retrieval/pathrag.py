@@ -44,7 +44,7 @@ from pathweaver.retrieval.keywords import DEFAULT_KEYWORDS, NAME_PARTS, query_na
 from pathweaver.retrieval.namegraph import name_edges, passages_of, path_adjacency, tied_entities
 from pathweaver.retrieval.pathrag_flow import dag_paths, flow_paths, propagate, reliability
 from pathweaver.retrieval.seeds import SeedError, dense_scores, top_indices
-from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult
+from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult, take_turns
 from pathweaver.store.snapshot import GraphSnapshot
 from pathweaver.text import normalize
 
@@ -320,16 +320,7 @@ def with_text_units(chunks: list[ChunkHit], units: list[int], top_k: int) -> lis
     """Path passages and node text units taking turns (a path passage first), each passage once; back-filled
     chunks come last, after both."""
     found = [c for c in chunks if not c.backfill]
-    turns: list[ChunkHit] = []
-    for i in range(max(len(found), len(units))):
-        turns += found[i : i + 1] + [ChunkHit(p, 0.0) for p in units[i : i + 1]]
-    out: list[ChunkHit] = []
-    seen: set[int] = set()
-    for c in turns + [c for c in chunks if c.backfill]:
-        if c.passage not in seen and len(out) < top_k:
-            seen.add(c.passage)
-            out.append(c)
-    return out
+    return take_turns(found, [ChunkHit(p, 0.0) for p in units], top_k, then=[c for c in chunks if c.backfill])
 
 
 def pathrag_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PathRAGParams) -> RetrievalResult:

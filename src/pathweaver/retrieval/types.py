@@ -73,6 +73,20 @@ class ChunkHit:
     backfill: bool = False  # filled in from dense or hybrid ranking, not reached by the method's graph (issue 23)
 
 
+def take_turns(first: list[ChunkHit], second: list[ChunkHit], top_k: int,
+               then: Sequence[ChunkHit] = ()) -> list[ChunkHit]:
+    """At most ``top_k`` hits: those of the two lists taking turns (``first``'s first), then ``then``'s, each
+    passage once."""
+    turns = [hit for i in range(max(len(first), len(second))) for hit in first[i : i + 1] + second[i : i + 1]]
+    out: list[ChunkHit] = []
+    seen: set[int] = set()
+    for hit in [*turns, *then]:
+        if hit.passage not in seen and len(out) < top_k:
+            seen.add(hit.passage)
+            out.append(hit)
+    return out
+
+
 @dataclass
 class PathHit:
     """A relational path. ``nodes`` are entity indices; ``relations[i]`` joins nodes i and i+1 (-1 = synonym edge)."""
