@@ -140,7 +140,8 @@ def test_reselect_mode_keeps_the_pooled_top_k() -> None:
 
 def test_pooling_params_validated() -> None:
     env, q = _env()
-    for bad in ({"mode": "shuffle"}, {"kernel": "random_walk"}, {"position_a": 0}, {"pooling": "sum"}):
+    for bad in ({"mode": "shuffle"}, {"kernel": "random_walk"}, {"position_a": 0}, {"pooling": "sum"},
+                {"base": "bm25"}, {"base_proper_names": -1.0}):
         with pytest.raises(ConfigError):
             run_method(env, q, "pooling", 3, bad)
     with pytest.raises(ConfigError):

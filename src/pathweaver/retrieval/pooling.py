@@ -75,6 +75,10 @@ class PoolingParams:
     # scores a triple by its best passage's PPR score over the query's best; "cos": the naive scorer
     # cos(query, triple text), cos(query, passage) for a name triple
     base: str = "ppr"
+    # the base walk's proper-name phrase nodes (ppr's ``proper_names``). Off by default: on the dev splits they
+    # cost the pooled ranking 3 musique and 1 hotpotqa questions while they gain ppr's own (docs/benchmarks.md,
+    # "s7 merge")
+    base_proper_names: float = 0.0
 
     def validate(self) -> None:
         if self.mode not in MODES:
@@ -89,8 +93,10 @@ class PoolingParams:
             raise ConfigError("pooling coarse_m, top_triples, max_path_len and max_bfs_paths must be >= 1")
         if self.base not in ("ppr", "cos"):
             raise ConfigError(f"pooling base must be ppr or cos, got {self.base!r}")
-        if min(self.statistical, self.name_triples, self.name_parts) < 0 or not 0.0 <= self.tail_score <= 1.0:
-            raise ConfigError("pooling statistical, name_triples and name_parts must be >= 0, tail_score in [0, 1]")
+        if min(self.statistical, self.name_triples, self.name_parts, self.base_proper_names) < 0 \
+                or not 0.0 <= self.tail_score <= 1.0:
+            raise ConfigError("pooling statistical, name_triples, name_parts and base_proper_names must be >= 0, "
+                              "tail_score in [0, 1]")
         if self.query_entities < 0 or self.max_paths < 0:
             raise ConfigError("pooling query_entities and max_paths must be >= 0")
 
@@ -239,7 +245,7 @@ def coarse_triples(env: RetrievalEnv, query: Query, params: PoolingParams, first
     edges = name_edges(snap)
     use_names = edges.size > 0
     cands: list[tuple[float, int]] = []
-    base = _base_scores(env, query) if params.base == "ppr" else None
+    base = _base_scores(env, query, params.base_proper_names) if params.base == "ppr" else None
     if params.statistical > 0 or not use_names:
         stat = top_triples(snap, query.vec, first)
         if base is not None:  # the base retriever scores the triple by the passages it comes from
@@ -273,9 +279,9 @@ def coarse_triples(env: RetrievalEnv, query: Query, params: PoolingParams, first
     return Triples(items, [ends(i) for i in items], [s for _, s in ranked])
 
 
-def _base_scores(env: RetrievalEnv, query: Query) -> np.ndarray:
+def _base_scores(env: RetrievalEnv, query: Query, proper_names: float) -> np.ndarray:
     """Passage scores of the structure-aware base retriever: ppr's (HippoRAG 2) passage PPR, over its best."""
-    scores, _ = ppr_scores(env, query, PPRParams())
+    scores, _ = ppr_scores(env, query, PPRParams(proper_names=proper_names))
     out = scores[env.snapshot.n_entities :].astype(np.float64)
     top = float(out.max()) if out.size else 0.0
     return out / top if top > 0 else out
