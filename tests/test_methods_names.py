@@ -268,7 +268,7 @@ def test_pooling_scores_triples_by_the_ppr_base() -> None:
 
     snap = _names()
     q = Query("Where was the director of Inherent Vice born?", np.array([0.6, 0.8, 0, 0], dtype=np.float32))
-    scores, _ = ppr_scores(_env(snap), q, PPRParams())
+    scores, _ = ppr_scores(_env(snap), q, PPRParams(proper_names=PoolingParams().base_proper_names))
     base = scores[snap.n_entities:] / scores[snap.n_entities:].max()
     tr = coarse_triples(_env(snap), q, PoolingParams(), 10, [0])
     edges = name_edges(snap)

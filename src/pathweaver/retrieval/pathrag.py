@@ -79,7 +79,9 @@ class PathRAGParams:
     statistical: float = 0.0
     name_nodes: bool = True  # the document names the question mentions lead the retrieved nodes
     name_parts: int = NAME_PARTS  # names the question calls by their last word, as ppr's (0 = off; ours)
-    dense_nodes: int = 5  # the documents of the top n dense passages join the retrieved nodes (0 = off)
+    # the documents of the top n dense passages join the retrieved nodes (0 = off; ours): with the named nodes'
+    # text units served beside the paths, more dense documents only crowd out the paths between named ones
+    dense_nodes: int = 3
     # the document entities on a served path bring their own passages (a title's description is its document):
     # "all" nodes, only the path's two "ends" (the retrieved nodes), or "none"
     node_passages: str = "all"
