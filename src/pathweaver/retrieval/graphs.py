@@ -138,12 +138,17 @@ def name_link_matrix(snapshot: GraphSnapshot) -> sp.csr_matrix:
     return cached(snapshot, ("name_links",), build, synonym_free=True)
 
 
+def has_names(snapshot: GraphSnapshot) -> bool:
+    """Whether the store has a name layer (some name mention); without one the graph is the statistical layer."""
+    return snapshot.name_mentions is not None and snapshot.name_mentions.nnz > 0
+
+
 def documents_link(snapshot: GraphSnapshot) -> bool:
     """Whether some passage mentions a name of another document (``name_link_matrix`` across documents), i.e. the
     documents of this store name each other."""
 
     def build() -> bool:
-        if snapshot.name_mentions is None or snapshot.name_mentions.nnz == 0:
+        if not has_names(snapshot):
             return False
         links = name_link_matrix(snapshot).tocoo()
         _, doc = np.unique(np.asarray(snapshot.chunk_docs, dtype=object).astype(str), return_inverse=True)

@@ -48,6 +48,7 @@ from pathweaver.retrieval.costgraph import (
 )
 from pathweaver.retrieval.graphs import (
     documents_link,
+    has_names,
     name_link_matrix,
     node_space_graph,
     relation_passages,
@@ -313,8 +314,7 @@ def _turns(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParams, touc
 
 def _layers(snap: GraphSnapshot, params: MCMIParams) -> tuple[float, float]:
     """(name_links, statistical) of the graph walked: the statistical graph alone on a store without names."""
-    named_store = snap.name_mentions is not None and snap.name_mentions.nnz > 0
-    return (params.name_links, params.statistical) if named_store else (0.0, 1.0)
+    return (params.name_links, params.statistical) if has_names(snap) else (0.0, 1.0)
 
 
 def _contains_layer(snap: GraphSnapshot, statistical: float) -> sp.csr_matrix:

@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
 from pathweaver.numeric.parallel import SparseRows
-from pathweaver.retrieval.graphs import entity_passage_counts, node_space_graph, transition_rows
+from pathweaver.retrieval.graphs import entity_passage_counts, has_names, node_space_graph, transition_rows
 from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, query_names
 from pathweaver.retrieval.namegraph import passages_of
 from pathweaver.retrieval.seeds import dense_scores, minmax, top_entities, top_indices, top_triples
@@ -307,14 +307,9 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
     return reset, info
 
 
-def _named_store(snap: GraphSnapshot) -> bool:
-    """Whether the store has a name layer (some name mention); without one the walk is the statistical layer."""
-    return snap.name_mentions is not None and snap.name_mentions.nnz > 0
-
-
 def _statistical_walk(snap: GraphSnapshot, params: PPRParams) -> bool:
     """Whether the walk has the statistical layer's n-gram edges (``statistical`` > 0 or a store without names)."""
-    return params.statistical > 0 or not _named_store(snap)
+    return params.statistical > 0 or not has_names(snap)
 
 
 def _split(similarity: np.ndarray, how: str) -> np.ndarray:
@@ -334,7 +329,7 @@ def ppr_scores(env: RetrievalEnv, query: Query, params: PPRParams, settled: Sett
     snap = env.snapshot
     if snap.n_entities + snap.n_passages == 0:
         return np.zeros(0), SeedInfo()
-    named_store = _named_store(snap)
+    named_store = has_names(snap)
     layers = (params.relation_weight, params.contains_weight, params.name_links,
               params.statistical if named_store else 1.0,
               # AGRAG's whole statistical graph (statistical 1, MCMI's HippoRAG reset) is walked as the paper has it
