@@ -26,6 +26,10 @@ def test_answer_types() -> None:
     assert answer_type("What nationality is the director of film Blood Street?") == "nationality"
     assert answer_type("Are Marufabad and Nasamkhrali both located in the same country?") == "yesno"
     assert answer_type("Which film came out first, 3 Dots or Dying God?") == "choice"
+    # a rephrased sub-question puts the copula and article before its head noun
+    assert answer_type("What is the city located within Pima County?") == "place"
+    assert answer_type("What was the singer who wrote Falling Out?") == "person"
+    assert answer_type("What is the name of the band?") == "other"
     assert options("Who was born first out of Aivar Kuusmaa and Andy Summers?") == ["Aivar Kuusmaa", "Andy Summers"]
     assert options("Which dog's ancestors include Gordon Setters: the Manchester Terrier or the Scotch Collie?") == [
         "Manchester Terrier", "Scotch Collie"]

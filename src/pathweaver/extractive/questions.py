@@ -154,7 +154,8 @@ def answer_type(question: str) -> str:
         return "place"
     if re.search(r"^(?:who|whom|whose)\b|\b(?:who|whom)\b", low):
         return "person"
-    m = re.search(r"\b(?:what|which)\s+(?:[\w\-']+\s+){0,3}?(?P<n>[a-z]+)\b", low)
+    # the head noun follows the copula and article ("What is the city ..."), which are skipped
+    m = re.search(r"\b(?:what|which)\s+(?:(?:is|was|are|were|the|a|an)\s+)*(?P<n>[a-z]+)\b", low)
     if m and m.group("n") in _PLACE_NOUNS:
         return "place"
     if m and m.group("n") in _PERSON_NOUNS:
