@@ -233,6 +233,22 @@ def test_rerank_changes_order_against_resolved_answer(env: RetrievalEnv) -> None
     )
 
 
+
+def test_a_ranking_that_repeats_an_earlier_ones_passages_is_fused_once() -> None:
+    plan = heuristic_decompose("Who is the spouse of the director of Jaws?")
+    root = [ChunkHit(0, 1), ChunkHit(1, 1), ChunkHit(2, 1)]
+    first_node = [ChunkHit(2, 1), ChunkHit(1, 1), ChunkHit(0, 1)]  # the same evidence, reordered
+    last_node = [ChunkHit(7, 1), ChunkHit(8, 1), ChunkHit(0, 1)]
+    ids = [plan.order[0], plan.order[-1]]
+    merged = merge_rankings(plan, {ids[0]: first_node, ids[1]: last_node}, 3, root_hits=root)
+    # counted twice, the repeated list's third passage would outvote the last node's first one
+    assert [h.passage for h in merged] == [0, 7, 1]
+    assert merged == merge_rankings(plan, {ids[1]: last_node}, 3, root_hits=root)
+    other = [ChunkHit(2, 1), ChunkHit(1, 1), ChunkHit(9, 1)]  # a different set still counts, and outvotes 7
+    assert [h.passage for h in merge_rankings(plan, {ids[0]: other, ids[1]: last_node}, 3, root_hits=root)] == [
+        0, 2, 1]
+
+
 def test_retrieval_only_plans_skip_answers_nothing_reads(env: RetrievalEnv) -> None:
     plan = heuristic_decompose("Who is the spouse of the director of Jaws?")
 

@@ -245,11 +245,20 @@ def merge_rankings(
     plan: Plan, node_hits: dict[str, list[ChunkHit]], top_k: int, root_hits: list[ChunkHit] | None = None
 ) -> list[ChunkHit]:
     """Union of the node chunk lists by reciprocal-rank fusion (ties keep topological node order). ``root_hits``,
-    the whole question's own ranking, joins the fusion first when given (ours, not PankRAG's)."""
+    the whole question's own ranking, joins the fusion first when given (ours, not PankRAG's).
+
+    A list whose top ``top_k`` passages are the same set as an earlier list's brings no new evidence and is left
+    out: counted twice, its passages would outvote the first passage of another node's list."""
     score: dict[int, float] = {}
     first: dict[int, int] = {}
     seq = 0
-    lists = ([root_hits] if root_hits else []) + [node_hits.get(n, []) for n in plan.order]
+    lists: list[list[ChunkHit]] = []
+    seen: list[set[int]] = []
+    for hits in ([root_hits] if root_hits else []) + [node_hits.get(n, []) for n in plan.order]:
+        top = {h.passage for h in hits[:top_k]}
+        if top not in seen:
+            lists.append(hits)
+            seen.append(top)
     for rank in range(max((len(h) for h in lists), default=0)):
         for hits in lists:
             if rank < len(hits):
