@@ -79,6 +79,17 @@ class PoolingParams:
     # cost the pooled ranking 3 musique and 1 hotpotqa questions while they gain ppr's own (docs/benchmarks.md,
     # "s7 merge")
     base_proper_names: float = 0.0
+    # ours: which passages a served triple stands for. "all": every passage it comes from (a relation's every
+    # chunk, a name triple's mentioning passage and, with tail_passages, the named document's passages); "best":
+    # a relation stands for the one passage that gave it its score, a name triple for its mentioning passage and
+    # (with tail_passages) the named document's best passage by the base
+    triple_passages: str = "all"
+    # ours: order of passages that share a pooled score: "id" (passage order) | "base" (the base retriever's own
+    # passage score, the score the triples were read from)
+    chunk_ties: str = "id"
+    # ours (§3.3 does not say what Dijkstra's edge length is): "score" = 1 − triple score, so paths run through
+    # the best triples; "hop" = 1 per triple, the plain shortest paths from the query entities
+    edge_length: str = "score"
 
     def validate(self) -> None:
         if self.mode not in MODES:
@@ -97,6 +108,12 @@ class PoolingParams:
                 or not 0.0 <= self.tail_score <= 1.0:
             raise ConfigError("pooling statistical, name_triples, name_parts and base_proper_names must be >= 0, "
                               "tail_score in [0, 1]")
+        if self.triple_passages not in ("all", "best"):
+            raise ConfigError(f"pooling triple_passages must be all or best, got {self.triple_passages!r}")
+        if self.edge_length not in ("score", "hop"):
+            raise ConfigError(f"pooling edge_length must be score or hop, got {self.edge_length!r}")
+        if self.chunk_ties not in ("id", "base"):
+            raise ConfigError(f"pooling chunk_ties must be id or base, got {self.chunk_ties!r}")
         if self.query_entities < 0 or self.max_paths < 0:
             raise ConfigError("pooling query_entities and max_paths must be >= 0")
 
@@ -237,15 +254,19 @@ class Triples:
     scores: list[float]
 
 
-def coarse_triples(env: RetrievalEnv, query: Query, params: PoolingParams, first: int, named: list[int]
-                   ) -> Triples:
+def coarse_triples(env: RetrievalEnv, query: Query, params: PoolingParams, first: int, named: list[int],
+                   base: np.ndarray | None = None) -> Triples:
     """The coarse top ``first`` triples (statistical, name triples or both, ``params.statistical``), plus the
-    best ``name_triples`` name triples touching a name the question mentions."""
+    best ``name_triples`` name triples touching a name the question mentions. ``base``: the ppr base's passage
+    scores when already computed."""
     snap = env.snapshot
     edges = name_edges(snap)
     use_names = edges.size > 0
     cands: list[tuple[float, int]] = []
-    base = _base_scores(env, query, params.base_proper_names) if params.base == "ppr" else None
+    if params.base == "ppr" and base is None:
+        base = _base_scores(env, query, params.base_proper_names)
+    elif params.base != "ppr":
+        base = None
     if params.statistical > 0 or not use_names:
         stat = top_triples(snap, query.vec, first)
         if base is not None:  # the base retriever scores the triple by the passages it comes from
@@ -330,14 +351,22 @@ def _path_hit(snapshot: GraphSnapshot, k: Kernel, tr: Triples, base: float, tail
 
 
 def _chunks(
-    env: RetrievalEnv, query: Query, items: list[int], pooled: dict[int, float], top_k: int, tail_passages: bool
+    env: RetrievalEnv, query: Query, items: list[int], pooled: dict[int, float], top_k: int, params: PoolingParams,
+    passage_scores: np.ndarray,
 ) -> list[ChunkHit]:
-    """Passages behind the served triples, by their best pooled triple score; dense chunks fill up to top_k."""
+    """Passages behind the served triples, by their best pooled triple score (ties: ``params.chunk_ties``);
+    dense chunks fill up to top_k."""
     best: dict[int, float] = {}
     for item in items:
-        for p in item_passages(env.snapshot, item, tail_passages):
+        ps = item_passages(env.snapshot, item, params.tail_passages)
+        if params.triple_passages == "best" and len(ps) > 1:
+            first, rest = ([], ps) if item >= 0 else (ps[:1], ps[1:])
+            ps = first + [p for p in [max(rest, key=lambda p: (float(passage_scores[p]), -p))] if p not in first]
+        for p in ps:
             best[p] = max(best.get(p, -np.inf), pooled[item])
-    hits = [ChunkHit(p, float(s)) for p, s in sorted(best.items(), key=lambda it: (-it[1], it[0]))[:top_k]]
+    tie = passage_scores if params.chunk_ties == "base" else np.zeros(env.snapshot.n_passages)
+    order = sorted(best.items(), key=lambda it: (-it[1], -float(tie[it[0]]), it[0]))
+    hits = [ChunkHit(p, float(s)) for p, s in order[:top_k]]
     if len(hits) < top_k and env.snapshot.n_passages:
         dense = dense_scores(env.snapshot, query.vec)
         for p in top_indices(dense, top_k + len(hits)).tolist():
@@ -354,12 +383,15 @@ def pooling_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: Poolin
     snap = env.snapshot
     first = params.coarse_m if params.mode == "reselect" else params.top_triples
     named = query_names(env, query.text, params.name_parts)
-    tr = coarse_triples(env, query, params, first, named)
+    base = _base_scores(env, query, params.base_proper_names) if params.base == "ppr" else None
+    tr = coarse_triples(env, query, params, first, named, base)
+    passage_scores = base if base is not None else dense_scores(snap, query.vec).astype(np.float64)
     entities = sorted({e for pair in tr.ends for e in pair})
     sources = [e for e in named if e in set(entities)]
     sources += [e for e in query_entity_seeds(snap, query, entities, params.query_entities) if e not in sources]
     if params.kernel == "dijkstra":
-        kernels = dijkstra_kernels(tr.ends, tr.scores, sources)
+        lengths = tr.scores if params.edge_length == "score" else [0.0] * len(tr.scores)
+        kernels = dijkstra_kernels(tr.ends, lengths, sources)
     else:
         kernels = bfs_kernels(tr.ends, sources, params.max_path_len, params.max_bfs_paths)
     pooled, bases = pool_scores(kernels, tr.scores, params.position_a, params.pooling)
@@ -377,7 +409,7 @@ def pooling_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: Poolin
     relations = [r for r in served if r >= 0]
     return RetrievalResult(
         "pooling",
-        _chunks(env, query, served, pooled_by_item, top_k, params.tail_passages),
+        _chunks(env, query, served, pooled_by_item, top_k, params, passage_scores),
         paths=paths,
         triples=relations,
         triple_scores={r: pooled_by_item[r] for r in relations},
