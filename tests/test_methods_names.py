@@ -277,3 +277,29 @@ def test_pooling_scores_triples_by_the_ppr_base() -> None:
     assert tr.scores == sorted(tr.scores, reverse=True)
     with pytest.raises(Exception, match="base"):
         run_method(_env(snap), q, "pooling", 3, {"base": "bm25"})
+
+
+def test_pooling_name_triple_stands_for_the_named_documents_best_passage() -> None:
+    # "los angeles" gets a second passage p3, nearer the query than its first (p2)
+    snap = _names()
+    eye = np.eye(4, dtype=np.float32)
+    ties = sp.csr_matrix((np.ones(4, dtype=np.float32), ([0, 1, 2, 3], [0, 1, 2, 2])), shape=(4, 4))
+    named = sp.csr_matrix((np.ones(2, dtype=np.float32), ([0, 1], [1, 2])), shape=(4, 4))
+    snap = dataclasses.replace(
+        GraphSnapshot.from_arrays(
+            list(snap.entity_names), [], passages=["Inherent Vice is a film directed by Paul Thomas Anderson.",
+                                                   "Paul Thomas Anderson was born in Studio City, Los Angeles.",
+                                                   "Los Angeles is a city in California.", "Los Angeles has a port."],
+            mentions=[(0, 0, 1), (0, 1, 1), (1, 1, 1), (1, 2, 1), (2, 2, 1), (3, 2, 1), (0, 3, 1)],
+            entity_vecs=eye, rel_vecs=np.zeros((0, 4), dtype=np.float32), chunk_vecs=eye.copy()),
+        ties=ties, name_mentions=named)
+    q = Query("Where was the director of Inherent Vice born?", np.array([0.6, 0.7, 0.2, 0.3], dtype=np.float32))
+    args = {"query_entities": 0, "base": "cos"}
+    # (pta, mentions, la) stands for p1 and la's best passage by the base (cos 0.3 for p3 against 0.2 for p2);
+    # mean pooling: t(iv,pta) = max(0.6 + 0.06, 0.65 + 0.06) = 0.71 (p0, p1), t(pta,la) = 0.65 + 0.006 (p1, p3)
+    best = run_method(_env(snap), q, "pooling", 4, args)
+    assert [c.passage for c in best.chunks[:3]] == [0, 1, 3]
+    assert [c.score for c in best.chunks[:3]] == pytest.approx([0.71, 0.71, 0.656])
+    assert best.chunks[3].passage == 2 and best.chunks[3].backfill
+    every = run_method(_env(snap), q, "pooling", 4, {**args, "triple_passages": "all"})
+    assert sorted(c.passage for c in every.chunks) == [0, 1, 2, 3] and every.backfill_share() == 0.0

@@ -79,9 +79,9 @@ def test_recency_order_puts_the_best_last() -> None:
     assert recency_order([0.5, 0.5, 0.1], range(3)) == [2, 1, 0]  # tie: the better coarse rank goes last
 
 
-def _snapshot() -> GraphSnapshot:
+def _snapshot(extra_chunks: tuple[tuple[int, int], ...] = ()) -> GraphSnapshot:
     """The CHAIN graph with vectors chosen so cos(q, triple) = 0.8, 0.4, 0.5 for q = e_x; passages p0..p2 support
-    t0..t2, p3 supports nothing but is the densest match."""
+    t0..t2, p3 supports nothing (or what ``extra_chunks`` says) but is the densest match."""
 
     def unit(c: float) -> list[float]:
         return [c, math.sqrt(1 - c * c), 0.0]
@@ -94,7 +94,7 @@ def _snapshot() -> GraphSnapshot:
         names,
         [(0, 1, "r0"), (1, 2, "r1"), (3, 4, "r2")],
         passages=["p0", "p1", "p2", "p3"],
-        relation_chunks=[(0, 0), (1, 1), (2, 2)],
+        relation_chunks=[(0, 0), (1, 1), (2, 2), *extra_chunks],
         entity_vecs=ent,
         rel_vecs=rel,
         chunk_vecs=chunks,
@@ -135,13 +135,33 @@ def test_reselect_mode_keeps_the_pooled_top_k() -> None:
     )
     # raw top-2 would be t0 (0.8), t2 (0.5); pooled top-2 is t0 (0.88), t1 (0.604)
     assert result.triples == [1, 0]
-    assert [c.passage for c in result.chunks] == [0, 1, 3]
+    # the pooled ranking goes on past the served triples (t2's p2) before any dense back-fill (fill = "coarse")
+    assert [c.passage for c in result.chunks] == [0, 1, 2]
+    assert not any(c.backfill for c in result.chunks)
+    served = run_method(env, q, "pooling", 3, {"mode": "reselect", "coarse_m": 3, "top_triples": 2,
+                                               "query_entities": 1, "fill": "served"})
+    assert [(c.passage, c.backfill) for c in served.chunks] == [(0, False), (1, False), (3, True)]
+
+
+def test_a_relation_stands_for_the_passage_that_scored_it() -> None:
+    # t0 comes from p0 and p3; with the naive base the passage scores are cos(q, passage): p0 0, p3 1
+    snap = _snapshot(((0, 3),))
+    env = RetrievalEnv(snap, lambda t, k: [], lambda texts: np.zeros((len(texts), 3), dtype=np.float32))
+    q = Query("zzz", np.array([1.0, 0.0, 0.0], dtype=np.float32), keywords=["Queen"])
+    args = {"mode": "reselect", "coarse_m": 3, "top_triples": 1, "query_entities": 1, "base": "cos"}
+    # "best": the served t0 stands for p3 alone; the pooled ranking then brings t1's p1 and t2's p2
+    best = run_method(env, q, "pooling", 3, args)
+    assert best.triples == [0] and [c.passage for c in best.chunks] == [3, 1, 2]
+    assert best.chunks[0].score == pytest.approx(0.88, abs=1e-5) and best.backfill_share() == 0.0
+    # "all": t0 stands for both of its passages, and they fill two of the three slots
+    every = run_method(env, q, "pooling", 3, {**args, "triple_passages": "all"})
+    assert [c.passage for c in every.chunks] == [0, 3, 1]
 
 
 def test_pooling_params_validated() -> None:
     env, q = _env()
     for bad in ({"mode": "shuffle"}, {"kernel": "random_walk"}, {"position_a": 0}, {"pooling": "sum"},
-                {"base": "bm25"}, {"base_proper_names": -1.0}):
+                {"base": "bm25"}, {"base_proper_names": -1.0}, {"triple_passages": "some"}, {"fill": "dense"}):
         with pytest.raises(ConfigError):
             run_method(env, q, "pooling", 3, bad)
     with pytest.raises(ConfigError):

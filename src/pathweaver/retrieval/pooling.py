@@ -17,6 +17,9 @@
 - ``mode="rerank"`` (§3.4 position reranking): the top ``top_triples`` triples, reordered by pooled score in
   ascending order so the best sits nearest the question (recency bias). ``mode="reselect"`` (§3.4 triple
   reselection): the coarse top ``coarse_m``, pooled, then the pooled top ``top_triples``, in the same order.
+- Passages (ours; the paper serves triples): each served triple stands for one evidence passage (a relation the
+  passage that gave it its score, a name triple its mentioning passage and the named document's best passage by
+  the base), ranked by its best pooled triple score; the rest of the pooled ranking fills before dense back-fill.
 """
 
 from __future__ import annotations
@@ -50,9 +53,10 @@ class PoolingParams:
     coarse_m: int = 100  # M: coarse top-M triples before reselection (§3.4; 100 = SubgraphRAG's default)
     top_triples: int = 25  # K: triples served (§4.2: gains from 25 triples on)
     position_a: float = 10.0  # a: positional score constant (§3.3; its value is not in our copy of the paper)
-    # §4.3.2: "mean" (the paper's recommendation) | "max"; max was better on all three dev splits over the name
-    # layer (docs/design-notes.md "Paper methods over the names people wrote")
-    pooling: str = "max"
+    # §4.3.2: "mean" (the paper's recommendation, default) | "max". Max was the default while a triple stood for
+    # all its passages; with one passage each (triple_passages "best") the two tie on musique dev and mean gains
+    # more on 2wiki than it loses on hotpotqa (docs/benchmarks.md, "Path Pooling's passages")
+    pooling: str = "mean"
     kernel: str = "dijkstra"  # §3.3 / §4.3.1: "dijkstra" (recommended) | "bfs"
     max_path_len: int = 4  # §4.3.1: maximum BFS path length
     max_bfs_paths: int = 20000  # ours: BFS path budget (BFS paths grow fast, §4.3.1 Table 2)
@@ -79,6 +83,14 @@ class PoolingParams:
     # cost the pooled ranking 3 musique and 1 hotpotqa questions while they gain ppr's own (docs/benchmarks.md,
     # "s7 merge")
     base_proper_names: float = 0.0
+    # ours: which passages a served triple stands for. "best" (default): a relation the one passage that gave it
+    # its score, a name triple its mentioning passage and (tail_passages) the named document's best passage by the
+    # base; "all": a relation every chunk it comes from, a name triple every passage of the named document (those
+    # took the pooled score of one triple and crowded the top 5: docs/design-notes.md, "Path Pooling's passages")
+    triple_passages: str = "best"
+    # ours: when the served triples stand for fewer than top_k passages, "coarse" (default) goes on down the pooled
+    # ranking of the coarse triples before any dense back-fill; "served" back-fills at once
+    fill: str = "coarse"
 
     def validate(self) -> None:
         if self.mode not in MODES:
@@ -97,6 +109,10 @@ class PoolingParams:
                 or not 0.0 <= self.tail_score <= 1.0:
             raise ConfigError("pooling statistical, name_triples, name_parts and base_proper_names must be >= 0, "
                               "tail_score in [0, 1]")
+        if self.triple_passages not in ("all", "best"):
+            raise ConfigError(f"pooling triple_passages must be all or best, got {self.triple_passages!r}")
+        if self.fill not in ("served", "coarse"):
+            raise ConfigError(f"pooling fill must be served or coarse, got {self.fill!r}")
         if self.query_entities < 0 or self.max_paths < 0:
             raise ConfigError("pooling query_entities and max_paths must be >= 0")
 
@@ -237,15 +253,19 @@ class Triples:
     scores: list[float]
 
 
-def coarse_triples(env: RetrievalEnv, query: Query, params: PoolingParams, first: int, named: list[int]
-                   ) -> Triples:
+def coarse_triples(env: RetrievalEnv, query: Query, params: PoolingParams, first: int, named: list[int],
+                   base: np.ndarray | None = None) -> Triples:
     """The coarse top ``first`` triples (statistical, name triples or both, ``params.statistical``), plus the
-    best ``name_triples`` name triples touching a name the question mentions."""
+    best ``name_triples`` name triples touching a name the question mentions. ``base``: the ppr base's passage
+    scores when already computed."""
     snap = env.snapshot
     edges = name_edges(snap)
     use_names = edges.size > 0
     cands: list[tuple[float, int]] = []
-    base = _base_scores(env, query, params.base_proper_names) if params.base == "ppr" else None
+    if params.base == "ppr" and base is None:
+        base = _base_scores(env, query, params.base_proper_names)
+    elif params.base != "ppr":
+        base = None
     if params.statistical > 0 or not use_names:
         stat = top_triples(snap, query.vec, first)
         if base is not None:  # the base retriever scores the triple by the passages it comes from
@@ -329,15 +349,35 @@ def _path_hit(snapshot: GraphSnapshot, k: Kernel, tr: Triples, base: float, tail
     return PathHit(list(k.nodes), [i if i >= 0 else -1 for i in items], base, " ".join(parts), passages)
 
 
+def _stands_for(snap: GraphSnapshot, item: int, params: PoolingParams, passage_scores: np.ndarray) -> list[int]:
+    """The passages a coarse triple stands for (``params.triple_passages``)."""
+    ps = item_passages(snap, item, params.tail_passages)
+    if params.triple_passages == "all" or len(ps) < 2:
+        return ps
+    first, rest = ([], ps) if item >= 0 else (ps[:1], ps[1:])
+    top = max(rest, key=lambda p: (float(passage_scores[p]), -p))
+    return first + ([top] if top not in first else [])
+
+
 def _chunks(
-    env: RetrievalEnv, query: Query, items: list[int], pooled: dict[int, float], top_k: int, tail_passages: bool
+    env: RetrievalEnv, query: Query, items: list[int], pooled: dict[int, float], top_k: int, params: PoolingParams,
+    passage_scores: np.ndarray, rest: Sequence[int] = (),
 ) -> list[ChunkHit]:
-    """Passages behind the served triples, by their best pooled triple score; dense chunks fill up to top_k."""
+    """Passages the served triples stand for, by their best pooled triple score, then those of ``rest`` (the
+    other coarse triples, best pooled first); dense chunks fill up to top_k."""
     best: dict[int, float] = {}
     for item in items:
-        for p in item_passages(env.snapshot, item, tail_passages):
+        for p in _stands_for(env.snapshot, item, params, passage_scores):
             best[p] = max(best.get(p, -np.inf), pooled[item])
-    hits = [ChunkHit(p, float(s)) for p, s in sorted(best.items(), key=lambda it: (-it[1], it[0]))[:top_k]]
+    order = sorted(best.items(), key=lambda it: (-it[1], it[0]))
+    hits = [ChunkHit(p, float(s)) for p, s in order[:top_k]]
+    for item in rest:  # the pooled ranking past the served triples, before dense back-fill
+        if len(hits) >= top_k:
+            break
+        for p in _stands_for(env.snapshot, item, params, passage_scores):
+            if p not in best and len(hits) < top_k:
+                best[p] = pooled[item]
+                hits.append(ChunkHit(p, float(pooled[item])))
     if len(hits) < top_k and env.snapshot.n_passages:
         dense = dense_scores(env.snapshot, query.vec)
         for p in top_indices(dense, top_k + len(hits)).tolist():
@@ -354,7 +394,9 @@ def pooling_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: Poolin
     snap = env.snapshot
     first = params.coarse_m if params.mode == "reselect" else params.top_triples
     named = query_names(env, query.text, params.name_parts)
-    tr = coarse_triples(env, query, params, first, named)
+    base = _base_scores(env, query, params.base_proper_names) if params.base == "ppr" else None
+    tr = coarse_triples(env, query, params, first, named, base)
+    passage_scores = base if base is not None else dense_scores(snap, query.vec).astype(np.float64)
     entities = sorted({e for pair in tr.ends for e in pair})
     sources = [e for e in named if e in set(entities)]
     sources += [e for e in query_entity_seeds(snap, query, entities, params.query_entities) if e not in sources]
@@ -375,9 +417,11 @@ def pooling_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: Poolin
     )
     paths = [_path_hit(snap, kernels[i], tr, bases[i], params.tail_passages) for i in ranked[: params.max_paths]]
     relations = [r for r in served if r >= 0]
+    rest = [] if params.fill == "served" else [
+        tr.items[i] for i in sorted(range(len(tr.items)), key=lambda i: (-pooled[i], i)) if i not in keep]
     return RetrievalResult(
         "pooling",
-        _chunks(env, query, served, pooled_by_item, top_k, params.tail_passages),
+        _chunks(env, query, served, pooled_by_item, top_k, params, passage_scores, rest),
         paths=paths,
         triples=relations,
         triple_scores={r: pooled_by_item[r] for r in relations},
