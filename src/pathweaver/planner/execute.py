@@ -310,6 +310,25 @@ def _sub_answer(
     return [c.answer for c in found], "extractive", found[0].passage, reason, (0, 0)
 
 
+BEAM_MODE = "select"
+
+
+def bridge_support(snapshot: GraphSnapshot, hits: list[ChunkHit], resolved: dict[str, str], asked: set[str],
+                   word_df: WordDf | None) -> float:
+    """How well ``hits`` bear out the ``resolved`` answers as a bridge: the most idf weight of the node's own
+    words ``asked`` that a sentence of the top chunks shares while naming one of the answers."""
+    names = [a.lower() for a in resolved.values() if a]
+    weight = idf_weights(asked, word_df, snapshot.n_passages)
+    best = 0.0
+    for h in hits[:SUB_ANSWER_CHUNKS]:
+        text = snapshot.chunk_texts[h.passage]
+        for a, b in sentences(text):
+            sentence = " ".join(text[a:b].split())
+            if any(n in sentence.lower() for n in names):
+                best = max(best, sum(weight[t] for t in asked & _words(sentence)))
+    return best
+
+
 def fuse_candidates(rankings: list[tuple[int, list[ChunkHit]]]) -> list[ChunkHit]:
     """One node's ranking from its rankings per candidate answer, given as (candidate rank, ranking): reciprocal-
     rank fusion where a chunk at rank r of candidate c's list counts as rank c + r (a joint rank, so the best
@@ -434,10 +453,17 @@ def execute_plan(
         resolved = resolved_of(node_id)
         query = query_of(node_id, resolved)
         a = alpha if alpha is not None else ALPHA[question_type(node.question)]
-        runs = [(c, ranked(query_of(node_id, r), r, a)) for c, r in variants(node_id, resolved)]
-        before = _hits_json(snapshot, runs[0][1][0])
-        reranked = bool(resolved) and bool(runs[0][1][0])
-        hits = runs[0][1][1] if len(runs) == 1 else fuse_candidates([(c, after) for c, (_, after) in runs])
+        runs = [(c, r, ranked(query_of(node_id, r), r, a)) for c, r in variants(node_id, resolved)]
+        if len(runs) > 1 and BEAM_MODE == "select":
+            own = _words(node.question)
+            best = max(range(len(runs)), key=lambda i: (bridge_support(snapshot, runs[i][2][1], runs[i][1], own,
+                                                                        word_df), -i))
+            runs = [runs[best]]
+            resolved = runs[0][1]
+            query = query_of(node_id, resolved)
+        before = _hits_json(snapshot, runs[0][2][0])
+        reranked = bool(resolved) and bool(runs[0][2][0])
+        hits = runs[0][2][1] if len(runs) == 1 else fuse_candidates([(c, after) for c, _, (_, after) in runs])
         if answer_leaves or node.id in needed:
             found, source, passage, fallback, used = _sub_answer(query, hits, snapshot, encode, llm, timeout,
                                                                  prefetch, follow_up(node_id), word_df,
