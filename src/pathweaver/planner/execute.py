@@ -40,8 +40,9 @@ SUB_ANSWER_SENTENCES = 5
 # The answer kinds whose sub-answers narrow to a span of that type (extractive.typed_spans), not the first entity.
 TYPED_KINDS = ("date", "number", "place", "person", "nationality")
 # Extractive answers a non-leaf node hands its dependents (``[retrieval.pank] beam``, ``--param beam=N``): each
-# dependent retrieves once per candidate and fuses the rankings (``fuse_candidates``); 1 = the single best guess.
-# Ours, not PankRAG's (its LLM answers once); a beam, not a tree, so a chain of n hops retrieves 1 + (n-1)·BEAM times.
+# dependent retrieves once per candidate and keeps the ranking that best bears its candidate out
+# (``bridge_support``); 1 = the single best guess. Ours, not PankRAG's (its LLM answers once); a beam, not a tree:
+# a chain of n hops retrieves 1 + (n-1)·BEAM times.
 BEAM = 3
 SUB_ANSWER_PROMPT = """Answer the question in a few words, using only the sources. If they do not say, reply
 "unknown".
@@ -310,9 +311,6 @@ def _sub_answer(
     return [c.answer for c in found], "extractive", found[0].passage, reason, (0, 0)
 
 
-BEAM_MODE = "select"
-
-
 def bridge_support(snapshot: GraphSnapshot, hits: list[ChunkHit], resolved: dict[str, str], asked: set[str],
                    word_df: WordDf | None) -> float:
     """How well ``hits`` bear out the ``resolved`` answers as a bridge: the most idf weight of the node's own
@@ -327,20 +325,6 @@ def bridge_support(snapshot: GraphSnapshot, hits: list[ChunkHit], resolved: dict
             if any(n in sentence.lower() for n in names):
                 best = max(best, sum(weight[t] for t in asked & _words(sentence)))
     return best
-
-
-def fuse_candidates(rankings: list[tuple[int, list[ChunkHit]]]) -> list[ChunkHit]:
-    """One node's ranking from its rankings per candidate answer, given as (candidate rank, ranking): reciprocal-
-    rank fusion where a chunk at rank r of candidate c's list counts as rank c + r (a joint rank, so the best
-    candidate's first chunk leads and candidate c's first ties the best one's (c+1)-th); a chunk in several lists
-    sums its shares. Ties keep the order the chunks were first met, best candidate first."""
-    score: dict[int, float] = {}
-    first: dict[int, int] = {}
-    for c, hits in sorted(rankings, key=lambda x: x[0]):
-        for r, h in enumerate(hits):
-            score[h.passage] = score.get(h.passage, 0.0) + 1.0 / (RRF_K + c + r + 1)
-            first.setdefault(h.passage, len(first))
-    return [ChunkHit(p, score[p]) for p in sorted(score, key=lambda p: (-score[p], first[p]))]
 
 
 def merge_rankings(
@@ -387,7 +371,9 @@ def execute_plan(
     sub-questions pays one model pass per level rather than two. ``word_df`` goes to ``extractive_answer``.
     ``beam``: how many extractive answers a node that others depend on hands them (``BEAM``); a dependent node
     then retrieves and reranks once per candidate of one dependency at a time (the others at their best) and
-    fuses the rankings (``fuse_candidates``). A model's answer is one candidate, so with an LLM nothing changes."""
+    keeps the run whose top chunks name its candidates in a sentence sharing the most idf weight with the node's
+    own words (``bridge_support``; ties go to the best candidate), rephrased query included. A model's answer
+    is one candidate, so with an LLM nothing changes."""
     PlanParams(beam).validate()
     start = time.perf_counter()
     answers: dict[str, str] = {}
@@ -454,7 +440,7 @@ def execute_plan(
         query = query_of(node_id, resolved)
         a = alpha if alpha is not None else ALPHA[question_type(node.question)]
         runs = [(c, r, ranked(query_of(node_id, r), r, a)) for c, r in variants(node_id, resolved)]
-        if len(runs) > 1 and BEAM_MODE == "select":
+        if len(runs) > 1:
             own = _words(node.question)
             best = max(range(len(runs)), key=lambda i: (bridge_support(snapshot, runs[i][2][1], runs[i][1], own,
                                                                         word_df), -i))
@@ -463,7 +449,7 @@ def execute_plan(
             query = query_of(node_id, resolved)
         before = _hits_json(snapshot, runs[0][2][0])
         reranked = bool(resolved) and bool(runs[0][2][0])
-        hits = runs[0][2][1] if len(runs) == 1 else fuse_candidates([(c, after) for c, _, (_, after) in runs])
+        hits = runs[0][2][1]
         if answer_leaves or node.id in needed:
             found, source, passage, fallback, used = _sub_answer(query, hits, snapshot, encode, llm, timeout,
                                                                  prefetch, follow_up(node_id), word_df,
