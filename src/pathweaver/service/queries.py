@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from pathweaver.config import DEFAULT_TOP_K, ConfigError, Settings
@@ -202,17 +202,12 @@ class QuerySide(StoreAccess):
         (the base method's own table applies)."""
         from pathweaver.models.llm import NoneBackend
         from pathweaver.planner.decompose import decompose
-        from pathweaver.planner.execute import PlanParams, execute_plan
-        from pathweaver.retrieval.registry import make_params
+        from pathweaver.planner.execute import execute_plan
 
-        own = {f.name for f in fields(PlanParams)}
-        table = self.settings.retrieval.get(PANK, {})
-        stale = sorted(set(table) - own)
+        stale = sorted(self.settings.retrieval.get(PANK, {}))
         if stale:  # sub_answer chose between two ways until issue 25: a config naming it must not pass unnoticed
-            raise ConfigError(f"[retrieval.{PANK}] takes only {', '.join(sorted(own))} (the base method's table "
-                              f"applies); remove {', '.join(stale)}")
-        plan_params = make_params(PlanParams, {**table, **{k: v for k, v in (params or {}).items() if k in own}})
-        params = {k: v for k, v in (params or {}).items() if k not in own} or None
+            raise ConfigError(f"[retrieval.{PANK}] takes no settings (the base method's table applies); remove "
+                              f"{', '.join(stale)}")
         llm = NoneBackend()
         plan, _ = decompose(text, llm)
         if len(plan.nodes) > 1 and plan.levels:  # the question and the first sub-questions in one batch
@@ -223,7 +218,7 @@ class QuerySide(StoreAccess):
         env = self.env()
         trace = execute_plan(plan, lambda q: self.retrieve(q, base, top_k, params), env.encode, llm, env.snapshot,
                              top_k, root_hits=list(root.chunks), answer_leaves=False,
-                             prefetch=self.remember_queries, word_df=env.word_df, beam=plan_params.beam)
+                             prefetch=self.remember_queries, word_df=env.word_df)
         return RetrievalResult(method=method, chunks=trace.merged, info={"plan_nodes": len(plan.nodes)})
 
     def retrieve_json(
