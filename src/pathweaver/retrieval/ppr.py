@@ -27,6 +27,7 @@ from pathweaver.retrieval.graphs import entity_passage_counts, has_names, node_s
 from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, query_names
 from pathweaver.retrieval.namegraph import passages_of
 from pathweaver.retrieval.seeds import dense_scores, minmax, top_entities, top_indices, top_triples
+from pathweaver.retrieval.selection import select_passages
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
 
@@ -233,6 +234,11 @@ class PPRParams:
     # word it writes alone ("Scrooge" -> "Ebenezer Scrooge"), when at most this many names end so (0 = off; ours;
     # keywords.question_names)
     name_parts: int = NAME_PARTS
+    # top-k set selection (ours, issue 23; retrieval/selection.py): each further passage of a document already
+    # chosen counts its score times this (1 = the plain ranking by PPR score, 0 = one slot per document first),
+    # choosing among the ``select_pool`` best passages
+    document_decay: float = 1.0
+    select_pool: int = 20
 
     def validate(self) -> None:
         if not 0.0 <= self.damping < 1.0:
@@ -246,6 +252,9 @@ class PPRParams:
                 or not 0.0 <= self.statistical <= 1.0:
             raise ConfigError("ppr name_links, name_passages, name_parts and proper_names must be >= 0, statistical in "
                               "[0, 1]")
+        if not 0.0 <= self.document_decay <= 1.0 or self.select_pool < 0:
+            raise ConfigError(f"ppr document_decay must be in [0, 1] and select_pool >= 0, got {self.document_decay}, "
+                              f"{self.select_pool}")
         if self.name_split not in ("dense", "even"):
             raise ConfigError(f"ppr name_split must be dense|even, got {self.name_split!r}")
         if self.relation_weight not in ("count", "one") or self.contains_weight not in ("one", "count"):
@@ -345,10 +354,11 @@ def ppr_scores(env: RetrievalEnv, query: Query, params: PPRParams, settled: Sett
 def ppr_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PPRParams) -> RetrievalResult:
     """HippoRAG 2 retrieval: passages ranked by the PPR score of their passage node."""
     snap = env.snapshot
-    # the walk stops once its top-k passages and their order provably are the fixed point's (ours)
-    scores, info = ppr_scores(env, query, params, RankingSettled(snap.n_entities, top_k))
+    # the walk stops once the passages it chooses among, and their order, provably are the fixed point's (ours)
+    depth = top_k if params.document_decay >= 1.0 else max(top_k, params.select_pool)
+    scores, info = ppr_scores(env, query, params, RankingSettled(snap.n_entities, depth))
     passage_scores = scores[snap.n_entities :]
-    idx = top_indices(passage_scores, top_k)
+    idx = select_passages(snap, passage_scores, top_k, params.document_decay, depth)
     return RetrievalResult(
         "ppr",
         [ChunkHit(int(p), float(passage_scores[p])) for p in idx],
