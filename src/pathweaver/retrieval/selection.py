@@ -1,12 +1,15 @@
-"""Top-k set selection over a ranked passage list: a document's passages share their slots (ours, issue 23).
+"""Top-k set selection over a ranked passage list (ours, issue 23): a document's passages share their slots, and
+a passage the chosen ones link to comes before one they do not.
 
-A walk ranks each passage on its own, so the passages of one document, which link to each other through their
-common title and share the question's reset mass, can take every slot (MuSiQue's six "Richard Feynman"
-paragraphs before "Manhattan Project", the bridge's other end). Greedy selection in the spirit of MMR (Carbonell
-and Goldstein, 1998) with a similarity of 1 between passages of one document and 0 otherwise, taken
-multiplicatively so that it needs no score scale: a candidate's value is its score × ``decay`` ^ (passages of its
-document already chosen). ``decay`` 1 is the plain ranking; 0 gives every document one slot before any gets a
-second.
+A walk ranks each passage on its own. Multi-hop evidence is a set: every hop's passage must be among the k, and
+the hops are joined by names (one passage mentions what the next is about, or both write the same person). Two
+things fill the slots instead: the other passages of a chosen document, which link to each other through their
+common title and share the question's reset mass (MuSiQue's six "Richard Feynman" paragraphs before "Manhattan
+Project", the bridge's other end), and passages that resemble the question but join no chosen passage. Greedy
+selection in the spirit of MMR (Carbonell and Goldstein, 1998), taken multiplicatively so that it needs no score
+scale: a candidate's value is its score × ``decay`` ^ (passages of its document already chosen), × ``unlinked``
+when no chosen passage links to it in the walk's own graph (a name link, or a proper name both write). Both
+factors at 1 give the plain ranking.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from pathweaver.numeric.projection import top_indices
+from pathweaver.retrieval.graphs import has_names, name_link_matrix, proper_mention_matrix
 from pathweaver.store.snapshot import GraphSnapshot
 
 
@@ -29,22 +33,50 @@ def document_keys(snapshot: GraphSnapshot, passages: Sequence[int]) -> list[str]
     return keys
 
 
-def select_passages(snapshot: GraphSnapshot, scores: np.ndarray, k: int, decay: float, pool: int) -> np.ndarray:
-    """The ``k`` passages chosen greedily among the ``pool`` best by ``scores`` (at least ``k``), each step taking
-    the best score × ``decay`` ^ (chosen passages of the same document); ties keep the ranking's order."""
+def passage_links(snapshot: GraphSnapshot, passages: np.ndarray, name_links: bool, proper_names: bool
+                  ) -> np.ndarray:
+    """(n, n) bool: which of ``passages`` the walk's graph joins directly or through one proper-name node: a name
+    link (one mentions a name tied to the other's document) when ``name_links``, a proper name both write when
+    ``proper_names``. A store without a name layer links none."""
+    n = passages.shape[0]
+    linked = np.zeros((n, n), dtype=bool)
+    if n == 0 or not has_names(snapshot):
+        return linked
+    if name_links:
+        linked |= name_link_matrix(snapshot)[passages][:, passages].toarray() > 0
+    if proper_names:
+        rows = proper_mention_matrix(snapshot)[passages]
+        linked |= (rows @ rows.T).toarray() > 0
+    np.fill_diagonal(linked, False)
+    return linked
+
+
+def select_passages(scores: np.ndarray, k: int, pool: int, keys: Sequence[str] | None = None, decay: float = 1.0,
+                    links: np.ndarray | None = None, unlinked: float = 1.0) -> np.ndarray:
+    """The ``k`` passages chosen greedily among the ``pool`` best by ``scores`` (at least ``k``). Each step takes
+    the best score × ``decay`` ^ (chosen passages of the same ``keys`` entry) × ``unlinked`` when ``links`` joins
+    it to no chosen passage; ties keep the ranking's order. ``keys`` and ``links`` index the pool, best first
+    (``top_indices(scores, max(k, pool))``)."""
     if k <= 0 or scores.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
     ranked = top_indices(scores, max(k, pool))
-    if decay >= 1.0:
+    if (decay >= 1.0 or keys is None) and (unlinked >= 1.0 or links is None):
         return ranked[:k]
-    keys = document_keys(snapshot, ranked.tolist())
-    value = scores[ranked].astype(np.float64)
+    n = ranked.shape[0]
+    base = scores[ranked].astype(np.float64)
+    same = np.zeros(n)  # chosen passages of each candidate's document
+    joined = np.zeros(n, dtype=bool)  # some chosen passage links to the candidate
+    taken = np.zeros(n, dtype=bool)
     chosen: list[int] = []
-    taken = np.zeros(ranked.shape[0], dtype=bool)
-    for _ in range(min(k, ranked.shape[0])):
+    for _ in range(min(k, n)):
+        value = base * np.power(decay, same)
+        if chosen and links is not None:
+            value = np.where(joined, value, value * unlinked)
         best = int(np.argmax(np.where(taken, -np.inf, value)))
         chosen.append(int(ranked[best]))
         taken[best] = True
-        same = np.array([key == keys[best] for key in keys])
-        value[same] *= decay
+        if keys is not None:
+            same += np.array([key == keys[best] for key in keys[:n]], dtype=np.float64)
+        if links is not None:
+            joined |= links[best]
     return np.asarray(chosen, dtype=np.int64)
