@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
 from pathweaver.retrieval.registry import run_method
-from pathweaver.retrieval.selection import document_keys, select_passages
+from pathweaver.retrieval.selection import document_keys, passage_links, select_passages
 from pathweaver.retrieval.types import Query, RetrievalEnv
 from pathweaver.store.snapshot import GraphSnapshot
 
@@ -58,26 +58,47 @@ def test_passages_of_one_title_are_one_document() -> None:
 def test_decay_shares_a_documents_slots() -> None:
     snap = _store()
     scores = np.array([0.5, 0.3, 0.12, 0.1])
-    assert select_passages(snap, scores, 3, 1.0, 20).tolist() == [BOILER, AFTER_WAR, ROYAL]  # the plain ranking
+    keys = document_keys(snap, [0, 1, 2, 3])
+
+    def chosen(k: int, decay: float, pool: int = 4) -> list[int]:
+        return select_passages(np.arange(pool), scores[:pool], k, keys, decay).tolist()
+
+    assert chosen(3, 1.0) == [BOILER, AFTER_WAR, ROYAL]  # the plain ranking
     # 0.3 × 0.25 = 0.075 < 0.1: the Manhattan Project takes the second slot; then 0.075 > 0.12 × 0.25
-    assert select_passages(snap, scores, 3, 0.25, 20).tolist() == [BOILER, MANHATTAN, AFTER_WAR]
-    assert select_passages(snap, scores, 3, 0.5, 20).tolist() == [BOILER, AFTER_WAR, MANHATTAN]
-    assert select_passages(snap, scores, 4, 0.0, 20).tolist() == [BOILER, MANHATTAN, AFTER_WAR, ROYAL]
-    # the choice is among the pool's passages, at least k of them
-    assert select_passages(snap, scores, 2, 0.0, 1).tolist() == [BOILER, AFTER_WAR]
-    assert select_passages(snap, scores, 0, 0.25, 20).size == 0
+    assert chosen(3, 0.25) == [BOILER, MANHATTAN, AFTER_WAR]
+    assert chosen(3, 0.5) == [BOILER, AFTER_WAR, MANHATTAN]
+    assert chosen(4, 0.0) == [BOILER, MANHATTAN, AFTER_WAR, ROYAL]
+    assert chosen(2, 0.0, pool=2) == [BOILER, AFTER_WAR]  # the choice is among the candidates
+    assert chosen(0, 0.25) == []
+
+
+def test_a_passage_the_chosen_ones_link_to_comes_first() -> None:
+    snap = _store()
+    pool = np.arange(4)
+    # the second Feynman paragraph writes "Manhattan Project"; none writes the title "Richard Feynman"
+    names = passage_links(snap, pool, name_links=True, proper_names=False)
+    assert np.argwhere(names).tolist() == [[AFTER_WAR, MANHATTAN], [MANHATTAN, AFTER_WAR]]
+    assert not passage_links(snap, pool, name_links=False, proper_names=False).any()
+    # made-up ranking: Royal Society second, the Manhattan Project third; links index the candidates
+    ranked, scores = np.array([BOILER, ROYAL, MANHATTAN, AFTER_WAR]), np.array([0.5, 0.3, 0.1, 0.05])
+    links = np.zeros((4, 4), dtype=bool)
+    links[0, 3] = links[3, 0] = links[2, 3] = links[3, 2] = True  # Boiler - After the war - Manhattan Project
+    assert select_passages(ranked, scores, 3, links=links, unlinked=1.0).tolist() == [BOILER, ROYAL, MANHATTAN]
+    # after the first: 0.3 and 0.1 join nothing chosen (0.075, 0.025), 0.05 does
+    assert select_passages(ranked, scores, 3, links=links, unlinked=0.25).tolist() == [BOILER, ROYAL, AFTER_WAR]
+    # once the second Feynman paragraph is in, the Manhattan Project it writes is joined
+    assert select_passages(ranked, scores, 3, links=links, unlinked=0.0).tolist() == [BOILER, AFTER_WAR, MANHATTAN]
 
 
 def test_ppr_gives_the_bridge_a_slot_beside_the_named_document() -> None:
     snap = _store()
     env = RetrievalEnv(snap, lambda t, k: [], lambda texts: np.zeros((len(texts), 4), dtype=np.float32))
     q = Query(QUESTION, np.array([1.0, 0.3, 0.2, 0.1], np.float32))
-    plain = [h.passage for h in run_method(env, q, "ppr", 3, None).chunks]
+    plain = [h.passage for h in run_method(env, q, "ppr", 3, {"document_decay": 1.0, "unlinked": 1.0}).chunks]
     assert plain == [BOILER, AFTER_WAR, ROYAL]  # the question names Feynman: his paragraphs take every slot
-    chosen = run_method(env, q, "ppr", 3, {"document_decay": 0.25}).chunks
+    chosen = run_method(env, q, "ppr", 3, None).chunks
     assert [h.passage for h in chosen] == [BOILER, MANHATTAN, AFTER_WAR]
     assert chosen[0].score > chosen[2].score > chosen[1].score > 0  # each passage keeps its own walk score
-    with pytest.raises(ConfigError):
-        run_method(env, q, "ppr", 3, {"document_decay": 1.5})
-    with pytest.raises(ConfigError):
-        run_method(env, q, "ppr", 3, {"select_pool": -1})
+    for bad in ({"document_decay": 1.5}, {"unlinked": -0.1}, {"select_pool": -1}):
+        with pytest.raises(ConfigError):
+            run_method(env, q, "ppr", 3, bad)

@@ -359,7 +359,7 @@ def _chosen(snap: GraphSnapshot, scores: np.ndarray, top_k: int, depth: int, par
     pool = top_indices(scores, depth)
     proper = params.proper_names > 0 and params.statistical < 1.0
     links = passage_links(snap, pool, params.name_links > 0, proper) if params.unlinked < 1.0 else None
-    return select_passages(scores, top_k, depth, document_keys(snap, pool.tolist()), params.document_decay, links,
+    return select_passages(pool, scores[pool], top_k, document_keys(snap, pool.tolist()), params.document_decay, links,
                            params.unlinked)
 
 

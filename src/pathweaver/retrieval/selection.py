@@ -18,7 +18,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pathweaver.numeric.projection import top_indices
 from pathweaver.retrieval.graphs import has_names, name_link_matrix, proper_mention_matrix
 from pathweaver.store.snapshot import GraphSnapshot
 
@@ -51,32 +50,28 @@ def passage_links(snapshot: GraphSnapshot, passages: np.ndarray, name_links: boo
     return linked
 
 
-def select_passages(scores: np.ndarray, k: int, pool: int, keys: Sequence[str] | None = None, decay: float = 1.0,
-                    links: np.ndarray | None = None, unlinked: float = 1.0) -> np.ndarray:
-    """The ``k`` passages chosen greedily among the ``pool`` best by ``scores`` (at least ``k``). Each step takes
-    the best score × ``decay`` ^ (chosen passages of the same ``keys`` entry) × ``unlinked`` when ``links`` joins
-    it to no chosen passage; ties keep the ranking's order. ``keys`` and ``links`` index the pool, best first
-    (``top_indices(scores, max(k, pool))``)."""
-    if k <= 0 or scores.shape[0] == 0:
-        return np.zeros(0, dtype=np.int64)
-    ranked = top_indices(scores, max(k, pool))
+def select_passages(candidates: np.ndarray, scores: np.ndarray, k: int, keys: Sequence[str] | None = None,
+                    decay: float = 1.0, links: np.ndarray | None = None, unlinked: float = 1.0) -> np.ndarray:
+    """``k`` of the ``candidates`` (passage indices, best first, with their ``scores``), chosen greedily: each step
+    takes the best score × ``decay`` ^ (chosen candidates with the same ``keys`` entry) × ``unlinked`` when
+    ``links`` (candidates × candidates) joins it to no chosen candidate; ties keep the candidates' order."""
+    n = min(candidates.shape[0], scores.shape[0])
     if (decay >= 1.0 or keys is None) and (unlinked >= 1.0 or links is None):
-        return ranked[:k]
-    n = ranked.shape[0]
-    base = scores[ranked].astype(np.float64)
-    same = np.zeros(n)  # chosen passages of each candidate's document
-    joined = np.zeros(n, dtype=bool)  # some chosen passage links to the candidate
+        return candidates[:max(min(k, n), 0)].astype(np.int64)
+    base = scores[:n].astype(np.float64)
+    same = np.zeros(n)  # chosen candidates of each candidate's document
+    joined = np.zeros(n, dtype=bool)  # some chosen candidate links to it
     taken = np.zeros(n, dtype=bool)
     chosen: list[int] = []
-    for _ in range(min(k, n)):
+    for _ in range(max(min(k, n), 0)):
         value = base * np.power(decay, same)
         if chosen and links is not None:
             value = np.where(joined, value, value * unlinked)
         best = int(np.argmax(np.where(taken, -np.inf, value)))
-        chosen.append(int(ranked[best]))
+        chosen.append(int(candidates[best]))
         taken[best] = True
         if keys is not None:
             same += np.array([key == keys[best] for key in keys[:n]], dtype=np.float64)
         if links is not None:
-            joined |= links[best]
+            joined |= links[best, :n]
     return np.asarray(chosen, dtype=np.int64)
