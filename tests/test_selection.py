@@ -96,7 +96,7 @@ def test_ppr_gives_the_bridge_a_slot_beside_the_named_document() -> None:
     q = Query(QUESTION, np.array([1.0, 0.3, 0.2, 0.1], np.float32))
     plain = [h.passage for h in run_method(env, q, "ppr", 3, {"document_decay": 1.0, "unlinked": 1.0}).chunks]
     assert plain == [BOILER, AFTER_WAR, ROYAL]  # the question names Feynman: his paragraphs take every slot
-    chosen = run_method(env, q, "ppr", 3, None).chunks
+    chosen = run_method(env, q, "ppr", 3, None).chunks  # the defaults
     assert [h.passage for h in chosen] == [BOILER, MANHATTAN, AFTER_WAR]
     assert chosen[0].score > chosen[2].score > chosen[1].score > 0  # each passage keeps its own walk score
     for bad in ({"document_decay": 1.5}, {"unlinked": -0.1}, {"select_pool": -1}):
