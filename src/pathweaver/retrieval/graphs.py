@@ -138,6 +138,11 @@ def name_link_matrix(snapshot: GraphSnapshot) -> sp.csr_matrix:
     return cached(snapshot, ("name_links",), build, synonym_free=True)
 
 
+def proper_mention_matrix(snapshot: GraphSnapshot) -> sp.csr_matrix:
+    """``proper_mentions`` built once per snapshot: the walk's phrase-node edges and ppr's set selection read it."""
+    return cached(snapshot, ("proper_mentions",), lambda: proper_mentions(snapshot), synonym_free=True)
+
+
 def has_names(snapshot: GraphSnapshot) -> bool:
     """Whether the store has a name layer (some name mention); without one the graph is the statistical layer."""
     return snapshot.name_mentions is not None and snapshot.name_mentions.nnz > 0
@@ -195,7 +200,7 @@ def _build_node_space(snapshot: GraphSnapshot, relation_weight: str, contains_we
         contains.eliminate_zeros()
         ent.eliminate_zeros()
     if proper_names > 0 and n_p:  # phrase nodes for the names a passage writes (HippoRAG 2 §3; propernames.py)
-        proper = proper_mentions(snapshot).astype(np.float64)
+        proper = proper_mention_matrix(snapshot).astype(np.float64)
         if contains_weight == "one":
             proper.data[:] = 1.0
         # HippoRAG 2's node specificity (1/|P_i|, §3) on the edges: each name node weighs the same in all, so a

@@ -27,6 +27,7 @@ from pathweaver.retrieval.graphs import entity_passage_counts, has_names, node_s
 from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, query_names
 from pathweaver.retrieval.namegraph import passages_of
 from pathweaver.retrieval.seeds import dense_scores, minmax, top_entities, top_indices, top_triples
+from pathweaver.retrieval.selection import document_keys, passage_links, select_passages
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
 
@@ -233,6 +234,14 @@ class PPRParams:
     # word it writes alone ("Scrooge" -> "Ebenezer Scrooge"), when at most this many names end so (0 = off; ours;
     # keywords.question_names)
     name_parts: int = NAME_PARTS
+    # top-k set selection (ours, issue 23; retrieval/selection.py), among the ``select_pool`` best passages: each
+    # further passage of a document already chosen counts its score times ``document_decay``, and a passage that no
+    # chosen passage links to (a name link, or a proper name both write) times ``unlinked``; 1 and 1 = the plain
+    # ranking by PPR score. 0.25 and 0.5 held or raised every dev split for ppr and pank (docs/benchmarks.md, "Top-k
+    # set selection")
+    document_decay: float = 0.25
+    unlinked: float = 0.5
+    select_pool: int = 20
 
     def validate(self) -> None:
         if not 0.0 <= self.damping < 1.0:
@@ -246,6 +255,9 @@ class PPRParams:
                 or not 0.0 <= self.statistical <= 1.0:
             raise ConfigError("ppr name_links, name_passages, name_parts and proper_names must be >= 0, statistical in "
                               "[0, 1]")
+        if not (0.0 <= self.document_decay <= 1.0 and 0.0 <= self.unlinked <= 1.0) or self.select_pool < 0:
+            raise ConfigError(f"ppr document_decay and unlinked must be in [0, 1] and select_pool >= 0, got "
+                              f"{self.document_decay}, {self.unlinked}, {self.select_pool}")
         if self.name_split not in ("dense", "even"):
             raise ConfigError(f"ppr name_split must be dense|even, got {self.name_split!r}")
         if self.relation_weight not in ("count", "one") or self.contains_weight not in ("one", "count"):
@@ -342,13 +354,24 @@ def ppr_scores(env: RetrievalEnv, query: Query, params: PPRParams, settled: Sett
     return scores, info
 
 
+def _chosen(snap: GraphSnapshot, scores: np.ndarray, top_k: int, depth: int, params: PPRParams) -> np.ndarray:
+    """ppr's top-k set (retrieval/selection.py), its links read from the layers this walk has."""
+    pool = top_indices(scores, depth)
+    proper = params.proper_names > 0 and params.statistical < 1.0
+    links = passage_links(snap, pool, params.name_links > 0, proper) if params.unlinked < 1.0 else None
+    return select_passages(pool, scores[pool], top_k, document_keys(snap, pool.tolist()), params.document_decay, links,
+                           params.unlinked)
+
+
 def ppr_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PPRParams) -> RetrievalResult:
     """HippoRAG 2 retrieval: passages ranked by the PPR score of their passage node."""
     snap = env.snapshot
-    # the walk stops once its top-k passages and their order provably are the fixed point's (ours)
-    scores, info = ppr_scores(env, query, params, RankingSettled(snap.n_entities, top_k))
+    # the walk stops once the passages it chooses among, and their order, provably are the fixed point's (ours)
+    chooses = params.document_decay < 1.0 or params.unlinked < 1.0
+    depth = max(top_k, params.select_pool) if chooses else top_k
+    scores, info = ppr_scores(env, query, params, RankingSettled(snap.n_entities, depth))
     passage_scores = scores[snap.n_entities :]
-    idx = top_indices(passage_scores, top_k)
+    idx = _chosen(snap, passage_scores, top_k, depth, params) if chooses else top_indices(passage_scores, top_k)
     return RetrievalResult(
         "ppr",
         [ChunkHit(int(p), float(passage_scores[p])) for p in idx],
