@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
-from pathweaver.retrieval.registry import run_method
+from pathweaver.retrieval.registry import plain_ranking, run_method
 from pathweaver.retrieval.selection import document_keys, passage_links, select_passages
 from pathweaver.retrieval.types import Query, RetrievalEnv
 from pathweaver.store.snapshot import GraphSnapshot
@@ -94,7 +94,7 @@ def test_ppr_gives_the_bridge_a_slot_beside_the_named_document() -> None:
     snap = _store()
     env = RetrievalEnv(snap, lambda t, k: [], lambda texts: np.zeros((len(texts), 4), dtype=np.float32))
     q = Query(QUESTION, np.array([1.0, 0.3, 0.2, 0.1], np.float32))
-    plain = [h.passage for h in run_method(env, q, "ppr", 3, {"document_decay": 1.0, "unlinked": 1.0}).chunks]
+    plain = [h.passage for h in run_method(env, q, "ppr", 3, plain_ranking("ppr", None)).chunks]
     assert plain == [BOILER, AFTER_WAR, ROYAL]  # the question names Feynman: his paragraphs take every slot
     chosen = run_method(env, q, "ppr", 3, None).chunks  # the defaults
     assert [h.passage for h in chosen] == [BOILER, MANHATTAN, AFTER_WAR]
@@ -102,3 +102,11 @@ def test_ppr_gives_the_bridge_a_slot_beside_the_named_document() -> None:
     for bad in ({"document_decay": 1.5}, {"unlinked": -0.1}, {"select_pool": -1}):
         with pytest.raises(ConfigError):
             run_method(env, q, "ppr", 3, bad)
+
+
+def test_plain_ranking_turns_only_the_selection_off_and_yields_to_the_caller() -> None:
+    # what a fused pank plan asks its base for: the walk's ranking, with every other setting as given
+    assert plain_ranking("ppr", {"damping": 0.3}) == {"document_decay": 1.0, "unlinked": 1.0, "damping": 0.3}
+    assert plain_ranking("ppr", {"unlinked": 0.25})["unlinked"] == 0.25
+    given = {"alpha": 0.5}
+    assert plain_ranking("hybrid", given) is given and plain_ranking("mcmi", None) is None

@@ -39,6 +39,9 @@ ANSWER_METHOD = "ppr"
 # ``ask`` does, so a question the planner leaves whole gets exactly ``ask``'s chunks (docs/benchmarks.md, "pank
 # over ppr"); ``pank:hybrid`` is the earlier default
 PANK_DEFAULT_BASE = ANSWER_METHOD
+# the parameters that turn a method's final top-k set selection off, leaving its ranking: a fused pank plan reads
+# each list's ranks as its confidence, and a set selection moves passages down for their document's sake
+PLAIN_RANKING: dict[str, dict[str, Any]] = {"ppr": {"document_decay": 1.0, "unlinked": 1.0}}
 # what ``retrieve`` and a retrieval ``eval`` use when no method is named: AGRAG's hybrid seeds (Eq. 20-21)
 RETRIEVE_METHOD = "hybrid"
 
@@ -66,6 +69,12 @@ def pank_base(name: str) -> str | None:
         raise ConfigError(f"{name!r}: the base method of pank cannot itself be pank")
     parse_method(base)
     return base
+
+
+def plain_ranking(base: str, params: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``params`` for ``base`` with its set selection off (``PLAIN_RANKING``); a value the caller set wins."""
+    plain = PLAIN_RANKING.get(base)
+    return {**plain, **(params or {})} if plain else params
 
 
 @dataclass(frozen=True)

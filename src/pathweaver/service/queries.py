@@ -15,7 +15,14 @@ from typing import Any
 from pathweaver.config import DEFAULT_TOP_K, ConfigError, Settings
 from pathweaver.results import ChunkOut, dump
 from pathweaver.retrieval.graphs import cached
-from pathweaver.retrieval.registry import PANK, check_top_k, pank_base, parse_method, run_method
+from pathweaver.retrieval.registry import (
+    PANK,
+    check_top_k,
+    pank_base,
+    parse_method,
+    plain_ranking,
+    run_method,
+)
 from pathweaver.retrieval.types import Query, RetrievalEnv, RetrievalResult
 from pathweaver.service.shape import shape_result
 from pathweaver.service.store import StoreAccess
@@ -199,7 +206,8 @@ class QuerySide(StoreAccess):
         reranking, extractive sub-answers, top-down rephrase); the nodes' rankings and the whole question's own
         are fused by reciprocal rank. The no-LLM form keeps evaluation deterministic; ``ask --decompose`` runs
         the same plan with the configured model. ``params`` go to ``base``; ``[retrieval.pank]`` takes none
-        (the base method's own table applies)."""
+        (the base method's own table applies). A question the planner leaves whole gets ``base``'s own list; a
+        plan fuses the plain rankings of the question and its nodes (``plain_ranking``: no set selection)."""
         from pathweaver.models.llm import NoneBackend
         from pathweaver.planner.decompose import decompose
         from pathweaver.planner.execute import execute_plan
@@ -212,9 +220,11 @@ class QuerySide(StoreAccess):
         plan, _ = decompose(text, llm)
         if len(plan.nodes) > 1 and plan.levels:  # the question and the first sub-questions in one batch
             self.remember_queries([text, *(plan.node(n).question for n in plan.levels[0])])
-        root = self.retrieve(text, base, top_k, params, keywords)
         if len(plan.nodes) <= 1:
+            root = self.retrieve(text, base, top_k, params, keywords)
             return RetrievalResult(method=method, chunks=root.chunks, info={"plan_nodes": 1})
+        params = plain_ranking(base, params)
+        root = self.retrieve(text, base, top_k, params, keywords)
         env = self.env()
         trace = execute_plan(plan, lambda q: self.retrieve(q, base, top_k, params), env.encode, llm, env.snapshot,
                              top_k, root_hits=list(root.chunks), answer_leaves=False,
