@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from pathweaver.extract.entities import WordSpan, candidate_grams, word_spans
+from pathweaver.extract.entities import candidate_grams, word_spans
 from pathweaver.extract.names import NameLinker
 from pathweaver.retrieval.graphs import cached
 from pathweaver.retrieval.seeds import top_entities
 from pathweaver.retrieval.types import RetrievalEnv
 from pathweaver.store.snapshot import GraphSnapshot
-from pathweaver.text import STOPWORDS, normalize
+from pathweaver.text import STOPWORDS
 
 DEFAULT_KEYWORDS = 8  # ours: the paper's LLM picks a handful of keywords; not a paper parameter
 DEFAULT_NGRAM_MAX = 3  # b, AGRAG §III-B: n-grams up to 3 words
@@ -148,73 +148,3 @@ def statistical_keywords(
             if len(chosen) >= n:
                 break
     return [snapshot.entity_names[e] for e in chosen]
-
-
-KEYWORD_MODES = ("phrases", "grams")  # ``PathRAGParams.keyword_mode``: the question's phrases, or the older n-grams
-RUN_JOINERS = frozenset({"of", "the", "and", "in", "to", "de", "la", "for", "on"})  # "The Age of Reason"
-
-
-def capitalised_runs(text: str) -> list[str]:
-    """The runs of capitalised words ``text`` writes ("Kentucky Tavern", "The Age of Reason", "Zone 5 Military
-    Museum"): joined words, lower-case joiners and numbers only between capitalised ones, a leading stopword
-    (the question's opening "What", "In") dropped. These are the names a reader (or PathRAG's LLM) picks out, whether or
-    not the entity vocabulary holds them."""
-    spans = word_spans(text)
-    runs: list[list[WordSpan]] = []
-    run: list[WordSpan] = []
-    for span in spans:
-        cap = text[span.start].isupper()
-        inner = span.word in RUN_JOINERS or span.word.isdigit()
-        if run and span.joined and (cap or inner):
-            run.append(span)
-        else:
-            if run:
-                runs.append(run)
-            run = [span] if cap else []
-    if run:
-        runs.append(run)
-    out: list[str] = []
-    for r in runs:
-        while r and (r[0] is spans[0] and r[0].word in STOPWORDS or not text[r[0].start].isupper()):
-            r = r[1:]
-        while r and not text[r[-1].start].isupper():
-            r = r[:-1]
-        if r:
-            phrase = normalize(text[r[0].start:r[-1].end])
-            if len(phrase) > 1 and phrase not in STOPWORDS and phrase not in out:  # "U.S." -> "u", "s"; "US" -> "us"
-                out.append(phrase)
-    return out
-
-
-def question_keywords(
-    snapshot: GraphSnapshot,
-    text: str,
-    qvec: np.ndarray | None,
-    n: int = DEFAULT_KEYWORDS,
-    ngram_max: int = DEFAULT_NGRAM_MAX,
-    runs: bool = True,
-    fill: bool = False,
-) -> list[str]:
-    """Up to ``n`` keywords as PathRAG's LLM writes them (§Node Retrieval): the question's own phrases, each once
-    and whole. First the document names it mentions (``linked_entities``) and its capitalised runs
-    (``capitalised_runs``), then the entity-vocabulary n-grams no longer phrase of the question contains ("my fair
-    lady" keeps "fair lady", "lady" and "fair" out), longest then most query-similar first. No embedding-nearest
-    filler: a keyword the question does not write finds nodes it is not about."""
-    if n <= 0 or not text:
-        return []
-    phrases = [snapshot.entity_names[e] for e in linked_entities(snapshot, text)]
-    grams = [e for e in matched_entities(snapshot, text, ngram_max) if snapshot.entity_names[e] not in phrases]
-    have_vecs = qvec is not None and snapshot.vector_dim("entity_vecs") > 0 and bool(grams)
-    cos = (snapshot.vector_rows("entity_vecs", grams) @ qvec) if have_vecs else np.zeros(len(grams))
-    ranked = sorted(range(len(grams)), key=lambda i: (-len(snapshot.entity_names[grams[i]].split()), -float(cos[i]), i))
-    for phrase in (capitalised_runs(text) if runs else []) + [snapshot.entity_names[grams[i]] for i in ranked]:
-        words = tuple(s.word for s in word_spans(phrase))
-        if not any(_inside(words, tuple(s.word for s in word_spans(p))) for p in phrases):
-            phrases.append(phrase)
-    if fill and qvec is not None and len(phrases) < n and snapshot.vector_dim("entity_vecs") > 0:
-        for ent, _ in top_entities(snapshot, qvec, 2 * n):
-            if snapshot.entity_names[ent] not in phrases:
-                phrases.append(snapshot.entity_names[ent])
-            if len(phrases) >= n:
-                break
-    return phrases[:n]

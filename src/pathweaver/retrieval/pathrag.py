@@ -40,14 +40,7 @@ import numpy as np
 from pathweaver.config import ConfigError
 from pathweaver.numeric.parallel import matmul
 from pathweaver.retrieval.graphs import cached, documents_link, pair_relations, relation_passages
-from pathweaver.retrieval.keywords import (
-    DEFAULT_KEYWORDS,
-    KEYWORD_MODES,
-    NAME_PARTS,
-    query_names,
-    question_keywords,
-    statistical_keywords,
-)
+from pathweaver.retrieval.keywords import DEFAULT_KEYWORDS, NAME_PARTS, query_names, statistical_keywords
 from pathweaver.retrieval.namegraph import name_edges, passages_of, path_adjacency, tied_entities
 from pathweaver.retrieval.pathrag_flow import dag_paths, flow_paths, propagate, reliability
 from pathweaver.retrieval.seeds import SeedError, dense_scores, top_indices
@@ -79,11 +72,6 @@ class PathRAGParams:
     paths_per_pair: int = 2
     max_candidates_per_pair: int = 64  # DAG paths enumerated per pair before scoring (efficiency; ours)
     n_keywords: int = DEFAULT_KEYWORDS  # statistical keywords when the query brings none (ours)
-    # the no-LLM keywords (§Node Retrieval): "phrases", the question's names, capitalised runs and whole vocabulary
-    # phrases (``keywords.question_keywords``), or "grams", every vocabulary n-gram then the query-nearest entities
-    keyword_mode: str = "phrases"
-    keyword_runs: bool = True
-    keyword_fill: bool = False
     # ours (issue 23): "hop-first" keeps only minimum-hop paths (PathRAG Table 3's ablation); "flow" (default) takes every simple path of 1..max_hops edges whose inner nodes the flow kept
     paths: str = "flow"
     # ours (issue 23), the name layer: weight of the statistical relation/synonym edges next to the name edges
@@ -129,8 +117,6 @@ class PathRAGParams:
         if self.text_units not in ("named", "all", "none") or self.units_per_node < 1:
             raise ConfigError(f"pathrag text_units must be named, all or none and units_per_node >= 1, got "
                               f"{self.text_units!r}, {self.units_per_node}")
-        if self.keyword_mode not in KEYWORD_MODES:
-            raise ConfigError(f"pathrag keyword_mode must be one of {KEYWORD_MODES}, got {self.keyword_mode!r}")
         if self.chunk_score not in ("best", "sum"):
             raise ConfigError(f"pathrag chunk_score must be best or sum, got {self.chunk_score!r}")
         if min(self.statistical, self.dense_nodes, self.name_parts) < 0:
@@ -191,13 +177,7 @@ def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams
         nodes += tied_entities(snap, top)
     n = params.top_nodes or (TOP_NODES_LINKED if documents_link(snap) else TOP_NODES_UNLINKED)
     nodes = list(dict.fromkeys(nodes))[:n]
-    if query.keywords:
-        keywords = list(query.keywords)
-    elif params.keyword_mode == "phrases":
-        keywords = question_keywords(snap, query.text, query.vec, params.n_keywords, runs=params.keyword_runs,
-                                     fill=params.keyword_fill)
-    else:
-        keywords = statistical_keywords(snap, query.text, query.vec, params.n_keywords)
+    keywords = list(query.keywords) or statistical_keywords(snap, query.text, query.vec, params.n_keywords)
     if keywords and len(nodes) < n:
         walked = cached(snap, ("pathrag_walked", params.statistical > 0),
                         lambda: np.flatnonzero(np.diff(adjacency.indptr) > 0))
