@@ -237,8 +237,8 @@ class PPRParams:
     # top-k set selection (ours, issue 23; retrieval/selection.py), among the ``select_pool`` best passages: each
     # further passage of a document already chosen counts its score times ``document_decay``, and a passage that no
     # chosen passage links to (a name link, or a proper name both write) times ``unlinked``; 1 and 1 = the plain
-    # ranking by PPR score. 0.25 and 0.5 held or raised every dev split for ppr and pank (docs/benchmarks.md, "Top-k
-    # set selection")
+    # ranking by PPR score (a pank plan asks for that: registry.plain_ranking). Chosen on the dev splits
+    # (docs/benchmarks.md, "Top-k set selection")
     document_decay: float = 0.25
     unlinked: float = 0.5
     select_pool: int = 20
