@@ -78,6 +78,13 @@ def test_param_override_and_bad_param(cli_store: tuple[Path, dict]) -> None:
     assert json.loads(ok.stdout)["info"]["params"]["alpha"] == 0.8
     bad = run_cli("--store", str(store), "retrieve", "polonium", "--method", "pathrag", "--param", "nope=1", check=False)
     assert bad.returncode == 2 and "unknown parameter 'nope'" in bad.stderr and "Traceback" not in bad.stderr
+    # a method's table from the command line, as [retrieval.pathrag] in pathweaver.toml
+    table = run_cli("--set", "retrieval.pathrag.alpha=0.7", "--store", str(store), "retrieve", "polonium", "--method",
+                    "pathrag", "--json")
+    assert json.loads(table.stdout)["info"]["params"]["alpha"] == 0.7
+    for flag, says in (("retrieval.pathrag=1", "must be a table"), ("retrieval..alpha=1", "section.key=value")):
+        bad = run_cli("--set", flag, "--store", str(store), "retrieve", "polonium", "--method", "pathrag", check=False)
+        assert bad.returncode == 2 and says in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
 
 
 def test_unknown_method_is_a_clear_error(cli_store: tuple[Path, dict]) -> None:

@@ -60,14 +60,20 @@ def _fixed_mmap_threshold() -> None:
 
 # -- helpers -------------------------------------------------------------------------------------------------
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """``--set section.key=value`` flags as a nested mapping for ``load_settings``."""
+    """``--set section.key=value`` flags (``retrieval.<method>.key=value`` for a method's table) as a nested
+    mapping for ``load_settings``."""
     out: dict[str, Any] = {}
     for item in getattr(args, "set", None) or []:
         name, value = parse_param(item)
-        section, _, key = name.partition(".")
-        if not key:
+        *tables, key = name.split(".")
+        if not tables or not all(tables) or not key:
             raise ConfigError(f"--set expects section.key=value, got {item!r}")
-        out.setdefault(section, {})[key] = value
+        node = out
+        for table in tables:
+            node = node.setdefault(table, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"--set {item!r}: {table!r} was set to a value, not a table")
+        node[key] = value
     return out
 
 

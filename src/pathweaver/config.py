@@ -161,7 +161,10 @@ def apply_mapping(settings: Settings, data: dict[str, Any]) -> Settings:
             if not isinstance(values, dict):
                 raise ConfigError("[retrieval] must be a table of method tables")
             for method, params in values.items():
-                settings.retrieval.setdefault(method, {}).update(dict(params))
+                if not isinstance(params, dict):
+                    raise ConfigError(f"[retrieval.{method}] must be a table of that method's settings (--set "
+                                      f"retrieval.{method}.<setting>=<value>), got {params!r}")
+                settings.retrieval.setdefault(method, {}).update(params)
         elif section in _SECTIONS:
             if not isinstance(values, dict):
                 raise ConfigError(f"[{section}] must be a table")
