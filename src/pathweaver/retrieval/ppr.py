@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -289,7 +289,7 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
     if params.name_seeds > 0 and query.text:
         # the query's n-gram entities belong to the statistical layer: seeds only where the walk has that layer
         # (a proper name the query writes is found through the passages the question names or resembles)
-        grams = matched_entities(snap, query.text) if _statistical_walk(snap, params) else []
+        grams = matched_entities(snap, query.text) if _walk_layers(snap, params).statistical > 0 else []
         for ent in dict.fromkeys(named + grams):
             weights[ent] = weights.get(ent, 0.0) + params.name_seeds
     if params.specificity and weights:
@@ -319,9 +319,25 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
     return reset, info
 
 
-def _statistical_walk(snap: GraphSnapshot, params: PPRParams) -> bool:
-    """Whether the walk has the statistical layer's n-gram edges (``statistical`` > 0 or a store without names)."""
-    return params.statistical > 0 or not has_names(snap)
+class _WalkLayers(NamedTuple):
+    """The layers of the node-space graph a walk runs on (``graphs.node_space_graph``'s arguments, in order)."""
+
+    relation_weight: str
+    contains_weight: str
+    name_links: float
+    statistical: float
+    proper_names: float
+
+
+def _walk_layers(snap: GraphSnapshot, params: PPRParams) -> _WalkLayers:
+    """The layers ``params`` walk on ``snap``: the statistical graph alone on a store without names, and
+    proper-name nodes only beside the name layer."""
+    named_store = has_names(snap)
+    return _WalkLayers(params.relation_weight, params.contains_weight, params.name_links,
+                      params.statistical if named_store else 1.0,
+                      # AGRAG's whole statistical graph (statistical 1, MCMI's HippoRAG reset) is walked as the
+                      # paper has it
+                      params.proper_names if named_store and params.statistical < 1.0 else 0.0)
 
 
 def _split(similarity: np.ndarray, how: str) -> np.ndarray:
@@ -341,11 +357,7 @@ def ppr_scores(env: RetrievalEnv, query: Query, params: PPRParams, settled: Sett
     snap = env.snapshot
     if snap.n_entities + snap.n_passages == 0:
         return np.zeros(0), SeedInfo()
-    named_store = has_names(snap)
-    layers = (params.relation_weight, params.contains_weight, params.name_links,
-              params.statistical if named_store else 1.0,
-              # AGRAG's whole statistical graph (statistical 1, MCMI's HippoRAG reset) is walked as the paper has it
-              params.proper_names if named_store and params.statistical < 1.0 else 0.0)
+    layers = _walk_layers(snap, params)
     graph = node_space_graph(snap, *layers)
     rows = transition_rows(snap, *layers)
     reset, info = personalization(env, query, params)
@@ -357,8 +369,9 @@ def ppr_scores(env: RetrievalEnv, query: Query, params: PPRParams, settled: Sett
 def _chosen(snap: GraphSnapshot, scores: np.ndarray, top_k: int, depth: int, params: PPRParams) -> np.ndarray:
     """ppr's top-k set (retrieval/selection.py), its links read from the layers this walk has."""
     pool = top_indices(scores, depth)
-    proper = params.proper_names > 0 and params.statistical < 1.0
-    links = passage_links(snap, pool, params.name_links > 0, proper) if params.unlinked < 1.0 else None
+    layers = _walk_layers(snap, params)
+    links = passage_links(snap, pool, layers.name_links > 0, layers.proper_names > 0) if params.unlinked < 1.0 \
+        else None
     return select_passages(pool, scores[pool], top_k, document_keys(snap, pool.tolist()), params.document_decay, links,
                            params.unlinked)
 
