@@ -14,7 +14,7 @@ from pathweaver.retrieval.mcmi import MCMIParams, eq11_scores
 from pathweaver.retrieval.namegraph import name_edges, path_adjacency
 from pathweaver.retrieval.pathrag import PathRAGParams, candidate_paths
 from pathweaver.retrieval.pathrag_flow import flow_paths, propagate, reliability
-from pathweaver.retrieval.pooling import PoolingParams, coarse_triples, item_passages
+from pathweaver.retrieval.pooling import PoolingParams, base_passage_scores, coarse_triples, item_passages
 from pathweaver.retrieval.registry import run_method
 from pathweaver.retrieval.types import Query, RetrievalEnv
 from pathweaver.store.snapshot import GraphSnapshot
@@ -136,7 +136,8 @@ def test_mcmi_personalisation_is_eq11() -> None:
 def test_pooling_name_triples_and_their_passages() -> None:
     snap = _names()
     q = Query("Where was the director of Inherent Vice born?", np.array([0.6, 0.8, 0, 0], dtype=np.float32))
-    tr = coarse_triples(_env(snap), q, PoolingParams(base="cos"), 10, [0])
+    cos = PoolingParams(base="cos")
+    tr = coarse_triples(_env(snap), q, cos, 10, [0], base_passage_scores(_env(snap), q, cos))
     # name triple m scored by cos(query, its passage): (iv, pta, p0) 0.6, (pta, la, p1) 0.8
     assert tr.items == [-2, -1] and tr.scores == pytest.approx([0.8, 0.6])
     assert tr.ends == [(1, 2), (0, 1)]
@@ -270,7 +271,7 @@ def test_pooling_scores_triples_by_the_ppr_base() -> None:
     q = Query("Where was the director of Inherent Vice born?", np.array([0.6, 0.8, 0, 0], dtype=np.float32))
     scores, _ = ppr_scores(_env(snap), q, PPRParams(proper_names=PoolingParams().base_proper_names))
     base = scores[snap.n_entities:] / scores[snap.n_entities:].max()
-    tr = coarse_triples(_env(snap), q, PoolingParams(), 10, [0])
+    tr = coarse_triples(_env(snap), q, PoolingParams(), 10, [0], base_passage_scores(_env(snap), q, PoolingParams()))
     edges = name_edges(snap)
     # a name triple's score is its mentioning passage's PPR score over the query's best passage
     assert tr.scores == pytest.approx([float(base[edges.passage[-1 - i]]) for i in tr.items])

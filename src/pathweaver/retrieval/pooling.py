@@ -254,29 +254,25 @@ class Triples:
 
 
 def coarse_triples(env: RetrievalEnv, query: Query, params: PoolingParams, first: int, named: list[int],
-                   base: np.ndarray | None = None) -> Triples:
+                   passage_scores: np.ndarray) -> Triples:
     """The coarse top ``first`` triples (statistical, name triples or both, ``params.statistical``), plus the
-    best ``name_triples`` name triples touching a name the question mentions. ``base``: the ppr base's passage
-    scores when already computed."""
+    best ``name_triples`` name triples touching a name the question mentions; ``passage_scores`` are the base's
+    (``base_passage_scores``)."""
     snap = env.snapshot
     edges = name_edges(snap)
     use_names = edges.size > 0
     cands: list[tuple[float, int]] = []
-    if params.base == "ppr" and base is None:
-        base = _base_scores(env, query, params.base_proper_names)
-    elif params.base != "ppr":
-        base = None
     if params.statistical > 0 or not use_names:
         stat = top_triples(snap, query.vec, first)
-        if base is not None:  # the base retriever scores the triple by the passages it comes from
+        if params.base == "ppr":  # the base retriever scores the triple by the passages it comes from
             rp = relation_passages(snap)
-            stat = [(r, float(base[rp[r].indices].max()) if rp[r].nnz else 0.0) for r, _ in stat]
+            stat = [(r, float(passage_scores[rp[r].indices].max()) if rp[r].nnz else 0.0) for r, _ in stat]
         cands += [(s, r) for r, s in stat]
     if use_names:
-        dense = base if base is not None else dense_scores(snap, query.vec).astype(np.float64)
-        cos = dense[edges.passage]
+        cos = passage_scores[edges.passage]
         if params.tail_score > 0:
-            cos = (1.0 - params.tail_score) * cos + params.tail_score * _document_scores(snap, dense)[edges.dst]
+            cos = (1.0 - params.tail_score) * cos \
+                + params.tail_score * _document_scores(snap, passage_scores)[edges.dst]
         top = top_indices(cos, first).tolist()
         cands += [(float(cos[m]), -1 - m) for m in top]
         if named and params.name_triples:
@@ -299,9 +295,12 @@ def coarse_triples(env: RetrievalEnv, query: Query, params: PoolingParams, first
     return Triples(items, [ends(i) for i in items], [s for _, s in ranked])
 
 
-def _base_scores(env: RetrievalEnv, query: Query, proper_names: float) -> np.ndarray:
-    """Passage scores of the structure-aware base retriever: ppr's (HippoRAG 2) passage PPR, over its best."""
-    scores, _ = ppr_scores(env, query, PPRParams(proper_names=proper_names))
+def base_passage_scores(env: RetrievalEnv, query: Query, params: PoolingParams) -> np.ndarray:
+    """Passage scores of the base retriever (``params.base``): ppr's (HippoRAG 2) passage PPR over its best, or
+    cos(query, passage)."""
+    if params.base != "ppr":
+        return dense_scores(env.snapshot, query.vec).astype(np.float64)
+    scores, _ = ppr_scores(env, query, PPRParams(proper_names=params.base_proper_names))
     out = scores[env.snapshot.n_entities :].astype(np.float64)
     top = float(out.max()) if out.size else 0.0
     return out / top if top > 0 else out
@@ -394,9 +393,8 @@ def pooling_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: Poolin
     snap = env.snapshot
     first = params.coarse_m if params.mode == "reselect" else params.top_triples
     named = query_names(env, query.text, params.name_parts)
-    base = _base_scores(env, query, params.base_proper_names) if params.base == "ppr" else None
-    tr = coarse_triples(env, query, params, first, named, base)
-    passage_scores = base if base is not None else dense_scores(snap, query.vec).astype(np.float64)
+    passage_scores = base_passage_scores(env, query, params)
+    tr = coarse_triples(env, query, params, first, named, passage_scores)
     entities = sorted({e for pair in tr.ends for e in pair})
     sources = [e for e in named if e in set(entities)]
     sources += [e for e in query_entity_seeds(snap, query, entities, params.query_entities) if e not in sources]
