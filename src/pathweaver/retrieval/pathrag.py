@@ -2,8 +2,9 @@
 paths served in ascending reliability.
 
 1. Node retrieval (N = ``top_nodes``): the document names the question mentions (the name layer's automaton,
-   ``name_nodes``), the documents of the top ``dense_nodes`` dense passages (a title entity's description is its
-   document, so its nearest-node test is the dense one), then the paper's keyword → node retrieval (the agent's
+   ``name_nodes``), the documents of the top ``dense_nodes`` dense passages unless the question names two or more
+   documents (``dense_when``; a title entity's description is its document, so its nearest-node test is the
+   dense one), then the paper's keyword → node retrieval (the agent's
    ``query.keywords``, else ``keywords.statistical_keywords``; keywords take turns adding their next-nearest
    entity) over the entities of the graph walked.
 2. The graph walked (``namegraph.path_adjacency``): the name edges (a's document mentions b) and, with
@@ -24,10 +25,10 @@ paths served in ascending reliability.
    document whose passage names the other end), alternating.
 
 ``RetrievalResult.chunks``: the passages of the served paths (relation chunks, the passages behind name edges, and
-with ``node_passages`` the own passages of the document entities on them), ranked by the best reliability of a
-path they lie on (ties by dense cosine), taking turns with the text units of the retrieved nodes the question
-names (``text_units``; PathRAG's released code, after LightRAG's local context, serves the retrieved nodes' text
-chunks next to the paths), then filled up to ``top_k`` with dense hits marked as back-fill.
+with ``node_passages`` each document entity's own passage nearest the query), ranked by the best reliability of
+a path they lie on (ties by dense cosine), taking turns with the text units of the retrieved nodes the question
+names, or where it names none the top dense passage's document (``text_units``; PathRAG's released code, after
+LightRAG's local context, serves the retrieved nodes' text chunks next to the paths), then filled up to ``top_k`` with dense hits marked as back-fill.
 ``triples``: the relation indices on the served paths, in path order.
 """
 
@@ -49,6 +50,8 @@ from pathweaver.store.snapshot import GraphSnapshot
 from pathweaver.text import normalize
 
 PATH_MODES = ("flow", "hop-first")
+NODE_PASSAGES = ("nearest", "all", "ends", "none")
+TEXT_UNITS = ("named-else-dense", "named", "all", "none")
 TOP_NODES_LINKED, TOP_NODES_UNLINKED = 10, 40  # N when ``top_nodes`` is None (see PathRAGParams)
 
 
@@ -82,9 +85,14 @@ class PathRAGParams:
     # the documents of the top n dense passages join the retrieved nodes (0 = off; ours): with the named nodes'
     # text units served beside the paths, more dense documents only crowd out the paths between named ones
     dense_nodes: int = 3
+    # when they join (ours): "unpaired" (default) only while the question names fewer than two documents (a path
+    # needs two ends; a question that names its pair needs no dense stand-in for them), or "always"
+    dense_when: str = "unpaired"
     # the document entities on a served path bring their own passages (a title's description is its document):
-    # "all" nodes, only the path's two "ends" (the retrieved nodes), or "none"
-    node_passages: str = "all"
+    # "nearest" (default) each node's one passage nearest the query (§Preliminaries: a node has one textual
+    # chunk t_v, and Eq. 5 serves it), "all" its every passage, only the path's two "ends" (the retrieved
+    # nodes), or "none"
+    node_passages: str = "nearest"
     # "retrieved": paths join pairs of retrieved nodes (the paper); "reached" (ours): a path may also end at any
     # node the start's pruned flow reached, so a document the question leads to without naming it can be served;
     # "named": that only for the starts the question names
@@ -93,10 +101,12 @@ class PathRAGParams:
     # ours: a passage's score from the served paths it lies on: "best" reliability or the "sum" of reliabilities
     chunk_score: str = "best"
     # the retrieved nodes' text units (PathRAG's released code, after LightRAG, serves the text chunks of the
-    # retrieved nodes next to the paths): "named" (default) the nodes the question names, "all" every retrieved
-    # node (the dense-passage documents among them only repeat dense hits), "none" paths alone; they take turns
-    # with the path passages in the chunk list, ``units_per_node`` passages per node (its nearest to the query)
-    text_units: str = "named"
+    # retrieved nodes next to the paths): "named-else-dense" (default) the nodes the question names, or where it
+    # names none the document of the top dense passage (the node a keyword-free question is about), "named" the
+    # named nodes alone, "all" every retrieved node (the dense-passage documents among them only repeat dense
+    # hits), "none" paths alone; they take turns with the path passages in the chunk list, ``units_per_node``
+    # passages per node (its nearest to the query)
+    text_units: str = "named-else-dense"
     units_per_node: int = 1
 
     def validate(self) -> None:
@@ -112,10 +122,12 @@ class PathRAGParams:
             raise ConfigError(f"pathrag paths must be one of {PATH_MODES}, got {self.paths!r}")
         if self.targets not in ("retrieved", "reached", "named"):
             raise ConfigError(f"pathrag targets must be retrieved, reached or named, got {self.targets!r}")
-        if self.node_passages not in ("all", "ends", "none"):
-            raise ConfigError(f"pathrag node_passages must be all, ends or none, got {self.node_passages!r}")
-        if self.text_units not in ("named", "all", "none") or self.units_per_node < 1:
-            raise ConfigError(f"pathrag text_units must be named, all or none and units_per_node >= 1, got "
+        if self.node_passages not in NODE_PASSAGES:
+            raise ConfigError(f"pathrag node_passages must be one of {NODE_PASSAGES}, got {self.node_passages!r}")
+        if self.dense_when not in ("unpaired", "always"):
+            raise ConfigError(f"pathrag dense_when must be unpaired or always, got {self.dense_when!r}")
+        if self.text_units not in TEXT_UNITS or self.units_per_node < 1:
+            raise ConfigError(f"pathrag text_units must be one of {TEXT_UNITS} and units_per_node >= 1, got "
                               f"{self.text_units!r}, {self.units_per_node}")
         if self.chunk_score not in ("best", "sum"):
             raise ConfigError(f"pathrag chunk_score must be best or sum, got {self.chunk_score!r}")
@@ -172,7 +184,8 @@ def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams
     if params.name_nodes and query.text:
         nodes += query_names(env, query.text, params.name_parts)
     named = frozenset(nodes)
-    if params.dense_nodes and snap.n_passages and snap.chunk_vecs.shape[0] == snap.n_passages:
+    paired = params.dense_when == "unpaired" and named_documents(snap, named) >= 2
+    if params.dense_nodes and not paired and snap.n_passages and snap.chunk_vecs.shape[0] == snap.n_passages:
         top = top_indices(dense_scores(snap, query.vec), params.dense_nodes).tolist()
         nodes += tied_entities(snap, top)
     n = params.top_nodes or (TOP_NODES_LINKED if documents_link(snap) else TOP_NODES_UNLINKED)
@@ -184,6 +197,11 @@ def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams
         found = retrieve_nodes(snap, _keyword_vectors(env, keywords), n, walked)
         nodes += [e for e in found if e not in nodes][: n - len(nodes)]
     return nodes, keywords, named
+
+
+def named_documents(snapshot: GraphSnapshot, named: frozenset[int]) -> int:
+    """How many documents ``named`` names (a title and its alias name one document: the same own passages)."""
+    return len({tuple(passages_of(snapshot, e)) for e in named})
 
 
 def candidate_paths(
@@ -241,11 +259,12 @@ def path_text(snapshot: GraphSnapshot, path: list[int]) -> str:
     return " ".join(parts)
 
 
-def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, node_passages: str = "none") -> PathHit:
+def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, node_passages: str = "none",
+                  dense: np.ndarray | None = None) -> PathHit:
     """A served path: per-edge relation index (-1 = synonym or name edge), text, and its passages: those
     supporting its edges (relation chunks, the passages behind name edges) and, with ``node_passages`` "all" or
     "ends", the own passages of the document entities on it or at its ends (a title's description is its
-    document)."""
+    document); "nearest": each document entity's one own passage with the highest ``dense`` score."""
     rel_chunks = relation_passages(snapshot)
     names = name_edges(snapshot)
     relations: list[int] = []
@@ -262,8 +281,11 @@ def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, node_pas
         if names.size:
             add(names.passages_between(u, v))
     if node_passages != "none":
-        for node in path if node_passages == "all" else [path[0], path[-1]]:
-            add(passages_of(snapshot, node))
+        for node in path if node_passages in ("all", "nearest") else [path[0], path[-1]]:
+            own = passages_of(snapshot, node)
+            if node_passages == "nearest" and dense is not None and dense.size and own:
+                own = [max(own, key=lambda p: (float(dense[p]), -p))]
+            add(own)
     return PathHit(list(path), relations, rel, path_text(snapshot, path), passages)
 
 
@@ -331,13 +353,15 @@ def pathrag_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PathRA
     nodes, keywords, named = query_nodes(env, query, params)
     pool = candidate_paths(snap, nodes, params, named) if len(nodes) >= 2 or named else []
     pool.sort(key=lambda rp: (-rp[0], len(rp[1]), rp[1]))
-    served = [make_path_hit(snap, path, rel, params.node_passages) for rel, path in pool[: params.top_paths]]
+    dense = dense_scores(snap, query.vec) if snap.n_passages else np.zeros(0)
+    served = [make_path_hit(snap, path, rel, params.node_passages, dense) for rel, path in pool[: params.top_paths]]
     served.reverse()  # Eq. 6: ascending reliability, the most reliable path last
     triples = [r for hit in served for r in hit.relations if r >= 0]
-    dense = dense_scores(snap, query.vec) if snap.n_passages else np.zeros(0)
     chunks = rank_chunks(snap, served, dense, top_k, params.chunk_score)
     if params.text_units != "none":
         units = [v for v in nodes if params.text_units == "all" or v in named]
+        if not units and params.text_units == "named-else-dense" and dense.size:
+            units = tied_entities(snap, top_indices(dense, 1).tolist())
         chunks = with_text_units(chunks, node_text_units(snap, units, dense, params.units_per_node), top_k)
     return RetrievalResult(
         "pathrag",
