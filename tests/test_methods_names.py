@@ -304,3 +304,70 @@ def test_pooling_name_triple_stands_for_the_named_documents_best_passage() -> No
     assert best.chunks[3].passage == 2 and best.chunks[3].backfill
     every = run_method(_env(snap), q, "pooling", 4, {**args, "triple_passages": "all"})
     assert sorted(c.passage for c in every.chunks) == [0, 1, 2, 3] and every.backfill_share() == 0.0
+
+
+def _names_two_passages() -> GraphSnapshot:
+    """``_names`` plus a second passage of Paul Thomas Anderson's document (p3) and an unlinked document,
+    "boogie nights" (p4), that no passage names. One-hot vectors (dim 5)."""
+    ents = ["inherent vice", "paul thomas anderson", "los angeles", "boogie nights"]
+    passages = [
+        "Inherent Vice is a film directed by Paul Thomas Anderson.",
+        "Paul Thomas Anderson was born in Studio City, Los Angeles.",
+        "Los Angeles is a city in California.",
+        "Paul Thomas Anderson's early films were shot in the San Fernando Valley.",
+        "Boogie Nights is a 1997 film.",
+    ]
+    eye = np.eye(5, dtype=np.float32)
+    snap = GraphSnapshot.from_arrays(
+        ents, [], passages=passages, mentions=[(0, 0, 1), (0, 1, 1), (1, 1, 1), (1, 2, 1), (2, 2, 1), (3, 1, 1),
+                                               (4, 3, 1)],
+        entity_vecs=eye[:4].copy(), rel_vecs=np.zeros((0, 5), dtype=np.float32), chunk_vecs=eye,
+    )
+    ties = sp.csr_matrix((np.ones(5, dtype=np.float32), ([0, 1, 2, 3, 4], [0, 1, 2, 1, 3])), shape=(5, 4))
+    named = sp.csr_matrix((np.ones(2, dtype=np.float32), ([0, 1], [1, 2])), shape=(5, 4))
+    return dataclasses.replace(snap, ties=ties, name_mentions=named)
+
+
+def test_pathrag_document_nodes_bring_their_passage_nearest_the_query() -> None:
+    from pathweaver.retrieval.pathrag import make_path_hit
+
+    snap = _names_two_passages()
+    # path inherent vice > pta > los angeles: its name-edge passages p0, p1, then each node's own passage(s)
+    near_p1 = np.array([0.1, 0.5, 0.2, 0.3, 0.0], dtype=np.float32)
+    near_p3 = np.array([0.1, 0.3, 0.2, 0.5, 0.0], dtype=np.float32)
+    assert make_path_hit(snap, [0, 1, 2], 1.0, "nearest", near_p1).passages == [0, 1, 2]
+    assert make_path_hit(snap, [0, 1, 2], 1.0, "nearest", near_p3).passages == [0, 1, 3, 2]
+    assert make_path_hit(snap, [0, 1, 2], 1.0, "all", near_p1).passages == [0, 1, 3, 2]
+    with pytest.raises(Exception, match="node_passages"):
+        run_method(_env(snap), Query("x", near_p1), "pathrag", 3, {"node_passages": "some"})
+
+
+def test_pathrag_unnamed_question_serves_the_top_dense_document_as_its_text_unit() -> None:
+    snap = _names_two_passages()
+    q = Query("Where was he born?", np.array([0, 0, 0, 0, 1], dtype=np.float32))  # names nothing; dense: p4
+    params = {"dense_nodes": 1, "top_nodes": 1}
+    default = run_method(_env(snap), q, "pathrag", 2, params)
+    named_only = run_method(_env(snap), q, "pathrag", 2, {**params, "text_units": "named"})
+    # no path (one unnamed node); the unit is p4, a chunk of the method's own, not a back-fill
+    assert [(c.passage, c.backfill) for c in default.chunks][:1] == [(4, False)]
+    assert all(c.backfill for c in named_only.chunks)
+    # a question that names a document keeps the named node's unit
+    named = run_method(_env(snap), Query("Who directed Inherent Vice?", q.vec), "pathrag", 3, params)
+    assert 0 in [c.passage for c in named.chunks] and 4 not in [c.passage for c in named.chunks if not c.backfill]
+
+
+def test_pathrag_dense_documents_join_only_questions_that_name_fewer_than_two() -> None:
+    from pathweaver.retrieval.pathrag import PathRAGParams, named_documents, query_nodes
+
+    snap = _names_two_passages()
+    env = _env(snap)
+    vec = np.array([0, 0, 0, 0, 1], dtype=np.float32)  # dense top passage p4: "boogie nights", off every path
+    two = Query("Did Paul Thomas Anderson direct Inherent Vice?", vec)
+    one = Query("Who directed Inherent Vice?", vec)
+    params = PathRAGParams(dense_nodes=1, top_nodes=4)
+    nodes, _, named = query_nodes(env, two, params)
+    assert named == {0, 1} and named_documents(snap, named) == 2 and 3 not in nodes
+    assert 3 in query_nodes(env, two, dataclasses.replace(params, dense_when="always"))[0]
+    assert 3 in query_nodes(env, one, params)[0]
+    with pytest.raises(Exception, match="dense_when"):
+        run_method(env, one, "pathrag", 3, {"dense_when": "never"})
