@@ -347,7 +347,7 @@ def test_pathrag_unnamed_question_serves_the_top_dense_document_as_its_text_unit
     q = Query("Where was he born?", np.array([0, 0, 0, 0, 1], dtype=np.float32))  # names nothing; dense: p4
     params = {"dense_nodes": 1, "top_nodes": 1}
     default = run_method(_env(snap), q, "pathrag", 2, params)
-    named_only = run_method(_env(snap), q, "pathrag", 2, {**params, "text_units": "named"})
+    named_only = run_method(_env(snap), q, "pathrag", 2, {**params, "unnamed": "none"})
     # no path (one unnamed node); the unit is p4, a chunk of the method's own, not a back-fill
     assert [(c.passage, c.backfill) for c in default.chunks][:1] == [(4, False)]
     assert all(c.backfill for c in named_only.chunks)
@@ -369,5 +369,7 @@ def test_pathrag_dense_documents_join_only_questions_that_name_fewer_than_two() 
     assert named == {0, 1} and named_documents(snap, named) == 2 and 3 not in nodes
     assert 3 in query_nodes(env, two, dataclasses.replace(params, dense_when="always"))[0]
     assert 3 in query_nodes(env, one, params)[0]
+    with pytest.raises(Exception, match="unnamed"):
+        run_method(env, one, "pathrag", 3, {"unnamed": "some"})
     with pytest.raises(Exception, match="dense_when"):
         run_method(env, one, "pathrag", 3, {"dense_when": "never"})

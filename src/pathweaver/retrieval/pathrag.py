@@ -27,8 +27,8 @@ paths served in ascending reliability.
 ``RetrievalResult.chunks``: the passages of the served paths (relation chunks, the passages behind name edges, and
 with ``node_passages`` each document entity's own passage nearest the query), ranked by the best reliability of
 a path they lie on (ties by dense cosine), taking turns with the text units of the retrieved nodes the question
-names, or where it names none the top dense passage's document (``text_units``; PathRAG's released code, after
-LightRAG's local context, serves the retrieved nodes' text chunks next to the paths), then filled up to ``top_k`` with dense hits marked as back-fill.
+names, or where it names none the top dense passage's document (``text_units``, ``unnamed``; PathRAG's released
+code, after LightRAG's local context, serves the retrieved nodes' text chunks next to the paths), then filled up to ``top_k`` with dense hits marked as back-fill.
 ``triples``: the relation indices on the served paths, in path order.
 """
 
@@ -51,7 +51,7 @@ from pathweaver.text import normalize
 
 PATH_MODES = ("flow", "hop-first")
 NODE_PASSAGES = ("nearest", "all", "ends", "none")
-TEXT_UNITS = ("named-else-dense", "named", "all", "none")
+TEXT_UNITS = ("named", "all", "none")
 TOP_NODES_LINKED, TOP_NODES_UNLINKED = 10, 40  # N when ``top_nodes`` is None (see PathRAGParams)
 
 
@@ -101,12 +101,13 @@ class PathRAGParams:
     # ours: a passage's score from the served paths it lies on: "best" reliability or the "sum" of reliabilities
     chunk_score: str = "best"
     # the retrieved nodes' text units (PathRAG's released code, after LightRAG, serves the text chunks of the
-    # retrieved nodes next to the paths): "named-else-dense" (default) the nodes the question names, or where it
-    # names none the document of the top dense passage (the node a keyword-free question is about), "named" the
-    # named nodes alone, "all" every retrieved node (the dense-passage documents among them only repeat dense
-    # hits), "none" paths alone; they take turns with the path passages in the chunk list, ``units_per_node``
-    # passages per node (its nearest to the query)
-    text_units: str = "named-else-dense"
+    # retrieved nodes next to the paths): "named" (default) the nodes the question names, "all" every retrieved
+    # node (the dense-passage documents among them only repeat dense hits), "none" paths alone; they take turns
+    # with the path passages in the chunk list, ``units_per_node`` passages per node (its nearest to the query)
+    text_units: str = "named"
+    # ours: where the question names no document, the top dense passage's document stands in for the named nodes
+    # (their text unit, their open path ends): "dense" (default) or "none"
+    unnamed: str = "dense"
     units_per_node: int = 1
 
     def validate(self) -> None:
@@ -124,6 +125,8 @@ class PathRAGParams:
             raise ConfigError(f"pathrag targets must be retrieved, reached or named, got {self.targets!r}")
         if self.node_passages not in NODE_PASSAGES:
             raise ConfigError(f"pathrag node_passages must be one of {NODE_PASSAGES}, got {self.node_passages!r}")
+        if self.unnamed not in ("dense", "none"):
+            raise ConfigError(f"pathrag unnamed must be dense or none, got {self.unnamed!r}")
         if self.dense_when not in ("unpaired", "always"):
             raise ConfigError(f"pathrag dense_when must be unpaired or always, got {self.dense_when!r}")
         if self.text_units not in TEXT_UNITS or self.units_per_node < 1:
@@ -177,7 +180,8 @@ def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams
                 ) -> tuple[list[int], list[str], frozenset[int]]:
     """The retrieved nodes V_q (N = ``top_nodes``) and the keywords: the names the question mentions
     (``name_nodes``), the documents of the top ``dense_nodes`` dense passages, then the paper's keyword → node
-    retrieval over the entities of the graph walked (ours: the first two, issue 23). Also the named nodes."""
+    retrieval over the entities of the graph walked (ours: the first two, issue 23). Also the named nodes (with
+    ``unnamed = "dense"``, the top dense passage's document where the question names none)."""
     snap = env.snapshot
     adjacency = path_adjacency(snap, params.statistical)
     nodes: list[int] = []
@@ -188,6 +192,8 @@ def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams
     if params.dense_nodes and not paired and snap.n_passages and snap.chunk_vecs.shape[0] == snap.n_passages:
         top = top_indices(dense_scores(snap, query.vec), params.dense_nodes).tolist()
         nodes += tied_entities(snap, top)
+        if not named and params.unnamed == "dense":
+            named = frozenset(tied_entities(snap, top[:1]))
     n = params.top_nodes or (TOP_NODES_LINKED if documents_link(snap) else TOP_NODES_UNLINKED)
     nodes = list(dict.fromkeys(nodes))[:n]
     keywords = list(query.keywords) or statistical_keywords(snap, query.text, query.vec, params.n_keywords)
@@ -360,8 +366,6 @@ def pathrag_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PathRA
     chunks = rank_chunks(snap, served, dense, top_k, params.chunk_score)
     if params.text_units != "none":
         units = [v for v in nodes if params.text_units == "all" or v in named]
-        if not units and params.text_units == "named-else-dense" and dense.size:
-            units = tied_entities(snap, top_indices(dense, 1).tolist())
         chunks = with_text_units(chunks, node_text_units(snap, units, dense, params.units_per_node), top_k)
     return RetrievalResult(
         "pathrag",
