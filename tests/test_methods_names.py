@@ -343,6 +343,8 @@ def test_pathrag_document_nodes_bring_their_passage_nearest_the_query() -> None:
 
 
 def test_pathrag_unnamed_question_serves_the_top_dense_document_as_its_text_unit() -> None:
+    from pathweaver.retrieval.pathrag import PathRAGParams, query_nodes
+
     snap = _names_two_passages()
     q = Query("Where was he born?", np.array([0, 0, 0, 0, 1], dtype=np.float32))  # names nothing; dense: p4
     params = {"dense_nodes": 1, "top_nodes": 1}
@@ -351,6 +353,9 @@ def test_pathrag_unnamed_question_serves_the_top_dense_document_as_its_text_unit
     # no path (one unnamed node); the unit is p4, a chunk of the method's own, not a back-fill
     assert [(c.passage, c.backfill) for c in default.chunks][:1] == [(4, False)]
     assert all(c.backfill for c in named_only.chunks)
+    # "anchor": the dense document is also treated as named (its paths may end at any node its flow reached)
+    nodes, _, named = query_nodes(_env(snap), q, PathRAGParams(dense_nodes=1, top_nodes=1, unnamed="anchor"))
+    assert named == {3} and query_nodes(_env(snap), q, PathRAGParams(dense_nodes=1, top_nodes=1))[2] == set()
     # a question that names a document keeps the named node's unit
     named = run_method(_env(snap), Query("Who directed Inherent Vice?", q.vec), "pathrag", 3, params)
     assert 0 in [c.passage for c in named.chunks] and 4 not in [c.passage for c in named.chunks if not c.backfill]
@@ -370,6 +375,6 @@ def test_pathrag_dense_documents_join_only_questions_that_name_fewer_than_two() 
     assert 3 in query_nodes(env, two, dataclasses.replace(params, dense_when="always"))[0]
     assert 3 in query_nodes(env, one, params)[0]
     with pytest.raises(Exception, match="unnamed"):
-        run_method(env, one, "pathrag", 3, {"unnamed": "some"})
+        run_method(env, one, "pathrag", 3, {"unnamed": "dense"})
     with pytest.raises(Exception, match="dense_when"):
         run_method(env, one, "pathrag", 3, {"dense_when": "never"})

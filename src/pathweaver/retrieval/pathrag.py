@@ -105,9 +105,10 @@ class PathRAGParams:
     # node (the dense-passage documents among them only repeat dense hits), "none" paths alone; they take turns
     # with the path passages in the chunk list, ``units_per_node`` passages per node (its nearest to the query)
     text_units: str = "named"
-    # ours: where the question names no document, the top dense passage's document stands in for the named nodes
-    # (their text unit, their open path ends): "dense" (default) or "none"
-    unnamed: str = "dense"
+    # ours: where the question names no document, the top dense passage's document stands in for the named nodes:
+    # "unit" (default) as their text unit, "anchor" also as a start whose paths may end anywhere (``targets``;
+    # on musique dev its flow's paths cost three questions what they gained others), or "none"
+    unnamed: str = "unit"
     units_per_node: int = 1
 
     def validate(self) -> None:
@@ -125,8 +126,8 @@ class PathRAGParams:
             raise ConfigError(f"pathrag targets must be retrieved, reached or named, got {self.targets!r}")
         if self.node_passages not in NODE_PASSAGES:
             raise ConfigError(f"pathrag node_passages must be one of {NODE_PASSAGES}, got {self.node_passages!r}")
-        if self.unnamed not in ("dense", "none"):
-            raise ConfigError(f"pathrag unnamed must be dense or none, got {self.unnamed!r}")
+        if self.unnamed not in ("unit", "anchor", "none"):
+            raise ConfigError(f"pathrag unnamed must be unit, anchor or none, got {self.unnamed!r}")
         if self.dense_when not in ("unpaired", "always"):
             raise ConfigError(f"pathrag dense_when must be unpaired or always, got {self.dense_when!r}")
         if self.text_units not in TEXT_UNITS or self.units_per_node < 1:
@@ -181,7 +182,7 @@ def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams
     """The retrieved nodes V_q (N = ``top_nodes``) and the keywords: the names the question mentions
     (``name_nodes``), the documents of the top ``dense_nodes`` dense passages, then the paper's keyword → node
     retrieval over the entities of the graph walked (ours: the first two, issue 23). Also the named nodes (with
-    ``unnamed = "dense"``, the top dense passage's document where the question names none)."""
+    ``unnamed = "anchor"``, the top dense passage's document where the question names none)."""
     snap = env.snapshot
     adjacency = path_adjacency(snap, params.statistical)
     nodes: list[int] = []
@@ -192,7 +193,7 @@ def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams
     if params.dense_nodes and not paired and snap.n_passages and snap.chunk_vecs.shape[0] == snap.n_passages:
         top = top_indices(dense_scores(snap, query.vec), params.dense_nodes).tolist()
         nodes += tied_entities(snap, top)
-        if not named and params.unnamed == "dense":
+        if not named and params.unnamed == "anchor":
             named = frozenset(tied_entities(snap, top[:1]))
     n = params.top_nodes or (TOP_NODES_LINKED if documents_link(snap) else TOP_NODES_UNLINKED)
     nodes = list(dict.fromkeys(nodes))[:n]
@@ -366,6 +367,8 @@ def pathrag_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PathRA
     chunks = rank_chunks(snap, served, dense, top_k, params.chunk_score)
     if params.text_units != "none":
         units = [v for v in nodes if params.text_units == "all" or v in named]
+        if not units and params.unnamed == "unit" and dense.size:
+            units = tied_entities(snap, top_indices(dense, 1).tolist())
         chunks = with_text_units(chunks, node_text_units(snap, units, dense, params.units_per_node), top_k)
     return RetrievalResult(
         "pathrag",
