@@ -100,10 +100,15 @@ def test_pathrag_reaches_passages_through_names() -> None:
     q = Query("Where was the director of Inherent Vice born?", np.array([0, 0, 1, 0], dtype=np.float32))
     # retrieved nodes: the named "inherent vice", then the document of the top dense passage (p2: los angeles)
     result = run_method(_env(snap), q, "pathrag", 3, {"top_nodes": 2, "dense_nodes": 1, "targets": "retrieved"})
-    # flow from a = inherent vice (alpha 0.7): S(pta) = 0.7·1/1, S(la) = 0.7·0.7/2 = 0.245;
-    # Eq. 4 (1 + 0.7 + 0.245)/2 = 0.9725 (the reverse direction ties and the first found is kept)
+    # directed flow from a = inherent vice (alpha 0.7): S(pta) = 0.7·1/1, S(la) = 0.7·0.7/1 = 0.49 (pta's
+    # document mentions one name); Eq. 4 (1 + 0.7 + 0.49)/2 = 1.095; la's document mentions nothing, no reverse
     assert [p.nodes for p in result.paths] == [[0, 1, 2]]
-    assert result.paths[0].reliability == pytest.approx(0.9725)
+    assert result.paths[0].reliability == pytest.approx(1.095)
+    # undirected: pta has two neighbours, S(la) = 0.7·0.7/2 = 0.245, (1 + 0.7 + 0.245)/2 = 0.9725
+    both = run_method(_env(snap), q, "pathrag", 3,
+                      {"top_nodes": 2, "dense_nodes": 1, "targets": "retrieved", "edges": "undirected"})
+    assert [p.nodes for p in both.paths] == [[0, 1, 2]]
+    assert both.paths[0].reliability == pytest.approx(0.9725)
     assert "mentioned in" in result.paths[0].text
     # passages: the two mentioning passages and the three documents on the path, ties by dense cosine
     assert [c.passage for c in result.chunks] == [2, 0, 1]
@@ -159,9 +164,9 @@ def test_pathrag_named_targets_reach_unnamed_documents() -> None:
                       ).paths == []
     result = run_method(_env(snap), q, "pathrag", 3, {"dense_nodes": 0, "top_nodes": 1})
     # targets "named": every node the film's flow reached ends a path; iv -> pta (1 + 0.7)/1 = 1.7 is served
-    # last (Eq. 6), iv -> pta -> la (1 + 0.7 + 0.245)/2 = 0.9725 first
+    # last (Eq. 6), iv -> pta -> la (1 + 0.7 + 0.49)/2 = 1.095 first (directed: pta's out-degree is 1)
     assert [p.nodes for p in result.paths] == [[0, 1, 2], [0, 1]]
-    assert [p.reliability for p in result.paths] == pytest.approx([0.9725, 1.7])
+    assert [p.reliability for p in result.paths] == pytest.approx([1.095, 1.7])
     assert [c.passage for c in result.chunks] == [0, 1, 2] and result.backfill_share() == 0.0
 
 
@@ -353,9 +358,13 @@ def test_pathrag_unnamed_question_serves_the_top_dense_document_as_its_text_unit
     # no path (one unnamed node); the unit is p4, a chunk of the method's own, not a back-fill
     assert [(c.passage, c.backfill) for c in default.chunks][:1] == [(4, False)]
     assert all(c.backfill for c in named_only.chunks)
-    # "anchor": the dense document is also treated as named (its paths may end at any node its flow reached)
-    nodes, _, named = query_nodes(_env(snap), q, PathRAGParams(dense_nodes=1, top_nodes=1, unnamed="anchor"))
-    assert named == {3} and query_nodes(_env(snap), q, PathRAGParams(dense_nodes=1, top_nodes=1))[2] == set()
+    # "anchor" (default): the dense document is also treated as named (its paths may end at any node its flow
+    # reached); "unit": its text unit only
+    nodes, _, named = query_nodes(_env(snap), q, PathRAGParams(dense_nodes=1, top_nodes=1))
+    assert named == {3} and query_nodes(_env(snap), q, PathRAGParams(dense_nodes=1, top_nodes=1,
+                                                                      unnamed="unit"))[2] == set()
+    unit = run_method(_env(snap), q, "pathrag", 2, {**params, "unnamed": "unit"})
+    assert [(c.passage, c.backfill) for c in unit.chunks][:1] == [(4, False)]
     # a question that names a document keeps the named node's unit
     named = run_method(_env(snap), Query("Who directed Inherent Vice?", q.vec), "pathrag", 3, params)
     assert 0 in [c.passage for c in named.chunks] and 4 not in [c.passage for c in named.chunks if not c.backfill]
