@@ -387,3 +387,51 @@ def test_pathrag_dense_documents_join_only_questions_that_name_fewer_than_two() 
         run_method(env, one, "pathrag", 3, {"unnamed": "dense"})
     with pytest.raises(Exception, match="dense_when"):
         run_method(env, one, "pathrag", 3, {"dense_when": "never"})
+
+
+def _hub() -> GraphSnapshot:
+    """Two films whose documents both mention "united states" (a hub whose own document mentions nothing) and
+    the first also its director. One document per entity, one-hot vectors (dim 4)."""
+    ents = ["a film", "b film", "united states", "director"]
+    passages = ["A Film is an American film by Director.", "B Film is an American film.",
+                "The United States is a country.", "Director is a film maker."]
+    eye = np.eye(4, dtype=np.float32)
+    snap = GraphSnapshot.from_arrays(
+        ents, [], passages=passages,
+        mentions=[(0, 0, 1), (0, 2, 1), (0, 3, 1), (1, 1, 1), (1, 2, 1), (2, 2, 1), (3, 3, 1)],
+        entity_vecs=eye, rel_vecs=np.zeros((0, 4), dtype=np.float32), chunk_vecs=eye.copy())
+    ties = sp.csr_matrix((np.ones(4, dtype=np.float32), ([0, 1, 2, 3], [0, 1, 2, 3])), shape=(4, 4))
+    named = sp.csr_matrix((np.ones(3, dtype=np.float32), ([0, 0, 1], [2, 3, 2])), shape=(4, 4))
+    return dataclasses.replace(snap, ties=ties, name_mentions=named)
+
+
+def test_pathrag_directed_flow_follows_what_a_document_mentions() -> None:
+    snap = _hub()
+    edges = name_edges(snap)
+    assert edges.passages_from(0, 2) == [0] and edges.passages_from(2, 0) == [] and edges.passages_between(2, 0) == [0]
+    # Eq. 2 as printed: out-degrees a 2, b 1, us 0; the hub's document mentions nothing, so it spreads nowhere
+    directed = path_adjacency(snap, 0.0, directed=True)
+    assert directed.toarray().tolist() == [[0, 0, 1, 1], [0, 0, 1, 0], [0, 0, 0, 0], [0, 0, 0, 0]]
+    # the two films are joined only through the hub both mention: undirected (a > us > b), not directed
+    both = candidate_paths(snap, [0, 1], PathRAGParams(edges="undirected", targets="retrieved"))
+    assert [p for _, p in both] in ([[0, 2, 1]], [[1, 2, 0]])
+    assert candidate_paths(snap, [0, 1], PathRAGParams(targets="retrieved")) == []
+    # a named start's open ends follow its document's mentions: a -> us and a -> director, (1 + 0.7/2)/1 each
+    pool = candidate_paths(snap, [0], PathRAGParams(), named=frozenset({0}))
+    assert sorted(p for _, p in pool) == [[0, 2], [0, 3]]
+    assert [r for r, _ in pool] == pytest.approx([1.35, 1.35])
+    with pytest.raises(Exception, match="edges"):
+        PathRAGParams(edges="both").validate()
+
+
+def test_pathrag_fill_serves_the_other_retrieved_nodes_text_units_before_dense() -> None:
+    snap = _names_two_passages()
+    q = Query("Where was he born?", np.array([0, 0, 0.5, 0, 1], dtype=np.float32))  # dense: p4, p2
+    # retrieved: boogie nights (p4) and los angeles (p2), the two dense documents; no path joins them
+    params = {"dense_nodes": 2, "top_nodes": 2, "unnamed": "none"}
+    dense = run_method(_env(snap), q, "pathrag", 2, params)
+    assert dense.paths == [] and [(c.passage, c.backfill) for c in dense.chunks] == [(4, True), (2, True)]
+    units = run_method(_env(snap), q, "pathrag", 2, {**params, "fill": "units"})
+    assert [(c.passage, c.backfill) for c in units.chunks] == [(4, False), (2, False)]
+    with pytest.raises(Exception, match="fill"):
+        run_method(_env(snap), q, "pathrag", 2, {**params, "fill": "nodes"})
