@@ -100,10 +100,15 @@ def test_pathrag_reaches_passages_through_names() -> None:
     q = Query("Where was the director of Inherent Vice born?", np.array([0, 0, 1, 0], dtype=np.float32))
     # retrieved nodes: the named "inherent vice", then the document of the top dense passage (p2: los angeles)
     result = run_method(_env(snap), q, "pathrag", 3, {"top_nodes": 2, "dense_nodes": 1, "targets": "retrieved"})
-    # flow from a = inherent vice (alpha 0.7): S(pta) = 0.7·1/1, S(la) = 0.7·0.7/2 = 0.245;
-    # Eq. 4 (1 + 0.7 + 0.245)/2 = 0.9725 (the reverse direction ties and the first found is kept)
+    # directed flow from a = inherent vice (alpha 0.7): S(pta) = 0.7·1/1, S(la) = 0.7·0.7/1 = 0.49 (pta's
+    # document mentions one name); Eq. 4 (1 + 0.7 + 0.49)/2 = 1.095; la's document mentions nothing, no reverse
     assert [p.nodes for p in result.paths] == [[0, 1, 2]]
-    assert result.paths[0].reliability == pytest.approx(0.9725)
+    assert result.paths[0].reliability == pytest.approx(1.095)
+    # undirected: pta has two neighbours, S(la) = 0.7·0.7/2 = 0.245, (1 + 0.7 + 0.245)/2 = 0.9725
+    both = run_method(_env(snap), q, "pathrag", 3,
+                      {"top_nodes": 2, "dense_nodes": 1, "targets": "retrieved", "edges": "undirected"})
+    assert [p.nodes for p in both.paths] == [[0, 1, 2]]
+    assert both.paths[0].reliability == pytest.approx(0.9725)
     assert "mentioned in" in result.paths[0].text
     # passages: the two mentioning passages and the three documents on the path, ties by dense cosine
     assert [c.passage for c in result.chunks] == [2, 0, 1]
@@ -159,9 +164,9 @@ def test_pathrag_named_targets_reach_unnamed_documents() -> None:
                       ).paths == []
     result = run_method(_env(snap), q, "pathrag", 3, {"dense_nodes": 0, "top_nodes": 1})
     # targets "named": every node the film's flow reached ends a path; iv -> pta (1 + 0.7)/1 = 1.7 is served
-    # last (Eq. 6), iv -> pta -> la (1 + 0.7 + 0.245)/2 = 0.9725 first
+    # last (Eq. 6), iv -> pta -> la (1 + 0.7 + 0.49)/2 = 1.095 first (directed: pta's out-degree is 1)
     assert [p.nodes for p in result.paths] == [[0, 1, 2], [0, 1]]
-    assert [p.reliability for p in result.paths] == pytest.approx([0.9725, 1.7])
+    assert [p.reliability for p in result.paths] == pytest.approx([1.095, 1.7])
     assert [c.passage for c in result.chunks] == [0, 1, 2] and result.backfill_share() == 0.0
 
 
@@ -304,3 +309,129 @@ def test_pooling_name_triple_stands_for_the_named_documents_best_passage() -> No
     assert best.chunks[3].passage == 2 and best.chunks[3].backfill
     every = run_method(_env(snap), q, "pooling", 4, {**args, "triple_passages": "all"})
     assert sorted(c.passage for c in every.chunks) == [0, 1, 2, 3] and every.backfill_share() == 0.0
+
+
+def _names_two_passages() -> GraphSnapshot:
+    """``_names`` plus a second passage of Paul Thomas Anderson's document (p3) and an unlinked document,
+    "boogie nights" (p4), that no passage names. One-hot vectors (dim 5)."""
+    ents = ["inherent vice", "paul thomas anderson", "los angeles", "boogie nights"]
+    passages = [
+        "Inherent Vice is a film directed by Paul Thomas Anderson.",
+        "Paul Thomas Anderson was born in Studio City, Los Angeles.",
+        "Los Angeles is a city in California.",
+        "Paul Thomas Anderson's early films were shot in the San Fernando Valley.",
+        "Boogie Nights is a 1997 film.",
+    ]
+    eye = np.eye(5, dtype=np.float32)
+    snap = GraphSnapshot.from_arrays(
+        ents, [], passages=passages, mentions=[(0, 0, 1), (0, 1, 1), (1, 1, 1), (1, 2, 1), (2, 2, 1), (3, 1, 1),
+                                               (4, 3, 1)],
+        entity_vecs=eye[:4].copy(), rel_vecs=np.zeros((0, 5), dtype=np.float32), chunk_vecs=eye,
+    )
+    ties = sp.csr_matrix((np.ones(5, dtype=np.float32), ([0, 1, 2, 3, 4], [0, 1, 2, 1, 3])), shape=(5, 4))
+    named = sp.csr_matrix((np.ones(2, dtype=np.float32), ([0, 1], [1, 2])), shape=(5, 4))
+    return dataclasses.replace(snap, ties=ties, name_mentions=named)
+
+
+def test_pathrag_document_nodes_bring_their_passage_nearest_the_query() -> None:
+    from pathweaver.retrieval.pathrag import make_path_hit
+
+    snap = _names_two_passages()
+    # path inherent vice > pta > los angeles: its name-edge passages p0, p1, then each node's own passage(s)
+    near_p1 = np.array([0.1, 0.5, 0.2, 0.3, 0.0], dtype=np.float32)
+    near_p3 = np.array([0.1, 0.3, 0.2, 0.5, 0.0], dtype=np.float32)
+    assert make_path_hit(snap, [0, 1, 2], 1.0, "nearest", near_p1).passages == [0, 1, 2]
+    assert make_path_hit(snap, [0, 1, 2], 1.0, "nearest", near_p3).passages == [0, 1, 3, 2]
+    assert make_path_hit(snap, [0, 1, 2], 1.0, "all", near_p1).passages == [0, 1, 3, 2]
+    with pytest.raises(Exception, match="node_passages"):
+        run_method(_env(snap), Query("x", near_p1), "pathrag", 3, {"node_passages": "some"})
+
+
+def test_pathrag_unnamed_question_serves_the_top_dense_document_as_its_text_unit() -> None:
+    from pathweaver.retrieval.pathrag import PathRAGParams, query_nodes
+
+    snap = _names_two_passages()
+    q = Query("Where was he born?", np.array([0, 0, 0, 0, 1], dtype=np.float32))  # names nothing; dense: p4
+    params = {"dense_nodes": 1, "top_nodes": 1}
+    default = run_method(_env(snap), q, "pathrag", 2, params)
+    named_only = run_method(_env(snap), q, "pathrag", 2, {**params, "unnamed": "none"})
+    # no path (one unnamed node); the unit is p4, a chunk of the method's own, not a back-fill
+    assert [(c.passage, c.backfill) for c in default.chunks][:1] == [(4, False)]
+    assert all(c.backfill for c in named_only.chunks)
+    # "anchor" (default): the dense document is also treated as named (its paths may end at any node its flow
+    # reached); "unit": its text unit only
+    nodes, _, named = query_nodes(_env(snap), q, PathRAGParams(dense_nodes=1, top_nodes=1))
+    assert named == {3} and query_nodes(_env(snap), q, PathRAGParams(dense_nodes=1, top_nodes=1,
+                                                                      unnamed="unit"))[2] == set()
+    unit = run_method(_env(snap), q, "pathrag", 2, {**params, "unnamed": "unit"})
+    assert [(c.passage, c.backfill) for c in unit.chunks][:1] == [(4, False)]
+    # a question that names a document keeps the named node's unit
+    named = run_method(_env(snap), Query("Who directed Inherent Vice?", q.vec), "pathrag", 3, params)
+    assert 0 in [c.passage for c in named.chunks] and 4 not in [c.passage for c in named.chunks if not c.backfill]
+
+
+def test_pathrag_dense_documents_join_only_questions_that_name_fewer_than_two() -> None:
+    from pathweaver.retrieval.pathrag import PathRAGParams, named_documents, query_nodes
+
+    snap = _names_two_passages()
+    env = _env(snap)
+    vec = np.array([0, 0, 0, 0, 1], dtype=np.float32)  # dense top passage p4: "boogie nights", off every path
+    two = Query("Did Paul Thomas Anderson direct Inherent Vice?", vec)
+    one = Query("Who directed Inherent Vice?", vec)
+    params = PathRAGParams(dense_nodes=1, top_nodes=4)
+    nodes, _, named = query_nodes(env, two, params)
+    assert named == {0, 1} and named_documents(snap, named) == 2 and 3 not in nodes
+    assert 3 in query_nodes(env, two, dataclasses.replace(params, dense_when="always"))[0]
+    assert 3 in query_nodes(env, one, params)[0]
+    with pytest.raises(Exception, match="unnamed"):
+        run_method(env, one, "pathrag", 3, {"unnamed": "dense"})
+    with pytest.raises(Exception, match="dense_when"):
+        run_method(env, one, "pathrag", 3, {"dense_when": "never"})
+
+
+def _hub() -> GraphSnapshot:
+    """Two films whose documents both mention "united states" (a hub whose own document mentions nothing) and
+    the first also its director. One document per entity, one-hot vectors (dim 4)."""
+    ents = ["a film", "b film", "united states", "director"]
+    passages = ["A Film is an American film by Director.", "B Film is an American film.",
+                "The United States is a country.", "Director is a film maker."]
+    eye = np.eye(4, dtype=np.float32)
+    snap = GraphSnapshot.from_arrays(
+        ents, [], passages=passages,
+        mentions=[(0, 0, 1), (0, 2, 1), (0, 3, 1), (1, 1, 1), (1, 2, 1), (2, 2, 1), (3, 3, 1)],
+        entity_vecs=eye, rel_vecs=np.zeros((0, 4), dtype=np.float32), chunk_vecs=eye.copy())
+    ties = sp.csr_matrix((np.ones(4, dtype=np.float32), ([0, 1, 2, 3], [0, 1, 2, 3])), shape=(4, 4))
+    named = sp.csr_matrix((np.ones(3, dtype=np.float32), ([0, 0, 1], [2, 3, 2])), shape=(4, 4))
+    return dataclasses.replace(snap, ties=ties, name_mentions=named)
+
+
+def test_pathrag_directed_flow_follows_what_a_document_mentions() -> None:
+    snap = _hub()
+    edges = name_edges(snap)
+    assert edges.passages_from(0, 2) == [0] and edges.passages_from(2, 0) == [] and edges.passages_between(2, 0) == [0]
+    # Eq. 2 as printed: out-degrees a 2, b 1, us 0; the hub's document mentions nothing, so it spreads nowhere
+    directed = path_adjacency(snap, 0.0, directed=True)
+    assert directed.toarray().tolist() == [[0, 0, 1, 1], [0, 0, 1, 0], [0, 0, 0, 0], [0, 0, 0, 0]]
+    # the two films are joined only through the hub both mention: undirected (a > us > b), not directed
+    both = candidate_paths(snap, [0, 1], PathRAGParams(edges="undirected", targets="retrieved"))
+    assert [p for _, p in both] in ([[0, 2, 1]], [[1, 2, 0]])
+    assert candidate_paths(snap, [0, 1], PathRAGParams(targets="retrieved")) == []
+    # a named start's open ends follow its document's mentions: a -> us and a -> director, (1 + 0.7/2)/1 each
+    pool = candidate_paths(snap, [0], PathRAGParams(), named=frozenset({0}))
+    assert sorted(p for _, p in pool) == [[0, 2], [0, 3]]
+    assert [r for r, _ in pool] == pytest.approx([1.35, 1.35])
+    with pytest.raises(Exception, match="edges"):
+        PathRAGParams(edges="both").validate()
+
+
+def test_pathrag_fill_serves_the_other_retrieved_nodes_text_units_before_dense() -> None:
+    snap = _names_two_passages()
+    q = Query("Where was he born?", np.array([0, 0, 0.5, 0, 1], dtype=np.float32))  # dense: p4, p2
+    # retrieved: boogie nights (p4) and los angeles (p2), the two dense documents; no path joins them
+    params = {"dense_nodes": 2, "top_nodes": 2, "unnamed": "none"}
+    dense = run_method(_env(snap), q, "pathrag", 2, params)
+    assert dense.paths == [] and [(c.passage, c.backfill) for c in dense.chunks] == [(4, True), (2, True)]
+    units = run_method(_env(snap), q, "pathrag", 2, {**params, "fill": "units"})
+    assert [(c.passage, c.backfill) for c in units.chunks] == [(4, False), (2, False)]
+    with pytest.raises(Exception, match="fill"):
+        run_method(_env(snap), q, "pathrag", 2, {**params, "fill": "nodes"})

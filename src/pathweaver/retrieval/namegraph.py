@@ -37,6 +37,12 @@ class NameEdges:
         lo, hi = np.searchsorted(self.keys, [key, key + 1])
         return sorted(set(self.passage[lo:hi].tolist()))
 
+    def passages_from(self, u: int, v: int) -> list[int]:
+        """The passages of ``u``'s document that mention ``v`` (the name edge u -> v), lowest first."""
+        key = min(u, v) * self.n_entities + max(u, v)
+        lo, hi = np.searchsorted(self.keys, [key, key + 1])
+        return sorted(set(self.passage[lo:hi][self.src[lo:hi] == u].tolist()))
+
 
 def name_edges(snapshot: GraphSnapshot) -> NameEdges:
     """Every name edge of ``snapshot`` (see the module docstring)."""
@@ -71,18 +77,20 @@ def name_edges(snapshot: GraphSnapshot) -> NameEdges:
     return cached(snapshot, ("name_edges",), build, synonym_free=True)
 
 
-def name_adjacency(snapshot: GraphSnapshot) -> sp.csr_matrix:
-    """(E, E) undirected 0/1 entity adjacency of the name edges."""
+def name_adjacency(snapshot: GraphSnapshot, directed: bool = False) -> sp.csr_matrix:
+    """(E, E) 0/1 entity adjacency of the name edges: undirected, or ``directed`` (row a, column b: a's document
+    mentions b)."""
 
     def build() -> sp.csr_matrix:
         edges = name_edges(snapshot)
         n = snapshot.n_entities
         adj = sp.coo_matrix((np.ones(edges.size), (edges.src, edges.dst)), shape=(n, n)).tocsr()
-        adj = (adj + adj.T).tocsr()
+        if not directed:
+            adj = (adj + adj.T).tocsr()
         adj.data[:] = 1.0
         return adj
 
-    return cached(snapshot, ("name_adjacency",), build, synonym_free=True)
+    return cached(snapshot, ("name_adjacency", directed), build, synonym_free=True)
 
 
 def own_passages(snapshot: GraphSnapshot) -> sp.csc_matrix:
@@ -103,22 +111,23 @@ def has_names(snapshot: GraphSnapshot) -> bool:
     return name_edges(snapshot).size > 0
 
 
-def path_adjacency(snapshot: GraphSnapshot, statistical: float) -> sp.csr_matrix:
-    """(E, E) 0/1 adjacency the path methods walk: the name edges, plus the statistical relation and synonym edges
-    when ``statistical`` > 0 (or when the store has no name edges at all)."""
+def path_adjacency(snapshot: GraphSnapshot, statistical: float, directed: bool = False) -> sp.csr_matrix:
+    """(E, E) 0/1 adjacency the path methods walk: the name edges (``directed``: only from the mentioning document
+    to the name it mentions), plus the statistical relation and synonym edges (both ways) when ``statistical`` > 0
+    (or when the store has no name edges at all)."""
 
     def build() -> sp.csr_matrix:
         stat = snapshot.adjacency
         assert stat is not None
         if not has_names(snapshot):
             return stat.tocsr()
-        adj = name_adjacency(snapshot)
+        adj = name_adjacency(snapshot, directed)
         if statistical > 0:
             adj = (adj + stat).tocsr()
             adj.data[:] = 1.0
         return adj
 
-    return cached(snapshot, ("path_adjacency", statistical > 0), build)
+    return cached(snapshot, ("path_adjacency", statistical > 0, directed), build)
 
 
 def tied_entities(snapshot: GraphSnapshot, passages: list[int]) -> list[int]:

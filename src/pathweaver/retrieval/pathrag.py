@@ -2,21 +2,25 @@
 paths served in ascending reliability.
 
 1. Node retrieval (N = ``top_nodes``): the document names the question mentions (the name layer's automaton,
-   ``name_nodes``), the documents of the top ``dense_nodes`` dense passages (a title entity's description is its
-   document, so its nearest-node test is the dense one), then the paper's keyword → node retrieval (the agent's
+   ``name_nodes``), the documents of the top ``dense_nodes`` dense passages unless the question names two or more
+   documents (``dense_when``; a title entity's description is its document, so its nearest-node test is the
+   dense one), then the paper's keyword → node retrieval (the agent's
    ``query.keywords``, else ``keywords.statistical_keywords``; keywords take turns adding their next-nearest
    entity) over the entities of the graph walked.
-2. The graph walked (``namegraph.path_adjacency``): the name edges (a's document mentions b) and, with
-   ``statistical`` > 0 or on a store without names, the statistical relation and synonym edges.
-3. Flow-based pruning (Eq. 2-3, ``pathrag_flow``) from every retrieved node s: S(s) = 1; level by level, S(v) = Σ α·S(u)/|N(u,·)|
-   over the nodes u of the previous level that still spread; a node is updated at most once (the level it is
+2. The graph walked (``namegraph.path_adjacency``): the name edges, directed from a to b when a's document
+   mentions b (``edges``), and, with ``statistical`` > 0 or on a store without names, the statistical relation
+   and synonym edges (both ways).
+3. Flow-based pruning (Eq. 2-3, ``pathrag_flow``) from every retrieved node s: S(s) = 1; level by level,
+   S(v) = Σ α·S(u)/|N(u,·)| over the in-neighbours u of the previous level that still spread (|N(u,·)|: u's
+   out-degree); a node is updated at most once (the level it is
    first reached), and spreads only if S(v)/|N(v,·)| ≥ θ (Eq. 3). Propagation stops after ``max_hops`` levels (the
    authors' code enumerates paths of at most 3 hops). All starts propagate at once as a sparse matrix product.
 4. Paths (``paths = "flow"``): every simple path of 1..``max_hops`` edges inside the pruned flow (each node on it
    reached, each inner node spreading), so a pair is joined by paths of several lengths, not only the shortest
    (``"hop-first"`` keeps the earlier minimum-hop paths, the paper's Table 3 ablation). Ends: pairs of retrieved
    nodes (the paper, ``targets = "retrieved"``), or also any node the flow of a question-named start reached
-   (``targets = "named"``, ours, the default: a bridge document the question does not name). Reliability
+   (``targets = "named"``, ours, the default: a bridge document the question does not name; where the question
+   names none, the top dense passage's document is that start, ``unnamed``). Reliability
    S(P) = Σ_{v∈V_P} S(v) / |E_P| (Eq. 4, as printed: node resources summed, divided by the edge count). The best
    ``paths_per_pair`` per ordered pair enter the pool; a path and its reverse count once (the more reliable
    direction is kept); the top K = ``top_paths`` are served in ascending reliability (Eq. 6: the best path last).
@@ -24,10 +28,11 @@ paths served in ascending reliability.
    document whose passage names the other end), alternating.
 
 ``RetrievalResult.chunks``: the passages of the served paths (relation chunks, the passages behind name edges, and
-with ``node_passages`` the own passages of the document entities on them), ranked by the best reliability of a
-path they lie on (ties by dense cosine), taking turns with the text units of the retrieved nodes the question
-names (``text_units``; PathRAG's released code, after LightRAG's local context, serves the retrieved nodes' text
-chunks next to the paths), then filled up to ``top_k`` with dense hits marked as back-fill.
+with ``node_passages`` each document entity's own passage nearest the query), ranked by the best reliability of
+a path they lie on (ties by dense cosine), taking turns with the text units of the retrieved nodes the question
+names, or where it names none the top dense passage's document (``text_units``, ``unnamed``; PathRAG's released
+code, after LightRAG's local context, serves the retrieved nodes' text chunks next to the paths), then filled up
+to ``top_k`` with dense hits marked as back-fill (or first the other retrieved nodes' text units, ``fill``).
 ``triples``: the relation indices on the served paths, in path order.
 """
 
@@ -49,6 +54,9 @@ from pathweaver.store.snapshot import GraphSnapshot
 from pathweaver.text import normalize
 
 PATH_MODES = ("flow", "hop-first")
+EDGE_MODES = ("directed", "undirected")
+NODE_PASSAGES = ("nearest", "all", "ends", "none")
+TEXT_UNITS = ("named", "all", "none")
 TOP_NODES_LINKED, TOP_NODES_UNLINKED = 10, 40  # N when ``top_nodes`` is None (see PathRAGParams)
 
 
@@ -77,14 +85,24 @@ class PathRAGParams:
     # ours (issue 23), the name layer: weight of the statistical relation/synonym edges next to the name edges
     # (0 = the name edges alone, when the store has any; > 0 = both, as 0/1 structure)
     statistical: float = 0.0
+    # the name edges' direction in Eq. 2-3: "directed" (default; §Path Retrieval as printed: S flows from v_j to
+    # the nodes it points to, N(., v_i) the in-neighbours, |N(v_j, .)| the out-degree; a name edge points from
+    # the mentioning document to the name it mentions, so a hub that many documents mention no longer joins them)
+    # or "undirected" (every edge both ways, as the authors' code walks its networkx graph)
+    edges: str = "directed"
     name_nodes: bool = True  # the document names the question mentions lead the retrieved nodes
     name_parts: int = NAME_PARTS  # names the question calls by their last word, as ppr's (0 = off; ours)
     # the documents of the top n dense passages join the retrieved nodes (0 = off; ours): with the named nodes'
     # text units served beside the paths, more dense documents only crowd out the paths between named ones
     dense_nodes: int = 3
+    # when they join (ours): "unpaired" (default) only while the question names fewer than two documents (a path
+    # needs two ends; a question that names its pair needs no dense stand-in for them), or "always"
+    dense_when: str = "unpaired"
     # the document entities on a served path bring their own passages (a title's description is its document):
-    # "all" nodes, only the path's two "ends" (the retrieved nodes), or "none"
-    node_passages: str = "all"
+    # "nearest" (default) each node's one passage nearest the query (§Preliminaries: a node has one textual
+    # chunk t_v, and Eq. 5 serves it), "all" its every passage, only the path's two "ends" (the retrieved
+    # nodes), or "none"
+    node_passages: str = "nearest"
     # "retrieved": paths join pairs of retrieved nodes (the paper); "reached" (ours): a path may also end at any
     # node the start's pruned flow reached, so a document the question leads to without naming it can be served;
     # "named": that only for the starts the question names
@@ -97,6 +115,14 @@ class PathRAGParams:
     # node (the dense-passage documents among them only repeat dense hits), "none" paths alone; they take turns
     # with the path passages in the chunk list, ``units_per_node`` passages per node (its nearest to the query)
     text_units: str = "named"
+    # ours: where the question names no document, the top dense passage's document stands in for the named nodes:
+    # "anchor" (default) as their text unit and a start whose paths may end anywhere (``targets``), "unit" as
+    # their text unit only (over undirected edges its flow's paths cost musique dev three questions), or "none"
+    unnamed: str = "anchor"
+    # what fills the chunk list after the path passages and the text units above: "dense" hits marked as
+    # back-fill, or first the text units of the other retrieved nodes in retrieval order ("units"; PathRAG's
+    # released code, after LightRAG's local context, serves every retrieved node's text chunk), then dense
+    fill: str = "dense"
     units_per_node: int = 1
 
     def validate(self) -> None:
@@ -110,12 +136,20 @@ class PathRAGParams:
             raise ConfigError(f"pathrag theta must be >= 0, got {self.theta}")
         if self.paths not in PATH_MODES:
             raise ConfigError(f"pathrag paths must be one of {PATH_MODES}, got {self.paths!r}")
+        if self.edges not in EDGE_MODES:
+            raise ConfigError(f"pathrag edges must be one of {EDGE_MODES}, got {self.edges!r}")
         if self.targets not in ("retrieved", "reached", "named"):
             raise ConfigError(f"pathrag targets must be retrieved, reached or named, got {self.targets!r}")
-        if self.node_passages not in ("all", "ends", "none"):
-            raise ConfigError(f"pathrag node_passages must be all, ends or none, got {self.node_passages!r}")
-        if self.text_units not in ("named", "all", "none") or self.units_per_node < 1:
-            raise ConfigError(f"pathrag text_units must be named, all or none and units_per_node >= 1, got "
+        if self.node_passages not in NODE_PASSAGES:
+            raise ConfigError(f"pathrag node_passages must be one of {NODE_PASSAGES}, got {self.node_passages!r}")
+        if self.unnamed not in ("unit", "anchor", "none"):
+            raise ConfigError(f"pathrag unnamed must be unit, anchor or none, got {self.unnamed!r}")
+        if self.fill not in ("dense", "units"):
+            raise ConfigError(f"pathrag fill must be dense or units, got {self.fill!r}")
+        if self.dense_when not in ("unpaired", "always"):
+            raise ConfigError(f"pathrag dense_when must be unpaired or always, got {self.dense_when!r}")
+        if self.text_units not in TEXT_UNITS or self.units_per_node < 1:
+            raise ConfigError(f"pathrag text_units must be one of {TEXT_UNITS} and units_per_node >= 1, got "
                               f"{self.text_units!r}, {self.units_per_node}")
         if self.chunk_score not in ("best", "sum"):
             raise ConfigError(f"pathrag chunk_score must be best or sum, got {self.chunk_score!r}")
@@ -165,16 +199,20 @@ def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams
                 ) -> tuple[list[int], list[str], frozenset[int]]:
     """The retrieved nodes V_q (N = ``top_nodes``) and the keywords: the names the question mentions
     (``name_nodes``), the documents of the top ``dense_nodes`` dense passages, then the paper's keyword → node
-    retrieval over the entities of the graph walked (ours: the first two, issue 23). Also the named nodes."""
+    retrieval over the entities of the graph walked (ours: the first two, issue 23). Also the named nodes (with
+    ``unnamed = "anchor"``, the top dense passage's document where the question names none)."""
     snap = env.snapshot
     adjacency = path_adjacency(snap, params.statistical)
     nodes: list[int] = []
     if params.name_nodes and query.text:
         nodes += query_names(env, query.text, params.name_parts)
     named = frozenset(nodes)
-    if params.dense_nodes and snap.n_passages and snap.chunk_vecs.shape[0] == snap.n_passages:
+    paired = params.dense_when == "unpaired" and named_documents(snap, named) >= 2
+    if params.dense_nodes and not paired and snap.n_passages and snap.chunk_vecs.shape[0] == snap.n_passages:
         top = top_indices(dense_scores(snap, query.vec), params.dense_nodes).tolist()
         nodes += tied_entities(snap, top)
+        if not named and params.unnamed == "anchor":
+            named = frozenset(tied_entities(snap, top[:1]))
     n = params.top_nodes or (TOP_NODES_LINKED if documents_link(snap) else TOP_NODES_UNLINKED)
     nodes = list(dict.fromkeys(nodes))[:n]
     keywords = list(query.keywords) or statistical_keywords(snap, query.text, query.vec, params.n_keywords)
@@ -186,13 +224,21 @@ def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams
     return nodes, keywords, named
 
 
+def named_documents(snapshot: GraphSnapshot, named: frozenset[int]) -> int:
+    """How many documents ``named`` names (a title and its alias name one document: the same own passages)."""
+    return len({tuple(passages_of(snapshot, e)) for e in named})
+
+
 def candidate_paths(
     snapshot: GraphSnapshot, nodes: list[int], params: PathRAGParams, named: frozenset[int] = frozenset()
 ) -> list[tuple[float, list[int]]]:
     """The pool of (reliability, path) over all ordered pairs of ``nodes``, best ``paths_per_pair`` per pair,
     a path and its reverse merged (highest reliability kept)."""
-    adjacency = path_adjacency(snapshot, params.statistical)
-    degrees = np.diff(adjacency.indptr).astype(np.float64)  # |N(v,·)|, distinct neighbours
+    directed = params.edges == "directed"
+    adjacency = path_adjacency(snapshot, params.statistical, directed)
+    degrees = np.diff(adjacency.indptr).astype(np.float64)  # |N(v,·)|, distinct (out-)neighbours
+    # hop-first paths step back from the target to its in-neighbours
+    backward = adjacency.T.tocsr() if directed else adjacency
     flow = propagate(adjacency, degrees, nodes, params.alpha, params.theta, params.max_hops)
     node_arr = np.array(nodes, dtype=np.int64)
     pool: dict[tuple[int, ...], tuple[float, list[int]]] = {}
@@ -204,7 +250,7 @@ def candidate_paths(
             found = flow_paths(adjacency, row, set(reached), params.max_hops, params.max_candidates_per_pair,
                                params.max_walk_steps)
         else:
-            found = {t: dag_paths(adjacency, row, t, params.max_candidates_per_pair) for t in reached}
+            found = {t: dag_paths(backward, row, t, params.max_candidates_per_pair) for t in reached}
         for t in reached:
             scored = [(reliability(p, row), p) for p in found.get(t, [])]
             scored.sort(key=lambda rp: (-rp[0], rp[1]))
@@ -241,11 +287,13 @@ def path_text(snapshot: GraphSnapshot, path: list[int]) -> str:
     return " ".join(parts)
 
 
-def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, node_passages: str = "none") -> PathHit:
+def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, node_passages: str = "none",
+                  dense: np.ndarray | None = None, directed: bool = False) -> PathHit:
     """A served path: per-edge relation index (-1 = synonym or name edge), text, and its passages: those
     supporting its edges (relation chunks, the passages behind name edges) and, with ``node_passages`` "all" or
     "ends", the own passages of the document entities on it or at its ends (a title's description is its
-    document)."""
+    document); "nearest": each document entity's one own passage with the highest ``dense`` score. A
+    ``directed`` name edge u -> v brings only u's passages that mention v."""
     rel_chunks = relation_passages(snapshot)
     names = name_edges(snapshot)
     relations: list[int] = []
@@ -260,10 +308,13 @@ def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, node_pas
         for r in rels:
             add(rel_chunks.indices[rel_chunks.indptr[r] : rel_chunks.indptr[r + 1]].tolist())
         if names.size:
-            add(names.passages_between(u, v))
+            add(names.passages_from(u, v) if directed else names.passages_between(u, v))
     if node_passages != "none":
-        for node in path if node_passages == "all" else [path[0], path[-1]]:
-            add(passages_of(snapshot, node))
+        for node in path if node_passages in ("all", "nearest") else [path[0], path[-1]]:
+            own = passages_of(snapshot, node)
+            if node_passages == "nearest" and dense is not None and dense.size and own:
+                own = [max(own, key=lambda p: (float(dense[p]), -p))]
+            add(own)
     return PathHit(list(path), relations, rel, path_text(snapshot, path), passages)
 
 
@@ -331,14 +382,22 @@ def pathrag_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PathRA
     nodes, keywords, named = query_nodes(env, query, params)
     pool = candidate_paths(snap, nodes, params, named) if len(nodes) >= 2 or named else []
     pool.sort(key=lambda rp: (-rp[0], len(rp[1]), rp[1]))
-    served = [make_path_hit(snap, path, rel, params.node_passages) for rel, path in pool[: params.top_paths]]
+    dense = dense_scores(snap, query.vec) if snap.n_passages else np.zeros(0)
+    served = [make_path_hit(snap, path, rel, params.node_passages, dense,
+                             params.edges == "directed") for rel, path in pool[: params.top_paths]]
     served.reverse()  # Eq. 6: ascending reliability, the most reliable path last
     triples = [r for hit in served for r in hit.relations if r >= 0]
-    dense = dense_scores(snap, query.vec) if snap.n_passages else np.zeros(0)
     chunks = rank_chunks(snap, served, dense, top_k, params.chunk_score)
+    units: list[int] = []
     if params.text_units != "none":
         units = [v for v in nodes if params.text_units == "all" or v in named]
+        if not units and params.unnamed == "unit" and dense.size:
+            units = tied_entities(snap, top_indices(dense, 1).tolist())
         chunks = with_text_units(chunks, node_text_units(snap, units, dense, params.units_per_node), top_k)
+    if params.fill == "units":
+        rest = node_text_units(snap, [v for v in nodes if v not in units], dense, params.units_per_node)
+        chunks = take_turns([c for c in chunks if not c.backfill], [], top_k,
+                            then=[*(ChunkHit(p, 0.0) for p in rest), *(c for c in chunks if c.backfill)])
     return RetrievalResult(
         "pathrag",
         chunks,
