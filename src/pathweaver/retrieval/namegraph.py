@@ -31,17 +31,20 @@ class NameEdges:
     def size(self) -> int:
         return int(self.src.size)
 
-    def passages_between(self, u: int, v: int) -> list[int]:
-        """The passages behind the name edges joining ``u`` and ``v`` (either direction), lowest first."""
+    def _pair(self, u: int, v: int) -> slice:
+        """The rows of the name edges joining ``u`` and ``v``, either direction."""
         key = min(u, v) * self.n_entities + max(u, v)
         lo, hi = np.searchsorted(self.keys, [key, key + 1])
-        return sorted(set(self.passage[lo:hi].tolist()))
+        return slice(int(lo), int(hi))
+
+    def passages_between(self, u: int, v: int) -> list[int]:
+        """The passages behind the name edges joining ``u`` and ``v`` (either direction), lowest first."""
+        return sorted(set(self.passage[self._pair(u, v)].tolist()))
 
     def passages_from(self, u: int, v: int) -> list[int]:
         """The passages of ``u``'s document that mention ``v`` (the name edge u -> v), lowest first."""
-        key = min(u, v) * self.n_entities + max(u, v)
-        lo, hi = np.searchsorted(self.keys, [key, key + 1])
-        return sorted(set(self.passage[lo:hi][self.src[lo:hi] == u].tolist()))
+        rows = self._pair(u, v)
+        return sorted(set(self.passage[rows][self.src[rows] == u].tolist()))
 
 
 def name_edges(snapshot: GraphSnapshot) -> NameEdges:
