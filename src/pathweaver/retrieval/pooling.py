@@ -91,6 +91,14 @@ class PoolingParams:
     # ours: when the served triples stand for fewer than top_k passages, "coarse" (default) goes on down the pooled
     # ranking of the coarse triples before any dense back-fill; "served" back-fills at once
     fill: str = "coarse"
+    # ours: a passage's score is base(p)^w · pooled(p)^(1 - w), w = base_weight, pooled(p) its best triple's pooled
+    # score: pooling refines the base's passage score (§3.4, Implementation Details) instead of replacing it, so a
+    # hub that smoothing lifts from near 0 next to the top triple (§3.3's mean) no longer outranks the base's own
+    # evidence. 0 = the pooled score alone (before s9-pool9); docs/design-notes.md, "Path Pooling's passages"
+    base_weight: float = 0.5
+    # ours: whose passages are ranked: "coarse" (default) those of every pooled coarse triple, the smoothed
+    # sequence §3.4 reselects from; "served" those of the reselected top_triples first, then (fill) the rest
+    passages_from: str = "coarse"
 
     def validate(self) -> None:
         if self.mode not in MODES:
@@ -113,6 +121,10 @@ class PoolingParams:
             raise ConfigError(f"pooling triple_passages must be all or best, got {self.triple_passages!r}")
         if self.fill not in ("served", "coarse"):
             raise ConfigError(f"pooling fill must be served or coarse, got {self.fill!r}")
+        if not 0.0 <= self.base_weight <= 1.0:
+            raise ConfigError(f"pooling base_weight must be in [0, 1], got {self.base_weight!r}")
+        if self.passages_from not in ("coarse", "served"):
+            raise ConfigError(f"pooling passages_from must be coarse or served, got {self.passages_from!r}")
         if self.query_entities < 0 or self.max_paths < 0:
             raise ConfigError("pooling query_entities and max_paths must be >= 0")
 
@@ -362,14 +374,23 @@ def _chunks(
     env: RetrievalEnv, query: Query, items: list[int], pooled: dict[int, float], top_k: int, params: PoolingParams,
     passage_scores: np.ndarray, rest: Sequence[int] = (),
 ) -> list[ChunkHit]:
-    """Passages the served triples stand for, by their best pooled triple score, then those of ``rest`` (the
-    other coarse triples, best pooled first); dense chunks fill up to top_k."""
+    """Passages the triples ``items`` stand for, by base(p)^w · pooled(p)^(1 - w) (w = ``params.base_weight``,
+    pooled(p) the best pooled score of a triple standing for p), then those of ``rest`` (the other coarse triples,
+    best pooled first); dense chunks fill up to top_k."""
     best: dict[int, float] = {}
     for item in items:
         for p in _stands_for(env.snapshot, item, params, passage_scores):
             best[p] = max(best.get(p, -np.inf), pooled[item])
-    order = sorted(best.items(), key=lambda it: (-it[1], it[0]))
-    hits = [ChunkHit(p, float(s)) for p, s in order[:top_k]]
+    w = params.base_weight
+
+    def score(p: int) -> float:
+        if w == 0:
+            return best[p]
+        return float(max(passage_scores[p], 0.0) ** w * max(best[p], 0.0) ** (1.0 - w))
+
+    scored = {p: score(p) for p in best}
+    order = sorted(best, key=lambda p: (-scored[p], -best[p], p))
+    hits = [ChunkHit(p, scored[p]) for p in order[:top_k]]
     for item in rest:  # the pooled ranking past the served triples, before dense back-fill
         if len(hits) >= top_k:
             break
@@ -415,11 +436,16 @@ def pooling_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: Poolin
     )
     paths = [_path_hit(snap, kernels[i], tr, bases[i], params.tail_passages) for i in ranked[: params.max_paths]]
     relations = [r for r in served if r >= 0]
-    rest = [] if params.fill == "served" else [
-        tr.items[i] for i in sorted(range(len(tr.items)), key=lambda i: (-pooled[i], i)) if i not in keep]
+    by_pooled = [tr.items[i] for i in sorted(range(len(tr.items)), key=lambda i: (-pooled[i], i))]
+    if params.passages_from == "coarse":
+        ranked_items, rest = by_pooled, []
+    else:
+        ranked_items = served
+        served_set = set(served)
+        rest = [] if params.fill == "served" else [it for it in by_pooled if it not in served_set]
     return RetrievalResult(
         "pooling",
-        _chunks(env, query, served, pooled_by_item, top_k, params, passage_scores, rest),
+        _chunks(env, query, ranked_items, pooled_by_item, top_k, params, passage_scores, rest),
         paths=paths,
         triples=relations,
         triple_scores={r: pooled_by_item[r] for r in relations},
