@@ -142,7 +142,8 @@ def test_pooling_name_triples_and_their_passages() -> None:
     assert tr.items == [-2, -1] and tr.scores == pytest.approx([0.8, 0.6])
     assert tr.ends == [(1, 2), (0, 1)]
     assert item_passages(snap, -1, True) == [0, 1] and item_passages(snap, -2, False) == [1]
-    result = run_method(_env(snap), q, "pooling", 3, {"query_entities": 0, "pooling": "mean", "base": "cos"})
+    result = run_method(_env(snap), q, "pooling", 3, {"query_entities": 0, "pooling": "mean", "base": "cos",
+                                                       "base_weight": 0.0, "passages_from": "served"})
     # kernels from the named "inherent vice" alone: [t(iv,pta)] and [t(iv,pta), t(pta,la)]; §3.3 mean pooling (a = 10):
     # t(iv,pta) = max(0.6 + 0.06, 0.7 + 0.06) = 0.76; t(pta,la) = 0.7 + 0.6/100 = 0.706
     assert result.info["query_entities"][0] == "inherent vice"
@@ -295,7 +296,7 @@ def test_pooling_name_triple_stands_for_the_named_documents_best_passage() -> No
             entity_vecs=eye, rel_vecs=np.zeros((0, 4), dtype=np.float32), chunk_vecs=eye.copy()),
         ties=ties, name_mentions=named)
     q = Query("Where was the director of Inherent Vice born?", np.array([0.6, 0.7, 0.2, 0.3], dtype=np.float32))
-    args = {"query_entities": 0, "base": "cos"}
+    args = {"query_entities": 0, "base": "cos", "base_weight": 0.0, "passages_from": "served"}
     # (pta, mentions, la) stands for p1 and la's best passage by the base (cos 0.3 for p3 against 0.2 for p2);
     # mean pooling: t(iv,pta) = max(0.6 + 0.06, 0.65 + 0.06) = 0.71 (p0, p1), t(pta,la) = 0.65 + 0.006 (p1, p3)
     best = run_method(_env(snap), q, "pooling", 4, args)
@@ -304,3 +305,22 @@ def test_pooling_name_triple_stands_for_the_named_documents_best_passage() -> No
     assert best.chunks[3].passage == 2 and best.chunks[3].backfill
     every = run_method(_env(snap), q, "pooling", 4, {**args, "triple_passages": "all"})
     assert sorted(c.passage for c in every.chunks) == [0, 1, 2, 3] and every.backfill_share() == 0.0
+
+
+def test_pooling_refines_the_base_passage_score() -> None:
+    snap = _names()
+    q = Query("Where was the director of Inherent Vice born?", np.array([0.6, 0.8, 0, 0], dtype=np.float32))
+    args = {"query_entities": 0, "pooling": "mean", "base": "cos"}
+    # pooled as in test_pooling_name_triples_and_their_passages: p0 0.76, p1 0.76, p2 0.706; base cos 0.6, 0.8, 0.
+    # Alone, the pooled score puts p2 ("los angeles", which the question's vector does not touch) at 0.706, lifted
+    # by §3.3's mean from the triple beside it; base^0.5 · pooled^0.5 keeps the base's order and drops p2 to 0
+    alone = run_method(_env(snap), q, "pooling", 3, {**args, "base_weight": 0.0})
+    assert [c.passage for c in alone.chunks] == [0, 1, 2]
+    assert alone.chunks[2].score == pytest.approx(0.706)
+    refined = run_method(_env(snap), q, "pooling", 3, args)
+    assert [c.passage for c in refined.chunks] == [1, 0, 2]
+    assert [c.score for c in refined.chunks] == pytest.approx([(0.8 * 0.76) ** 0.5, (0.6 * 0.76) ** 0.5, 0.0])
+    assert refined.backfill_share() == 0.0
+    # base_weight 1 is the base's own score over the same passages
+    assert [c.score for c in run_method(_env(snap), q, "pooling", 3, {**args, "base_weight": 1.0}).chunks] \
+        == pytest.approx([0.8, 0.6, 0.0])
