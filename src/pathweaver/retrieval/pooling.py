@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pathweaver.config import ConfigError
-from pathweaver.retrieval.graphs import relation_passages
+from pathweaver.retrieval.graphs import passage_relations, relation_passages
 from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, query_names
 from pathweaver.retrieval.namegraph import name_edges, own_passages, passages_of
 from pathweaver.retrieval.ppr import PPRParams, ppr_scores
@@ -91,6 +91,10 @@ class PoolingParams:
     # ours: when the served triples stand for fewer than top_k passages, "coarse" (default) goes on down the pooled
     # ranking of the coarse triples before any dense back-fill; "served" back-fills at once
     fill: str = "coarse"
+    # ours: the statistical triples of each named entity's document (its best passage by the ppr base) join the
+    # coarse set (docs/benchmarks.md, "Path Pooling over its base"); off for base "cos", whose triple scores
+    # are cos(query, triple text)
+    named_passages: bool = True
     # ours: a passage's score is base(p)^w · pooled(p)^(1 - w), w = base_weight, pooled(p) its best triple's pooled
     # score: pooling refines the base's passage score (§3.4, Implementation Details) instead of replacing it, so a
     # hub that smoothing lifts from near 0 next to the top triple (§3.3's mean) no longer outranks the base's own
@@ -123,6 +127,8 @@ class PoolingParams:
             raise ConfigError(f"pooling fill must be served or coarse, got {self.fill!r}")
         if not 0.0 <= self.base_weight <= 1.0:
             raise ConfigError(f"pooling base_weight must be in [0, 1], got {self.base_weight!r}")
+        if not isinstance(self.named_passages, bool):
+            raise ConfigError(f"pooling named_passages must be true or false, got {self.named_passages!r}")
         if self.passages_from not in ("coarse", "served"):
             raise ConfigError(f"pooling passages_from must be coarse or served, got {self.passages_from!r}")
         if self.query_entities < 0 or self.max_paths < 0:
@@ -268,7 +274,8 @@ class Triples:
 def coarse_triples(env: RetrievalEnv, query: Query, params: PoolingParams, first: int, named: list[int],
                    passage_scores: np.ndarray) -> Triples:
     """The coarse top ``first`` triples (statistical, name triples or both, ``params.statistical``), plus the
-    best ``name_triples`` name triples touching a name the question mentions; ``passage_scores`` are the base's
+    best ``name_triples`` name triples touching a name the question mentions and (``named_passages``) the
+    statistical triples of each named document's best passage; ``passage_scores`` are the base's
     (``base_passage_scores``)."""
     snap = env.snapshot
     edges = name_edges(snap)
@@ -297,6 +304,21 @@ def coarse_triples(env: RetrievalEnv, query: Query, params: PoolingParams, first
     ranked = sorted(best.items(), key=lambda it: (-it[1], it[0]))
     if not named or not params.name_triples:
         ranked = ranked[:first]
+    if params.named_passages and params.base == "ppr" and named and snap.n_relations:
+        # the kernels start from the named entities (§3.3), so the triples of their own documents join the coarse
+        # set beside the naive scorer's top M (which can miss them all), scored by the base as the others
+        have = {i for i, _ in ranked}
+        rp, pr = relation_passages(snap), passage_relations(snap)
+        for e in named:
+            own = passages_of(snap, e)
+            if not own:
+                continue
+            p = max(own, key=lambda q: (float(passage_scores[q]), -q))  # the document's best passage by the base
+            for r in pr[p].indices.tolist():
+                if r not in have:
+                    have.add(r)
+                    ranked.append((r, float(passage_scores[rp[r].indices].max())))
+        ranked.sort(key=lambda it: (-it[1], it[0]))
     items = [i for i, _ in ranked]
 
     def ends(i: int) -> tuple[int, int]:
