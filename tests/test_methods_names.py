@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from pathweaver.config import ConfigError
 from pathweaver.retrieval.graphs import node_space_graph
 from pathweaver.retrieval.mcmi import MCMIParams, eq11_scores
 from pathweaver.retrieval.namegraph import name_edges, path_adjacency
@@ -63,15 +64,18 @@ def test_pruned_nodes_carry_no_path_and_hop_first_keeps_the_shortest() -> None:
     assert [p for _, p in hop_pool] == [[A, C]] or [p for _, p in hop_pool] == [[C, A]]
 
 
+PASSAGES = [
+    "Inherent Vice is a film directed by Paul Thomas Anderson.",
+    "Paul Thomas Anderson was born in Studio City, Los Angeles.",
+    "Los Angeles is a city in California.",
+]
+
+
 def _names() -> GraphSnapshot:
     """Three documents and their title entities: "inherent vice" (p0) names "paul thomas anderson" (p1), whose
     passage names "los angeles" (p2). No statistical relation. One-hot vectors (dim 4)."""
     ents = ["inherent vice", "paul thomas anderson", "los angeles", "film"]
-    passages = [
-        "Inherent Vice is a film directed by Paul Thomas Anderson.",
-        "Paul Thomas Anderson was born in Studio City, Los Angeles.",
-        "Los Angeles is a city in California.",
-    ]
+    passages = PASSAGES
     eye = np.eye(4, dtype=np.float32)
     snap = GraphSnapshot.from_arrays(
         ents, [], passages=passages, mentions=[(0, 0, 1), (0, 1, 1), (1, 1, 1), (1, 2, 1), (2, 2, 1), (0, 3, 1)],
@@ -324,3 +328,27 @@ def test_pooling_refines_the_base_passage_score() -> None:
     # base_weight 1 is the base's own score over the same passages
     assert [c.score for c in run_method(_env(snap), q, "pooling", 3, {**args, "base_weight": 1.0}).chunks] \
         == pytest.approx([0.8, 0.6, 0.0])
+
+
+def test_pooling_named_documents_triples_join_the_coarse_set() -> None:
+    # _names() plus two statistical triples: (inherent vice, is a, film) from p0, far from the query vector, and
+    # (paul thomas anderson, born in, los angeles) from p1, nearest to it
+    names = _names()
+    eye = np.eye(4, dtype=np.float32)
+    snap = dataclasses.replace(
+        GraphSnapshot.from_arrays(
+            list(names.entity_names), [(0, 3, "is a"), (1, 2, "born in")], passages=PASSAGES,
+            relation_chunks=[(0, 0), (1, 1)],
+            mentions=[(0, 0, 1), (0, 1, 1), (1, 1, 1), (1, 2, 1), (2, 2, 1), (0, 3, 1)],
+            entity_vecs=eye, rel_vecs=eye[[3, 1]].copy(), chunk_vecs=eye[:3].copy()),
+        ties=names.ties, name_mentions=names.name_mentions)
+    q = Query("Where was the director of Inherent Vice born?", np.array([0.6, 0.8, 0, 0], dtype=np.float32))
+    base = np.array([0.5, 1.0, 0.2])  # the base's passage scores, as base_passage_scores hands them over
+    on = coarse_triples(_env(snap), q, PoolingParams(), 1, [0], base)
+    off = coarse_triples(_env(snap), q, PoolingParams(named_passages=False), 1, [0], base)
+    # the naive top 1 is "born in" (cos 0.8); "is a" (cos 0) comes from p0, the named document's only passage
+    assert 1 in off.items and 0 not in off.items
+    assert 0 in on.items and on.scores[on.items.index(0)] == pytest.approx(0.5)
+    assert set(on.items) - set(off.items) == {0}
+    with pytest.raises(ConfigError):
+        run_method(_env(snap), q, "pooling", 3, {"named_passages": "yes"})
