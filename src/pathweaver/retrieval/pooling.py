@@ -5,7 +5,8 @@
   (``"cos"``: the "naive triple-based scorer" cos(query, triple), §3.2/§3.4), over the coarse top triples.
   Over the name layer (issue 23, ``statistical``, ``name_triples``) the coarse set also holds name triples
   (a, mentions, b), one per passage of a's document naming b, scored by that passage (its base score); the triples
-  touching a name the question mentions join it, and those names seed the kernels first.
+  touching a name the question mentions join it, and those names seed the kernels first; so do the statistical
+  triples of each named document's best passage (``named_passages``), which the naive top M can miss entirely.
 - Path kernels (§3.3): paths from the query entities over the graph made of the retrieved triples (undirected),
   by Dijkstra (one shortest path per reached entity, edge length 1 − score: our choice, the paper does not say)
   or BFS (every simple path of up to ``max_path_len`` = 4 triples, §4.3.1). Triples on no kernel path, including
@@ -17,9 +18,10 @@
 - ``mode="rerank"`` (§3.4 position reranking): the top ``top_triples`` triples, reordered by pooled score in
   ascending order so the best sits nearest the question (recency bias). ``mode="reselect"`` (§3.4 triple
   reselection): the coarse top ``coarse_m``, pooled, then the pooled top ``top_triples``, in the same order.
-- Passages (ours; the paper serves triples): each served triple stands for one evidence passage (a relation the
+- Passages (ours; the paper serves triples): each pooled triple stands for one evidence passage (a relation the
   passage that gave it its score, a name triple its mentioning passage and the named document's best passage by
-  the base), ranked by its best pooled triple score; the rest of the pooled ranking fills before dense back-fill.
+  the base); a passage scores base(p)^w · pooled(p)^(1 − w) (w = ``base_weight``, pooled(p) its best triple's
+  pooled score): pooling refines the base's passage scores rather than replacing them.
 """
 
 from __future__ import annotations
