@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from pathweaver.config import ConfigError
 from pathweaver.retrieval.graphs import node_space_graph
 from pathweaver.retrieval.mcmi import MCMIParams, eq11_scores
 from pathweaver.retrieval.namegraph import name_edges, path_adjacency
@@ -63,15 +64,18 @@ def test_pruned_nodes_carry_no_path_and_hop_first_keeps_the_shortest() -> None:
     assert [p for _, p in hop_pool] == [[A, C]] or [p for _, p in hop_pool] == [[C, A]]
 
 
+PASSAGES = [
+    "Inherent Vice is a film directed by Paul Thomas Anderson.",
+    "Paul Thomas Anderson was born in Studio City, Los Angeles.",
+    "Los Angeles is a city in California.",
+]
+
+
 def _names() -> GraphSnapshot:
     """Three documents and their title entities: "inherent vice" (p0) names "paul thomas anderson" (p1), whose
     passage names "los angeles" (p2). No statistical relation. One-hot vectors (dim 4)."""
     ents = ["inherent vice", "paul thomas anderson", "los angeles", "film"]
-    passages = [
-        "Inherent Vice is a film directed by Paul Thomas Anderson.",
-        "Paul Thomas Anderson was born in Studio City, Los Angeles.",
-        "Los Angeles is a city in California.",
-    ]
+    passages = PASSAGES
     eye = np.eye(4, dtype=np.float32)
     snap = GraphSnapshot.from_arrays(
         ents, [], passages=passages, mentions=[(0, 0, 1), (0, 1, 1), (1, 1, 1), (1, 2, 1), (2, 2, 1), (0, 3, 1)],
@@ -147,7 +151,8 @@ def test_pooling_name_triples_and_their_passages() -> None:
     assert tr.items == [-2, -1] and tr.scores == pytest.approx([0.8, 0.6])
     assert tr.ends == [(1, 2), (0, 1)]
     assert item_passages(snap, -1, True) == [0, 1] and item_passages(snap, -2, False) == [1]
-    result = run_method(_env(snap), q, "pooling", 3, {"query_entities": 0, "pooling": "mean", "base": "cos"})
+    result = run_method(_env(snap), q, "pooling", 3, {"query_entities": 0, "pooling": "mean", "base": "cos",
+                                                       "base_weight": 0.0, "passages_from": "served"})
     # kernels from the named "inherent vice" alone: [t(iv,pta)] and [t(iv,pta), t(pta,la)]; §3.3 mean pooling (a = 10):
     # t(iv,pta) = max(0.6 + 0.06, 0.7 + 0.06) = 0.76; t(pta,la) = 0.7 + 0.6/100 = 0.706
     assert result.info["query_entities"][0] == "inherent vice"
@@ -300,7 +305,7 @@ def test_pooling_name_triple_stands_for_the_named_documents_best_passage() -> No
             entity_vecs=eye, rel_vecs=np.zeros((0, 4), dtype=np.float32), chunk_vecs=eye.copy()),
         ties=ties, name_mentions=named)
     q = Query("Where was the director of Inherent Vice born?", np.array([0.6, 0.7, 0.2, 0.3], dtype=np.float32))
-    args = {"query_entities": 0, "base": "cos"}
+    args = {"query_entities": 0, "base": "cos", "base_weight": 0.0, "passages_from": "served"}
     # (pta, mentions, la) stands for p1 and la's best passage by the base (cos 0.3 for p3 against 0.2 for p2);
     # mean pooling: t(iv,pta) = max(0.6 + 0.06, 0.65 + 0.06) = 0.71 (p0, p1), t(pta,la) = 0.65 + 0.006 (p1, p3)
     best = run_method(_env(snap), q, "pooling", 4, args)
@@ -435,3 +440,46 @@ def test_pathrag_fill_serves_the_other_retrieved_nodes_text_units_before_dense()
     assert [(c.passage, c.backfill) for c in units.chunks] == [(4, False), (2, False)]
     with pytest.raises(Exception, match="fill"):
         run_method(_env(snap), q, "pathrag", 2, {**params, "fill": "nodes"})
+
+
+def test_pooling_refines_the_base_passage_score() -> None:
+    snap = _names()
+    q = Query("Where was the director of Inherent Vice born?", np.array([0.6, 0.8, 0, 0], dtype=np.float32))
+    args = {"query_entities": 0, "pooling": "mean", "base": "cos"}
+    # pooled as in test_pooling_name_triples_and_their_passages: p0 0.76, p1 0.76, p2 0.706; base cos 0.6, 0.8, 0.
+    # Alone, the pooled score puts p2 ("los angeles", which the question's vector does not touch) at 0.706, lifted
+    # by §3.3's mean from the triple beside it; base^0.5 · pooled^0.5 keeps the base's order and drops p2 to 0
+    alone = run_method(_env(snap), q, "pooling", 3, {**args, "base_weight": 0.0})
+    assert [c.passage for c in alone.chunks] == [0, 1, 2]
+    assert alone.chunks[2].score == pytest.approx(0.706)
+    refined = run_method(_env(snap), q, "pooling", 3, args)
+    assert [c.passage for c in refined.chunks] == [1, 0, 2]
+    assert [c.score for c in refined.chunks] == pytest.approx([(0.8 * 0.76) ** 0.5, (0.6 * 0.76) ** 0.5, 0.0])
+    assert refined.backfill_share() == 0.0
+    # base_weight 1 is the base's own score over the same passages
+    assert [c.score for c in run_method(_env(snap), q, "pooling", 3, {**args, "base_weight": 1.0}).chunks] \
+        == pytest.approx([0.8, 0.6, 0.0])
+
+
+def test_pooling_named_documents_triples_join_the_coarse_set() -> None:
+    # _names() plus two statistical triples: (inherent vice, is a, film) from p0, far from the query vector, and
+    # (paul thomas anderson, born in, los angeles) from p1, nearest to it
+    names = _names()
+    eye = np.eye(4, dtype=np.float32)
+    snap = dataclasses.replace(
+        GraphSnapshot.from_arrays(
+            list(names.entity_names), [(0, 3, "is a"), (1, 2, "born in")], passages=PASSAGES,
+            relation_chunks=[(0, 0), (1, 1)],
+            mentions=[(0, 0, 1), (0, 1, 1), (1, 1, 1), (1, 2, 1), (2, 2, 1), (0, 3, 1)],
+            entity_vecs=eye, rel_vecs=eye[[3, 1]].copy(), chunk_vecs=eye[:3].copy()),
+        ties=names.ties, name_mentions=names.name_mentions)
+    q = Query("Where was the director of Inherent Vice born?", np.array([0.6, 0.8, 0, 0], dtype=np.float32))
+    base = np.array([0.5, 1.0, 0.2])  # the base's passage scores, as base_passage_scores hands them over
+    on = coarse_triples(_env(snap), q, PoolingParams(), 1, [0], base)
+    off = coarse_triples(_env(snap), q, PoolingParams(named_passages=False), 1, [0], base)
+    # the naive top 1 is "born in" (cos 0.8); "is a" (cos 0) comes from p0, the named document's only passage
+    assert 1 in off.items and 0 not in off.items
+    assert 0 in on.items and on.scores[on.items.index(0)] == pytest.approx(0.5)
+    assert set(on.items) - set(off.items) == {0}
+    with pytest.raises(ConfigError):
+        run_method(_env(snap), q, "pooling", 3, {"named_passages": "yes"})

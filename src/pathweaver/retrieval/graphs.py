@@ -268,3 +268,9 @@ def pair_relations(snapshot: GraphSnapshot) -> PairRelations:
 def relation_passages(snapshot: GraphSnapshot) -> sp.csr_matrix:
     """``rel_chunks`` as CSR (R, P), for fast row access."""
     return cached(snapshot, ("rel_chunks_csr",), lambda: sp.csr_matrix(snapshot.rel_chunks), synonym_free=True)
+
+
+def passage_relations(snapshot: GraphSnapshot) -> sp.csr_matrix:
+    """``rel_chunks`` transposed as CSR (P, R): the relations each passage holds."""
+    return cached(snapshot, ("rel_chunks_csr_t",), lambda: sp.csr_matrix(relation_passages(snapshot).T),
+                  synonym_free=True)

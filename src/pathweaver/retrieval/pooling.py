@@ -5,7 +5,8 @@
   (``"cos"``: the "naive triple-based scorer" cos(query, triple), §3.2/§3.4), over the coarse top triples.
   Over the name layer (issue 23, ``statistical``, ``name_triples``) the coarse set also holds name triples
   (a, mentions, b), one per passage of a's document naming b, scored by that passage (its base score); the triples
-  touching a name the question mentions join it, and those names seed the kernels first.
+  touching a name the question mentions join it, and those names seed the kernels first; so do the statistical
+  triples of each named document's best passage (``named_passages``), which the naive top M can miss entirely.
 - Path kernels (§3.3): paths from the query entities over the graph made of the retrieved triples (undirected),
   by Dijkstra (one shortest path per reached entity, edge length 1 − score: our choice, the paper does not say)
   or BFS (every simple path of up to ``max_path_len`` = 4 triples, §4.3.1). Triples on no kernel path, including
@@ -17,9 +18,10 @@
 - ``mode="rerank"`` (§3.4 position reranking): the top ``top_triples`` triples, reordered by pooled score in
   ascending order so the best sits nearest the question (recency bias). ``mode="reselect"`` (§3.4 triple
   reselection): the coarse top ``coarse_m``, pooled, then the pooled top ``top_triples``, in the same order.
-- Passages (ours; the paper serves triples): each served triple stands for one evidence passage (a relation the
+- Passages (ours; the paper serves triples): each pooled triple stands for one evidence passage (a relation the
   passage that gave it its score, a name triple its mentioning passage and the named document's best passage by
-  the base), ranked by its best pooled triple score; the rest of the pooled ranking fills before dense back-fill.
+  the base); a passage scores base(p)^w · pooled(p)^(1 − w) (w = ``base_weight``, pooled(p) its best triple's
+  pooled score): pooling refines the base's passage scores rather than replacing them.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pathweaver.config import ConfigError
-from pathweaver.retrieval.graphs import relation_passages
+from pathweaver.retrieval.graphs import passage_relations, relation_passages
 from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, query_names
 from pathweaver.retrieval.namegraph import name_edges, own_passages, passages_of
 from pathweaver.retrieval.ppr import PPRParams, ppr_scores
@@ -91,6 +93,18 @@ class PoolingParams:
     # ours: when the served triples stand for fewer than top_k passages, "coarse" (default) goes on down the pooled
     # ranking of the coarse triples before any dense back-fill; "served" back-fills at once
     fill: str = "coarse"
+    # ours: the statistical triples of each named entity's document (its best passage by the ppr base) join the
+    # coarse set (docs/benchmarks.md, "Path Pooling over its base"); off for base "cos", whose triple scores
+    # are cos(query, triple text)
+    named_passages: bool = True
+    # ours: a passage's score is base(p)^w · pooled(p)^(1 - w), w = base_weight, pooled(p) its best triple's pooled
+    # score: pooling refines the base's passage score (§3.4, Implementation Details) instead of replacing it, so a
+    # hub that smoothing lifts from near 0 next to the top triple (§3.3's mean) no longer outranks the base's own
+    # evidence. 0 = the pooled score alone (before s9-pool9); docs/design-notes.md, "Path Pooling's passages"
+    base_weight: float = 0.5
+    # ours: whose passages are ranked: "coarse" (default) those of every pooled coarse triple, the smoothed
+    # sequence §3.4 reselects from; "served" those of the reselected top_triples first, then (fill) the rest
+    passages_from: str = "coarse"
 
     def validate(self) -> None:
         if self.mode not in MODES:
@@ -113,6 +127,12 @@ class PoolingParams:
             raise ConfigError(f"pooling triple_passages must be all or best, got {self.triple_passages!r}")
         if self.fill not in ("served", "coarse"):
             raise ConfigError(f"pooling fill must be served or coarse, got {self.fill!r}")
+        if not 0.0 <= self.base_weight <= 1.0:
+            raise ConfigError(f"pooling base_weight must be in [0, 1], got {self.base_weight!r}")
+        if not isinstance(self.named_passages, bool):
+            raise ConfigError(f"pooling named_passages must be true or false, got {self.named_passages!r}")
+        if self.passages_from not in ("coarse", "served"):
+            raise ConfigError(f"pooling passages_from must be coarse or served, got {self.passages_from!r}")
         if self.query_entities < 0 or self.max_paths < 0:
             raise ConfigError("pooling query_entities and max_paths must be >= 0")
 
@@ -256,7 +276,8 @@ class Triples:
 def coarse_triples(env: RetrievalEnv, query: Query, params: PoolingParams, first: int, named: list[int],
                    passage_scores: np.ndarray) -> Triples:
     """The coarse top ``first`` triples (statistical, name triples or both, ``params.statistical``), plus the
-    best ``name_triples`` name triples touching a name the question mentions; ``passage_scores`` are the base's
+    best ``name_triples`` name triples touching a name the question mentions and (``named_passages``) the
+    statistical triples of each named document's best passage; ``passage_scores`` are the base's
     (``base_passage_scores``)."""
     snap = env.snapshot
     edges = name_edges(snap)
@@ -285,6 +306,21 @@ def coarse_triples(env: RetrievalEnv, query: Query, params: PoolingParams, first
     ranked = sorted(best.items(), key=lambda it: (-it[1], it[0]))
     if not named or not params.name_triples:
         ranked = ranked[:first]
+    if params.named_passages and params.base == "ppr" and named and snap.n_relations:
+        # the kernels start from the named entities (§3.3), so the triples of their own documents join the coarse
+        # set beside the naive scorer's top M (which can miss them all), scored by the base as the others
+        have = {i for i, _ in ranked}
+        rp, pr = relation_passages(snap), passage_relations(snap)
+        for e in named:
+            own = passages_of(snap, e)
+            if not own:
+                continue
+            p = max(own, key=lambda q: (float(passage_scores[q]), -q))  # the document's best passage by the base
+            for r in pr[p].indices.tolist():
+                if r not in have:
+                    have.add(r)
+                    ranked.append((r, float(passage_scores[rp[r].indices].max())))
+        ranked.sort(key=lambda it: (-it[1], it[0]))
     items = [i for i, _ in ranked]
 
     def ends(i: int) -> tuple[int, int]:
@@ -362,14 +398,23 @@ def _chunks(
     env: RetrievalEnv, query: Query, items: list[int], pooled: dict[int, float], top_k: int, params: PoolingParams,
     passage_scores: np.ndarray, rest: Sequence[int] = (),
 ) -> list[ChunkHit]:
-    """Passages the served triples stand for, by their best pooled triple score, then those of ``rest`` (the
-    other coarse triples, best pooled first); dense chunks fill up to top_k."""
+    """Passages the triples ``items`` stand for, by base(p)^w · pooled(p)^(1 - w) (w = ``params.base_weight``,
+    pooled(p) the best pooled score of a triple standing for p), then those of ``rest`` (the other coarse triples,
+    best pooled first); dense chunks fill up to top_k."""
     best: dict[int, float] = {}
     for item in items:
         for p in _stands_for(env.snapshot, item, params, passage_scores):
             best[p] = max(best.get(p, -np.inf), pooled[item])
-    order = sorted(best.items(), key=lambda it: (-it[1], it[0]))
-    hits = [ChunkHit(p, float(s)) for p, s in order[:top_k]]
+    w = params.base_weight
+
+    def score(p: int) -> float:
+        if w == 0:
+            return best[p]
+        return float(max(passage_scores[p], 0.0) ** w * max(best[p], 0.0) ** (1.0 - w))
+
+    scored = {p: score(p) for p in best}
+    order = sorted(best, key=lambda p: (-scored[p], -best[p], p))
+    hits = [ChunkHit(p, scored[p]) for p in order[:top_k]]
     for item in rest:  # the pooled ranking past the served triples, before dense back-fill
         if len(hits) >= top_k:
             break
@@ -415,11 +460,16 @@ def pooling_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: Poolin
     )
     paths = [_path_hit(snap, kernels[i], tr, bases[i], params.tail_passages) for i in ranked[: params.max_paths]]
     relations = [r for r in served if r >= 0]
-    rest = [] if params.fill == "served" else [
-        tr.items[i] for i in sorted(range(len(tr.items)), key=lambda i: (-pooled[i], i)) if i not in keep]
+    by_pooled = [tr.items[i] for i in sorted(range(len(tr.items)), key=lambda i: (-pooled[i], i))]
+    if params.passages_from == "coarse":
+        ranked_items, rest = by_pooled, []
+    else:
+        ranked_items = served
+        served_set = set(served)
+        rest = [] if params.fill == "served" else [it for it in by_pooled if it not in served_set]
     return RetrievalResult(
         "pooling",
-        _chunks(env, query, served, pooled_by_item, top_k, params, passage_scores, rest),
+        _chunks(env, query, ranked_items, pooled_by_item, top_k, params, passage_scores, rest),
         paths=paths,
         triples=relations,
         triple_scores={r: pooled_by_item[r] for r in relations},
