@@ -3,6 +3,10 @@
 ``lego:<sbe|sae>+<sbr|osar|isar>``: extraction (``lego_extract``) keeps a query subgraph, path retrieval
 (``lego_paths``) finds ranked paths in it from the query's seed entities. Chunks are the passages that support the
 path triples, ranked by their best path's score, then filled with dense chunks up to ``top_k``.
+
+The graph (issue 23, ``names`` / ``statistical``): the name edges (a's document has a passage that mentions b;
+``namegraph``) and the statistical relation and synonym edges. A name edge's passage is the passage that mentions
+b; in ``PathHit.relations`` it reads -1, as in pathrag and pooling.
 """
 
 from __future__ import annotations
@@ -10,10 +14,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
 from pathweaver.retrieval.keywords import query_names
-from pathweaver.retrieval.lego_extract import SYNONYM, ExtractedSubgraph, query_seeds, sae_eem, sbe_ppr
+from pathweaver.retrieval.lego_extract import (
+    SYNONYM,
+    EdgeLayers,
+    ExtractedSubgraph,
+    edge_ends,
+    is_name,
+    name_row,
+    query_seeds,
+    sae_eem,
+    sbe_ppr,
+)
 from pathweaver.retrieval.lego_paths import (
     PRUNE_RULES,
     PathScorer,
@@ -23,9 +38,11 @@ from pathweaver.retrieval.lego_paths import (
     path_text,
     sbr_paths,
 )
+from pathweaver.retrieval.namegraph import name_edges
 from pathweaver.retrieval.ppr import COARSE_TOL
 from pathweaver.retrieval.seeds import dense_scores, top_indices
 from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult, Subgraph
+from pathweaver.store.snapshot import GraphSnapshot
 
 EXTRACTORS = ("sbe", "sae")
 PATH_MODULES = ("sbr", "osar", "isar")
@@ -57,6 +74,12 @@ class LegoParams:
     max_expansions: int = 256  # ours: cap on ISAR extensions scored per step (pre-cut by triple score)
     subgraph_max_edges: int = 500  # ours: edges served in the result's subgraph (path edges first)
     use_synonyms: bool = True  # ours: synonym edges count as graph edges
+    # ours (issue 23): the name edges (a's document mentions b) join the graph; a store without them walks the
+    # statistical edges alone
+    names: bool = True
+    # ours (issue 23): the statistical relation (and synonym) edges join the graph (> 0), as pathrag's and pooling's
+    # ``statistical``; with 0 and ``names`` the graph is the name edges alone (where the store has any)
+    statistical: float = 1.0
 
     def validate(self) -> None:
         if self.extractor not in EXTRACTORS:
@@ -96,10 +119,28 @@ class LegoParams:
             )
         if not 0.0 <= self.prune_percentile <= 100.0:
             raise ConfigError(f"lego prune_percentile must be in [0, 100], got {self.prune_percentile}")
+        if self.statistical < 0 or (self.statistical == 0 and not self.names):
+            raise ConfigError(
+                f"lego statistical must be >= 0 and the graph needs statistical > 0 or names, got "
+                f"statistical={self.statistical}, names={self.names}"
+            )
+
+    @property
+    def layers(self) -> EdgeLayers:
+        return EdgeLayers(self.statistical > 0, self.use_synonyms, self.names)
+
+
+def passage_cosines(env: RetrievalEnv, query: Query, params: LegoParams) -> np.ndarray | None:
+    """cos(query, passage) for every passage when the graph has name edges (they are scored by their passage),
+    else None."""
+    snap = env.snapshot
+    if not (params.names and snap.n_passages and name_edges(snap).size):
+        return None
+    return np.asarray(dense_scores(snap, query.vec), dtype=np.float64)
 
 
 def extract_subgraph(
-    env: RetrievalEnv, query: Query, seeds: list[int], params: LegoParams
+    env: RetrievalEnv, query: Query, seeds: list[int], params: LegoParams, passage_scores: np.ndarray | None = None
 ) -> ExtractedSubgraph:
     """Run the configured extraction module."""
     snap = env.snapshot
@@ -111,20 +152,26 @@ def extract_subgraph(
             params.ppr_damping,
             params.ppr_tol,
             params.ppr_max_iter,
-            params.use_synonyms,
+            params.layers,
             params.ppr_coarse_tol,
+            passage_scores,
         )
-    return sae_eem(snap, query.vec, seeds, params.max_edge, params.sae_hops, params.use_synonyms)
+    return sae_eem(snap, query.vec, seeds, params.max_edge, params.sae_hops, params.layers, passage_scores)
 
 
 def retrieve_paths(
-    env: RetrievalEnv, query: Query, sub: ExtractedSubgraph, seeds: list[int], params: LegoParams
+    env: RetrievalEnv,
+    query: Query,
+    sub: ExtractedSubgraph,
+    seeds: list[int],
+    params: LegoParams,
+    passage_scores: np.ndarray | None = None,
 ) -> list[PathHit]:
     """Run the configured path-retrieval module on ``sub``; paths best first."""
     snap = env.snapshot
     if params.path_module == "sbr":
         return sbr_paths(snap, sub, seeds, params.sbr_targets, params.top_k_paths)
-    scorer = PathScorer(snap, env.encode, query.vec)
+    scorer = PathScorer(snap, env.encode, query.vec, passage_scores)
     if params.path_module == "osar":
         return osar_paths(snap, sub, seeds, scorer, params.max_hop, params.top_k_paths, params.max_candidates)
     prune = PruneRule(params.prune_rule, params.prune_percentile) if params.dynamic_pruning else None
@@ -141,6 +188,16 @@ def retrieve_paths(
     )
 
 
+def edge_passages(snap: GraphSnapshot, code: int, rel_chunks: sp.csr_matrix) -> list[int]:
+    """The passages behind an edge: a relation's chunks (rows of ``rel_chunks``), a name edge's mentioning
+    passage, none for a synonym edge."""
+    if is_name(code):
+        return [int(name_edges(snap).passage[name_row(code)])]
+    if code == SYNONYM:
+        return []
+    return [int(p) for p in rel_chunks.indices[rel_chunks.indptr[code] : rel_chunks.indptr[code + 1]]]
+
+
 def path_chunks(env: RetrievalEnv, query: Query, paths: list[PathHit], top_k: int) -> list[ChunkHit]:
     """Passages supporting the path triples, ranked by their best path's score (ties: first seen), then dense
     chunks fill the remaining slots up to ``top_k`` (scored by their cosine). Sets ``PathHit.passages``."""
@@ -150,10 +207,7 @@ def path_chunks(env: RetrievalEnv, query: Query, paths: list[PathHit], top_k: in
     for hit in paths:
         passages: list[int] = []
         for r in hit.relations:
-            if r != SYNONYM:
-                passages += [
-                    int(p) for p in rel_chunks.indices[rel_chunks.indptr[r] : rel_chunks.indptr[r + 1]]
-                ]
+            passages += edge_passages(snap, r, rel_chunks)
         hit.passages = sorted(set(passages))
         for p in hit.passages:
             best[p] = max(best.get(p, -np.inf), hit.reliability)
@@ -174,15 +228,22 @@ def served_edges(
     env: RetrievalEnv, query: Query, sub: ExtractedSubgraph, paths: list[PathHit], limit: int
 ) -> list[tuple[int, int, int]]:
     """At most ``limit`` subgraph edges to serve: those on the retrieved paths (in path order), then the rest by
-    cos(query, triple), synonym edges last."""
+    cos(query, triple) (a name edge: cos(query, its passage)), synonym edges last."""
     snap = env.snapshot
     path_rels = dict.fromkeys(r for hit in paths for r in hit.relations if r != SYNONYM)
-    first = [(int(snap.rel_src[r]), int(snap.rel_dst[r]), r) for r in path_rels]
+    first = [(*edge_ends(snap, r), r) for r in path_rels]
     rest = [e for e in sub.edges if e[2] not in path_rels]
     rv = snap.rel_vecs
     if rv.ndim == 2 and rv.shape == (snap.n_relations, query.vec.shape[0]) and rest:
-        rels = np.array([max(r, 0) for _, _, r in rest])
-        cos = np.where(np.array([r == SYNONYM for _, _, r in rest]), -np.inf, rv[rels] @ query.vec)
+        codes = np.array([r for _, _, r in rest])
+        cos = np.full(len(rest), -np.inf)
+        stat = codes >= 0
+        if stat.any():
+            cos[stat] = rv[codes[stat]] @ query.vec
+        named = codes <= -2
+        if named.any():
+            passages = name_edges(snap).passage[-2 - codes[named]]
+            cos[named] = dense_scores(snap, query.vec)[passages]
         rest = [rest[i] for i in np.lexsort((np.arange(len(rest)), -cos))]
     return (first + rest)[:limit]
 
@@ -219,16 +280,24 @@ def lego_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: LegoParam
     params.validate()
     snap = env.snapshot
     seeds = query_seeds(snap, query, params.seed_entities, query_names(env, query.text)) if snap.n_entities else []
-    sub = extract_subgraph(env, query, seeds, params)
-    paths = retrieve_paths(env, query, sub, seeds, params) if sub.entities else []
+    passage_scores = passage_cosines(env, query, params)
+    sub = extract_subgraph(env, query, seeds, params, passage_scores)
+    paths = retrieve_paths(env, query, sub, seeds, params, passage_scores) if sub.entities else []
     chunks = path_chunks(env, query, paths, top_k)
-    triples = list(dict.fromkeys(r for hit in paths for r in hit.relations if r != SYNONYM))
-    info = {"seeds": [snap.entity_names[s] for s in seeds], "paths": len(paths)}
+    triples = list(dict.fromkeys(r for hit in paths for r in hit.relations if r >= 0))
+    subgraph = shape_subgraph(env, query, sub, paths, params)
+    info = {
+        "seeds": [snap.entity_names[s] for s in seeds],
+        "paths": len(paths),
+        "name_edges": sum(1 for _, _, r in sub.edges if is_name(r)),
+    }
+    for hit in paths:  # the served relations: a name edge has no relation index (-1, as pathrag's and pooling's)
+        hit.relations = [r if r >= 0 else SYNONYM for r in hit.relations]
     return RetrievalResult(
         f"lego:{params.extractor}+{params.path_module}",
         chunks,
         paths,
-        shape_subgraph(env, query, sub, paths, params),
+        subgraph,
         triples,
         info=info,
     )
