@@ -11,7 +11,14 @@ import pytest
 from pathweaver.config import ConfigError
 from pathweaver.models.embedder import get_embedder
 from pathweaver.retrieval.lego import LegoParams, path_chunks
-from pathweaver.retrieval.lego_extract import SYNONYM, ExtractedSubgraph, query_seeds, sae_eem, sbe_ppr
+from pathweaver.retrieval.lego_extract import (
+    SYNONYM,
+    EdgeLayers,
+    ExtractedSubgraph,
+    query_seeds,
+    sae_eem,
+    sbe_ppr,
+)
 from pathweaver.retrieval.lego_paths import (
     BeamStep,
     PathScorer,
@@ -223,7 +230,7 @@ def test_synonym_edges_join_the_subgraph() -> None:
     sub = sbe_ppr(snap, [0], max_ent=3, damping=0.85, tol=1e-10, max_iter=200)
     assert (1, 2, SYNONYM) in sub.edges
     assert path_text(snap, [0, 1, 2], [0, SYNONYM]) == "a -r-> b -synonym of-> c"
-    no_syn = sbe_ppr(snap, [0], max_ent=3, damping=0.85, tol=1e-10, max_iter=200, use_synonyms=False)
+    no_syn = sbe_ppr(snap, [0], max_ent=3, damping=0.85, tol=1e-10, max_iter=200, layers=EdgeLayers(synonyms=False))
     assert 2 not in no_syn.entities
 
 

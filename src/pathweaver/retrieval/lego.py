@@ -6,7 +6,7 @@ path triples, ranked by their best path's score, then filled with dense chunks u
 
 The graph (issue 23, ``names`` / ``statistical``): the name edges (a's document has a passage that mentions b;
 ``namegraph``) and the statistical relation and synonym edges. A name edge's passage is the passage that mentions
-b; in ``PathHit.relations`` it reads -1, as in pathrag and pooling.
+b; in the served ``PathHit.relations`` it reads ``NAME_EDGE``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,15 @@ from pathweaver.retrieval.lego_paths import (
 from pathweaver.retrieval.namegraph import name_edges
 from pathweaver.retrieval.ppr import COARSE_TOL
 from pathweaver.retrieval.seeds import dense_scores, top_indices
-from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult, Subgraph
+from pathweaver.retrieval.types import (
+    NAME_EDGE,
+    ChunkHit,
+    PathHit,
+    Query,
+    RetrievalEnv,
+    RetrievalResult,
+    Subgraph,
+)
 from pathweaver.store.snapshot import GraphSnapshot
 
 EXTRACTORS = ("sbe", "sae")
@@ -291,8 +299,8 @@ def lego_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: LegoParam
         "paths": len(paths),
         "name_edges": sum(1 for _, _, r in sub.edges if is_name(r)),
     }
-    for hit in paths:  # the served relations: a name edge has no relation index (-1, as pathrag's and pooling's)
-        hit.relations = [r if r >= 0 else SYNONYM for r in hit.relations]
+    for hit in paths:  # the served relations: a name edge has no relation index of its own
+        hit.relations = [NAME_EDGE if is_name(r) else r for r in hit.relations]
     return RetrievalResult(
         f"lego:{params.extractor}+{params.path_module}",
         chunks,

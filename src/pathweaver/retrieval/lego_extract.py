@@ -37,11 +37,11 @@ from pathweaver.retrieval.namegraph import (
 )
 from pathweaver.retrieval.ppr import COARSE_TOL, personalized_pagerank
 from pathweaver.retrieval.seeds import top_entities, top_indices, top_triples
-from pathweaver.retrieval.types import Query
+from pathweaver.retrieval.types import SYNONYM_EDGE, Query
 from pathweaver.store.snapshot import GraphSnapshot
 from pathweaver.text import normalize
 
-SYNONYM = -1  # relation index of a synonym edge (as in ``PathHit.relations``)
+SYNONYM = SYNONYM_EDGE  # the code of a synonym edge (as in ``PathHit.relations``)
 
 
 def name_code(row: int) -> int:
