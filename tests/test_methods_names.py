@@ -348,20 +348,28 @@ def test_lego_paths_over_names_and_their_passages() -> None:
     q = _lego_query()
     result = run_method(_env(snap), q, "lego:sbe+sbr", 3, {})
     assert result.info["seeds"][0] == "inherent vice" and result.info["name_edges"] == 2
-    # SBR: a shortest path from the film to each other entity; a name edge stands for its mentioning passage
+    # SBR: a shortest path from the film to each other entity; a name edge stands for its mentioning passage and
+    # (tail_passages) the named document's passage nearest the query
     assert [(p.nodes, p.relations, p.passages) for p in result.paths] == [
-        ([0, 1], [NAME_EDGE], [0]), ([0, 1, 2], [NAME_EDGE, NAME_EDGE], [0, 1])]
+        ([0, 1], [NAME_EDGE], [0, 1]), ([0, 1, 2], [NAME_EDGE, NAME_EDGE], [0, 1, 2])]
     assert result.paths[1].text == (
         "inherent vice -mentions: Inherent Vice is a film directed by Paul Thomas Anderson.-> paul thomas anderson "
         "-mentions: Paul Thomas Anderson was born in Studio City, Los Angeles.-> los angeles")
-    assert [(c.passage, c.backfill) for c in result.chunks] == [(0, False), (1, False), (2, True)]
+    # p0 and p1 tie on the path to pta (its PPR mass) and are ordered by cos(query, passage): p1 0.8, p0 0.6
+    assert [(c.passage, c.backfill) for c in result.chunks] == [(1, False), (0, False), (2, False)]
+    assert result.chunks[0].score == result.chunks[1].score > result.chunks[2].score
     assert result.triples == [] and "los angeles" in result.subgraph.nodes
+    # without tail passages each edge is its mentioning passage alone, and the third chunk is back-fill
+    bare = run_method(_env(snap), q, "lego:sbe+sbr", 3, {"tail_passages": False})
+    assert [p.passages for p in bare.paths] == [[0], [0, 1]]
+    assert [(c.passage, c.backfill) for c in bare.chunks] == [(0, False), (1, False), (2, True)]
     # ISAR with triple-level scoring (B.8 (1)) scores a name triple by its passage, encoding nothing:
-    # iv -> pta 0.6, then pta -> la 0.8; the 2-hop path leads and brings both passages at 0.8
+    # iv -> pta 0.6, then pta -> la 0.8; the 2-hop path leads and brings p0, p1, p2 at 0.8
     isar = run_method(_env(snap), q, "lego:sbe+isar", 3, {"triple_scoring": True})
     assert [(p.nodes, p.reliability) for p in isar.paths] == [([0, 1, 2], pytest.approx(0.8)),
                                                               ([0, 1], pytest.approx(0.6))]
-    assert [(c.passage, c.score) for c in isar.chunks[:2]] == [(0, pytest.approx(0.8)), (1, pytest.approx(0.8))]
+    assert [(c.passage, c.score) for c in isar.chunks] == [(1, pytest.approx(0.8)), (0, pytest.approx(0.8)),
+                                                            (2, pytest.approx(0.8))]
     # names off: the statistical graph (empty here) finds nothing, and every chunk is dense back-fill
     old = run_method(_env(snap), q, "lego:sbe+sbr", 3, {"names": False})
     assert old.paths == [] and old.backfill_share() == 1.0

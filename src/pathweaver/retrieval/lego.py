@@ -38,7 +38,7 @@ from pathweaver.retrieval.lego_paths import (
     path_text,
     sbr_paths,
 )
-from pathweaver.retrieval.namegraph import name_edges
+from pathweaver.retrieval.namegraph import name_edges, nearest_own_passage
 from pathweaver.retrieval.ppr import COARSE_TOL
 from pathweaver.retrieval.seeds import dense_scores, top_indices
 from pathweaver.retrieval.types import (
@@ -88,6 +88,9 @@ class LegoParams:
     # ours (issue 23): the statistical relation (and synonym) edges join the graph (> 0), as pathrag's and pooling's
     # ``statistical``; with 0 and ``names`` the graph is the name edges alone (where the store has any)
     statistical: float = 1.0
+    # ours (issue 23): a name edge (a, mentions, b) also stands for b's document's passage nearest the query, as a
+    # Path Pooling name triple does (its tail passage): a path that ends at b has then read b's page
+    tail_passages: bool = True
 
     def validate(self) -> None:
         if self.extractor not in EXTRACTORS:
@@ -196,33 +199,41 @@ def retrieve_paths(
     )
 
 
-def edge_passages(snap: GraphSnapshot, code: int, rel_chunks: sp.csr_matrix) -> list[int]:
+def edge_passages(
+    snap: GraphSnapshot, code: int, rel_chunks: sp.csr_matrix, tail_scores: np.ndarray | None = None
+) -> list[int]:
     """The passages behind an edge: a relation's chunks (rows of ``rel_chunks``), a name edge's mentioning
-    passage, none for a synonym edge."""
+    passage (and, given ``tail_scores``, the named document's best passage by them), none for a synonym edge."""
     if is_name(code):
-        return [int(name_edges(snap).passage[name_row(code)])]
+        edges = name_edges(snap)
+        out = [int(edges.passage[name_row(code)])]
+        tail = None if tail_scores is None else nearest_own_passage(snap, int(edges.dst[name_row(code)]), tail_scores)
+        return out + ([tail] if tail is not None and tail not in out else [])
     if code == SYNONYM:
         return []
     return [int(p) for p in rel_chunks.indices[rel_chunks.indptr[code] : rel_chunks.indptr[code + 1]]]
 
 
-def path_chunks(env: RetrievalEnv, query: Query, paths: list[PathHit], top_k: int) -> list[ChunkHit]:
-    """Passages supporting the path triples, ranked by their best path's score (ties: first seen), then dense
+def path_chunks(
+    env: RetrievalEnv, query: Query, paths: list[PathHit], top_k: int, tail_passages: bool = False
+) -> list[ChunkHit]:
+    """Passages supporting the path triples (``edge_passages``; ``tail_passages``: a name edge's named document
+    too), ranked by their best path's score (ties: cos(query, passage), as pathrag's ``rank_chunks``), then dense
     chunks fill the remaining slots up to ``top_k`` (scored by their cosine). Sets ``PathHit.passages``."""
     snap = env.snapshot
     rel_chunks = snap.rel_chunks.tocsr()
+    dense = dense_scores(snap, query.vec) if snap.n_passages else np.zeros(0)
     best: dict[int, float] = {}
     for hit in paths:
         passages: list[int] = []
         for r in hit.relations:
-            passages += edge_passages(snap, r, rel_chunks)
+            passages += edge_passages(snap, r, rel_chunks, dense if tail_passages else None)
         hit.passages = sorted(set(passages))
         for p in hit.passages:
             best[p] = max(best.get(p, -np.inf), hit.reliability)
-    ranked = sorted(best.items(), key=lambda item: -item[1])[:top_k]
+    ranked = sorted(best.items(), key=lambda item: (-item[1], -float(dense[item[0]]), item[0]))[:top_k]
     hits = [ChunkHit(p, s) for p, s in ranked]
     if len(hits) < top_k and snap.n_passages:
-        dense = dense_scores(snap, query.vec)
         taken = {h.passage for h in hits}
         for p in top_indices(dense, top_k + len(taken)).tolist():
             if len(hits) >= top_k:
@@ -291,7 +302,7 @@ def lego_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: LegoParam
     passage_scores = passage_cosines(env, query, params)
     sub = extract_subgraph(env, query, seeds, params, passage_scores)
     paths = retrieve_paths(env, query, sub, seeds, params, passage_scores) if sub.entities else []
-    chunks = path_chunks(env, query, paths, top_k)
+    chunks = path_chunks(env, query, paths, top_k, params.tail_passages)
     triples = list(dict.fromkeys(r for hit in paths for r in hit.relations if r >= 0))
     subgraph = shape_subgraph(env, query, sub, paths, params)
     info = {

@@ -173,3 +173,10 @@ def mention_sentence(snapshot: GraphSnapshot, row: int) -> str:
     at = text.lower().find(snapshot.entity_names[int(edges.dst[row])].lower())
     start, end = next(((s, e) for s, e in spans if s <= at < e), spans[0]) if at >= 0 else spans[0]
     return " ".join(text[start:end].split())
+
+
+def nearest_own_passage(snapshot: GraphSnapshot, entity: int, passage_scores: np.ndarray) -> int | None:
+    """The passage of the document ``entity`` names that scores best in ``passage_scores`` (ties: the first), or
+    None when it names no document (Path Pooling's tail passage, ``pooling._stands_for``)."""
+    own = passages_of(snapshot, entity)
+    return max(own, key=lambda p: (float(passage_scores[p]), -p)) if own else None
