@@ -91,6 +91,9 @@ class LegoParams:
     # ours (issue 23): a name edge (a, mentions, b) also stands for b's document's passage nearest the query, as a
     # Path Pooling name triple does (its tail passage): a path that ends at b has then read b's page
     tail_passages: bool = True
+    # ours: the passages a relation on a path stands for: "all" its chunks, or the "best", the one nearest the
+    # query (Path Pooling's ``triple_passages``: many chunks sharing one triple's score crowd the top k)
+    triple_passages: str = "all"
 
     def validate(self) -> None:
         if self.extractor not in EXTRACTORS:
@@ -130,6 +133,8 @@ class LegoParams:
             )
         if not 0.0 <= self.prune_percentile <= 100.0:
             raise ConfigError(f"lego prune_percentile must be in [0, 100], got {self.prune_percentile}")
+        if self.triple_passages not in ("all", "best"):
+            raise ConfigError(f"lego triple_passages must be all or best, got {self.triple_passages!r}")
         if self.statistical < 0 or (self.statistical == 0 and not self.names):
             raise ConfigError(
                 f"lego statistical must be >= 0 and the graph needs statistical > 0 or names, got "
@@ -200,10 +205,15 @@ def retrieve_paths(
 
 
 def edge_passages(
-    snap: GraphSnapshot, code: int, rel_chunks: sp.csr_matrix, tail_scores: np.ndarray | None = None
+    snap: GraphSnapshot,
+    code: int,
+    rel_chunks: sp.csr_matrix,
+    tail_scores: np.ndarray | None = None,
+    best_scores: np.ndarray | None = None,
 ) -> list[int]:
-    """The passages behind an edge: a relation's chunks (rows of ``rel_chunks``), a name edge's mentioning
-    passage (and, given ``tail_scores``, the named document's best passage by them), none for a synonym edge."""
+    """The passages behind an edge: a relation's chunks (rows of ``rel_chunks``; given ``best_scores``, the one
+    that scores best in them), a name edge's mentioning passage (and, given ``tail_scores``, the named document's
+    best passage by them), none for a synonym edge."""
     if is_name(code):
         edges = name_edges(snap)
         out = [int(edges.passage[name_row(code)])]
@@ -211,14 +221,22 @@ def edge_passages(
         return out + ([tail] if tail is not None and tail not in out else [])
     if code == SYNONYM:
         return []
-    return [int(p) for p in rel_chunks.indices[rel_chunks.indptr[code] : rel_chunks.indptr[code + 1]]]
+    chunks = [int(p) for p in rel_chunks.indices[rel_chunks.indptr[code] : rel_chunks.indptr[code + 1]]]
+    if best_scores is not None and len(chunks) > 1:
+        return [max(chunks, key=lambda p: (float(best_scores[p]), -p))]
+    return chunks
 
 
 def path_chunks(
-    env: RetrievalEnv, query: Query, paths: list[PathHit], top_k: int, tail_passages: bool = False
+    env: RetrievalEnv,
+    query: Query,
+    paths: list[PathHit],
+    top_k: int,
+    tail_passages: bool = False,
+    triple_passages: str = "all",
 ) -> list[ChunkHit]:
     """Passages supporting the path triples (``edge_passages``; ``tail_passages``: a name edge's named document
-    too), ranked by their best path's score (ties: cos(query, passage), as pathrag's ``rank_chunks``), then dense
+    too; ``triple_passages`` "best": a relation's chunk nearest the query alone), ranked by their best path's score (ties: cos(query, passage), as pathrag's ``rank_chunks``), then dense
     chunks fill the remaining slots up to ``top_k`` (scored by their cosine). Sets ``PathHit.passages``."""
     snap = env.snapshot
     rel_chunks = snap.rel_chunks.tocsr()
@@ -227,7 +245,8 @@ def path_chunks(
     for hit in paths:
         passages: list[int] = []
         for r in hit.relations:
-            passages += edge_passages(snap, r, rel_chunks, dense if tail_passages else None)
+            passages += edge_passages(snap, r, rel_chunks, dense if tail_passages else None,
+                                      dense if triple_passages == "best" else None)
         hit.passages = sorted(set(passages))
         for p in hit.passages:
             best[p] = max(best.get(p, -np.inf), hit.reliability)
@@ -302,7 +321,7 @@ def lego_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: LegoParam
     passage_scores = passage_cosines(env, query, params)
     sub = extract_subgraph(env, query, seeds, params, passage_scores)
     paths = retrieve_paths(env, query, sub, seeds, params, passage_scores) if sub.entities else []
-    chunks = path_chunks(env, query, paths, top_k, params.tail_passages)
+    chunks = path_chunks(env, query, paths, top_k, params.tail_passages, params.triple_passages)
     triples = list(dict.fromkeys(r for hit in paths for r in hit.relations if r >= 0))
     subgraph = shape_subgraph(env, query, sub, paths, params)
     info = {
