@@ -107,11 +107,12 @@ class PathScorer:
 
 
 def start_entities(sub: ExtractedSubgraph, seeds: list[int]) -> list[int]:
-    """The seeds that lie in the subgraph; when none does, its best-scored entity (ours, so a path search runs)."""
-    inside = set(sub.entities)
-    starts = [s for s in seeds if s in inside]
-    if not starts and sub.entities:
-        starts = [min(sub.entities, key=lambda e: (-sub.scores.get(e, 0.0), e))]
+    """The seeds that lie on an edge of the subgraph; when none does, its best-scored entity on an edge (ours, so
+    a path search runs: a seed SAE-EEMs kept with no edge, e.g. a phrase in a graph of names, starts no path)."""
+    linked = {x for u, v, _ in sub.edges for x in (u, v)}
+    starts = [s for s in seeds if s in linked]
+    if not starts and linked:
+        starts = [min(linked, key=lambda e: (-sub.scores.get(e, 0.0), e))]
     return starts
 
 
