@@ -11,6 +11,7 @@ b; in the served ``PathHit.relations`` it reads ``NAME_EDGE``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -94,6 +95,9 @@ class LegoParams:
     # ours: the passages a relation on a path stands for: "all" its chunks, or the "best", the one nearest the
     # query (Path Pooling's ``triple_passages``: many chunks sharing one triple's score crowd the top k)
     triple_passages: str = "all"
+    # ours: when the paths' passages are fewer than top_k, "subgraph" goes on with the passages of the extracted
+    # subgraph's other edges (best triple score first) before any dense back-fill; "dense" back-fills at once
+    fill: str = "subgraph"
 
     def validate(self) -> None:
         if self.extractor not in EXTRACTORS:
@@ -135,6 +139,8 @@ class LegoParams:
             raise ConfigError(f"lego prune_percentile must be in [0, 100], got {self.prune_percentile}")
         if self.triple_passages not in ("all", "best"):
             raise ConfigError(f"lego triple_passages must be all or best, got {self.triple_passages!r}")
+        if self.fill not in ("subgraph", "dense"):
+            raise ConfigError(f"lego fill must be subgraph or dense, got {self.fill!r}")
         if self.statistical < 0 or (self.statistical == 0 and not self.names):
             raise ConfigError(
                 f"lego statistical must be >= 0 and the graph needs statistical > 0 or names, got "
@@ -234,6 +240,7 @@ def path_chunks(
     top_k: int,
     tail_passages: bool = False,
     triple_passages: str = "all",
+    fill: Sequence[tuple[int, float]] = (),
 ) -> list[ChunkHit]:
     """Passages supporting the path triples (``edge_passages``; ``tail_passages``: a name edge's named document
     too; ``triple_passages`` "best": a relation's chunk nearest the query alone), ranked by their best path's score (ties: cos(query, passage), as pathrag's ``rank_chunks``), then dense
@@ -252,6 +259,14 @@ def path_chunks(
             best[p] = max(best.get(p, -np.inf), hit.reliability)
     ranked = sorted(best.items(), key=lambda item: (-item[1], -float(dense[item[0]]), item[0]))[:top_k]
     hits = [ChunkHit(p, s) for p, s in ranked]
+    for code, score in fill:  # the extracted subgraph's other edges, best first, before any dense back-fill
+        if len(hits) >= top_k:
+            break
+        for p in edge_passages(snap, code, rel_chunks, dense if tail_passages else None,
+                               dense if triple_passages == "best" else None):
+            if p not in best and len(hits) < top_k:
+                best[p] = score
+                hits.append(ChunkHit(p, score))
     if len(hits) < top_k and snap.n_passages:
         taken = {h.passage for h in hits}
         for p in top_indices(dense, top_k + len(taken)).tolist():
@@ -262,26 +277,46 @@ def path_chunks(
     return hits
 
 
+def edge_scores(env: RetrievalEnv, query: Query, codes: Sequence[int]) -> np.ndarray:
+    """cos(query, triple) per edge code: a relation by its stored vector, a name edge by its passage; -inf for a
+    synonym edge, and for relations when the snapshot has no relation vectors."""
+    snap = env.snapshot
+    arr = np.array(codes, dtype=np.int64)
+    cos = np.full(arr.size, -np.inf)
+    rv = snap.rel_vecs
+    stat = arr >= 0
+    if stat.any() and rv.ndim == 2 and rv.shape == (snap.n_relations, query.vec.shape[0]):
+        cos[stat] = rv[arr[stat]] @ query.vec
+    named = arr <= -2
+    if named.any():
+        cos[named] = dense_scores(snap, query.vec)[name_edges(snap).passage[-2 - arr[named]]]
+    return cos
+
+
+def subgraph_fill(
+    env: RetrievalEnv, query: Query, sub: ExtractedSubgraph, paths: list[PathHit]
+) -> list[tuple[int, float]]:
+    """The subgraph's edges on no path (synonym edges left out), best ``edge_scores`` first, with their scores."""
+    on_paths = {r for hit in paths for r in hit.relations}
+    codes = list(dict.fromkeys(r for _, _, r in sub.edges if r != SYNONYM and r not in on_paths))
+    if not codes:
+        return []
+    cos = edge_scores(env, query, codes)
+    order = np.lexsort((np.arange(len(codes)), -cos))
+    return [(codes[i], float(cos[i])) for i in order if np.isfinite(cos[i])]
+
+
 def served_edges(
     env: RetrievalEnv, query: Query, sub: ExtractedSubgraph, paths: list[PathHit], limit: int
 ) -> list[tuple[int, int, int]]:
     """At most ``limit`` subgraph edges to serve: those on the retrieved paths (in path order), then the rest by
-    cos(query, triple) (a name edge: cos(query, its passage)), synonym edges last."""
+    ``edge_scores``, synonym edges last."""
     snap = env.snapshot
     path_rels = dict.fromkeys(r for hit in paths for r in hit.relations if r != SYNONYM)
     first = [(*edge_ends(snap, r), r) for r in path_rels]
     rest = [e for e in sub.edges if e[2] not in path_rels]
-    rv = snap.rel_vecs
-    if rv.ndim == 2 and rv.shape == (snap.n_relations, query.vec.shape[0]) and rest:
-        codes = np.array([r for _, _, r in rest])
-        cos = np.full(len(rest), -np.inf)
-        stat = codes >= 0
-        if stat.any():
-            cos[stat] = rv[codes[stat]] @ query.vec
-        named = codes <= -2
-        if named.any():
-            passages = name_edges(snap).passage[-2 - codes[named]]
-            cos[named] = dense_scores(snap, query.vec)[passages]
+    if rest:
+        cos = edge_scores(env, query, [r for _, _, r in rest])
         rest = [rest[i] for i in np.lexsort((np.arange(len(rest)), -cos))]
     return (first + rest)[:limit]
 
@@ -321,7 +356,8 @@ def lego_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: LegoParam
     passage_scores = passage_cosines(env, query, params)
     sub = extract_subgraph(env, query, seeds, params, passage_scores)
     paths = retrieve_paths(env, query, sub, seeds, params, passage_scores) if sub.entities else []
-    chunks = path_chunks(env, query, paths, top_k, params.tail_passages, params.triple_passages)
+    fill = subgraph_fill(env, query, sub, paths) if params.fill == "subgraph" else []
+    chunks = path_chunks(env, query, paths, top_k, params.tail_passages, params.triple_passages, fill)
     triples = list(dict.fromkeys(r for hit in paths for r in hit.relations if r >= 0))
     subgraph = shape_subgraph(env, query, sub, paths, params)
     info = {
