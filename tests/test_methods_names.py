@@ -384,3 +384,18 @@ def test_lego_graph_switches_are_validated() -> None:
             run_method(_env(snap), _lego_query(), "lego:sae+sbr", 3, bad)
     names_only = run_method(_env(snap), _lego_query(), "lego:sae+sbr", 3, {"statistical": 0.0})
     assert names_only.backfill_share() < 1.0
+
+
+def test_lego_fills_with_its_subgraph_before_dense() -> None:
+    snap = _names()
+    # SBR toward no target but the one seed finds no path; the extracted subgraph still holds both name edges
+    params = {"sbr_targets": 0, "tail_passages": False}
+    result = run_method(_env(snap), _lego_query(), "lego:sae+sbr", 3, params)
+    assert result.paths == []
+    # fill "subgraph": the edges' passages by cos(query, passage) (p1 0.8, p0 0.6), then dense back-fill (p2)
+    assert [(c.passage, c.backfill) for c in result.chunks] == [(1, False), (0, False), (2, True)]
+    assert [c.score for c in result.chunks[:2]] == pytest.approx([0.8, 0.6])
+    dense = run_method(_env(snap), _lego_query(), "lego:sae+sbr", 3, {**params, "fill": "dense"})
+    assert dense.backfill_share() == 1.0
+    with pytest.raises(ConfigError, match="fill"):
+        run_method(_env(snap), _lego_query(), "lego:sae+sbr", 3, {"fill": "hybrid"})
