@@ -259,11 +259,12 @@ def path_chunks(
             best[p] = max(best.get(p, -np.inf), hit.reliability)
     ranked = sorted(best.items(), key=lambda item: (-item[1], -float(dense[item[0]]), item[0]))[:top_k]
     hits = [ChunkHit(p, s) for p, s in ranked]
-    for code, score in fill:  # the extracted subgraph's other edges, best first, before any dense back-fill
+    # the extracted subgraph's other edges, best first, before any dense back-fill; no tail passage: no path
+    # walked these edges to the named document
+    for code, score in fill:
         if len(hits) >= top_k:
             break
-        for p in edge_passages(snap, code, rel_chunks, dense if tail_passages else None,
-                               dense if triple_passages == "best" else None):
+        for p in edge_passages(snap, code, rel_chunks, None, dense if triple_passages == "best" else None):
             if p not in best and len(hits) < top_k:
                 best[p] = score
                 hits.append(ChunkHit(p, score))
