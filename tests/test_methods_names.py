@@ -379,9 +379,10 @@ def test_lego_paths_over_names_and_their_passages() -> None:
 
 def test_lego_graph_switches_are_validated() -> None:
     snap = _names()
-    for bad in ({"statistical": -1.0}, {"statistical": 0.0, "names": False}):
-        with pytest.raises(ConfigError, match="statistical"):
-            run_method(_env(snap), _lego_query(), "lego:sae+sbr", 3, bad)
+    with pytest.raises(ConfigError, match="statistical"):
+        run_method(_env(snap), _lego_query(), "lego:sae+sbr", 3, {"statistical": -1.0})
+    with pytest.raises(ConfigError, match="the statistical edges, the name edges or both"):
+        EdgeLayers(statistical=False, names=False).on(snap)
     names_only = run_method(_env(snap), _lego_query(), "lego:sae+sbr", 3, {"statistical": 0.0})
     assert names_only.backfill_share() < 1.0
 
