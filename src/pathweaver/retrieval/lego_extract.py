@@ -132,6 +132,23 @@ def query_seeds(snapshot: GraphSnapshot, query: Query, n: int, named_first: Sequ
     return seeds or [ent for ent, _ in top_entities(snapshot, query.vec, n)]
 
 
+def graph_seeds(snapshot: GraphSnapshot, qvec: np.ndarray, seeds: list[int], n: int, layers: EdgeLayers
+                ) -> list[int]:
+    """``seeds``, and when none of them lies on an edge of the graph of ``layers``, the ``n`` entities on an edge
+    nearest to ``qvec`` after them (ours: the appendix assumes topic entities in the graph; a named entity no edge
+    touches, e.g. a name no document is titled, starts no walk and no path; ``query_seeds``' cosine fallback)."""
+    if n < 1 or not seeds or snapshot.n_entities == 0:
+        return seeds
+    _, dangling = entity_transition(snapshot, layers.on(snapshot))
+    if not dangling.all() and any(not dangling[s] for s in seeds):
+        return seeds
+    for k in (64 * n, 1024 * n):  # a widening search: most entities nearest the query may have no edge
+        near = [e for e, _ in top_entities(snapshot, qvec, k) if not dangling[e] and e not in seeds]
+        if near or k >= snapshot.n_entities:
+            return seeds + near[:n]
+    return seeds
+
+
 def entity_transition(snapshot: GraphSnapshot, layers: EdgeLayers) -> tuple[SparseRows, np.ndarray]:
     """Column-stochastic (E, E) walk over the undirected entity graph of ``layers`` (as resolved by
     ``EdgeLayers.on``; weight 1 per distinct neighbour), its nodes renumbered busiest first, and its dangling
