@@ -11,7 +11,14 @@ import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
 from pathweaver.retrieval.graphs import node_space_graph
-from pathweaver.retrieval.lego_extract import STATISTICAL_ONLY, EdgeLayers, name_code, sae_eem, sbe_ppr
+from pathweaver.retrieval.lego_extract import (
+    STATISTICAL_ONLY,
+    EdgeLayers,
+    graph_seeds,
+    name_code,
+    sae_eem,
+    sbe_ppr,
+)
 from pathweaver.retrieval.mcmi import MCMIParams, eq11_scores
 from pathweaver.retrieval.namegraph import NameEdges, best_per_pair, name_edges, path_adjacency
 from pathweaver.retrieval.pathrag import PathRAGParams, candidate_paths
@@ -400,3 +407,13 @@ def test_lego_fills_with_its_subgraph_before_dense() -> None:
     assert dense.backfill_share() == 1.0
     with pytest.raises(ConfigError, match="fill"):
         run_method(_env(snap), _lego_query(), "lego:sae+sbr", 3, {"fill": "hybrid"})
+
+
+def test_lego_seeds_off_the_graph_are_joined_by_the_nearest_on_it() -> None:
+    snap = _names()
+    qvec = np.array([0, 0, 1, 0], dtype=np.float32)
+    # "film" (3) names no document and no passage of a titled one names it: no name edge touches it
+    assert graph_seeds(snap, qvec, [3], 1, EdgeLayers()) == [3, 2]
+    assert graph_seeds(snap, qvec, [3, 0], 1, EdgeLayers()) == [3, 0]
+    result = run_method(_env(snap), Query("What is a film?", qvec), "lego:sbe+sbr", 3, {"seed_entities": 1})
+    assert result.info["seeds"] == ["film", "los angeles"] and result.paths
