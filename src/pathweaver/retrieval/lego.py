@@ -354,7 +354,8 @@ def lego_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: LegoParam
     params.validate()
     snap = env.snapshot
     seeds = query_seeds(snap, query, params.seed_entities, query_names(env, query.text)) if snap.n_entities else []
-    seeds = graph_seeds(snap, query.vec, seeds, params.seed_entities, params.layers)
+    if params.extractor == "sbe":  # SBE's walk starts from the seeds alone; SAE's core is the query's top triples
+        seeds = graph_seeds(snap, query.vec, seeds, params.seed_entities, params.layers)
     passage_scores = passage_cosines(env, query, params)
     sub = extract_subgraph(env, query, seeds, params, passage_scores)
     paths = retrieve_paths(env, query, sub, seeds, params, passage_scores) if sub.entities else []

@@ -135,8 +135,9 @@ def query_seeds(snapshot: GraphSnapshot, query: Query, n: int, named_first: Sequ
 def graph_seeds(snapshot: GraphSnapshot, qvec: np.ndarray, seeds: list[int], n: int, layers: EdgeLayers
                 ) -> list[int]:
     """``seeds``, and when none of them lies on an edge of the graph of ``layers``, the ``n`` entities on an edge
-    nearest to ``qvec`` after them (ours: the appendix assumes topic entities in the graph; a named entity no edge
-    touches, e.g. a name no document is titled, starts no walk and no path; ``query_seeds``' cosine fallback)."""
+    nearest to ``qvec`` after them (ours, for SBE-PPR: the appendix assumes topic entities in the graph; a named
+    entity no edge touches, e.g. a name no document is titled, starts no walk; ``query_seeds``' cosine fallback).
+    SAE-EEMs needs none: its core is the query's top triples, and a path starts from its best-scored entity."""
     if n < 1 or not seeds or snapshot.n_entities == 0:
         return seeds
     _, dangling = entity_transition(snapshot, layers.on(snapshot))
