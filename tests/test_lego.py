@@ -11,7 +11,14 @@ import pytest
 from pathweaver.config import ConfigError
 from pathweaver.models.embedder import get_embedder
 from pathweaver.retrieval.lego import LegoParams, path_chunks
-from pathweaver.retrieval.lego_extract import SYNONYM, ExtractedSubgraph, query_seeds, sae_eem, sbe_ppr
+from pathweaver.retrieval.lego_extract import (
+    SYNONYM,
+    EdgeLayers,
+    ExtractedSubgraph,
+    query_seeds,
+    sae_eem,
+    sbe_ppr,
+)
 from pathweaver.retrieval.lego_paths import (
     BeamStep,
     PathScorer,
@@ -223,7 +230,7 @@ def test_synonym_edges_join_the_subgraph() -> None:
     sub = sbe_ppr(snap, [0], max_ent=3, damping=0.85, tol=1e-10, max_iter=200)
     assert (1, 2, SYNONYM) in sub.edges
     assert path_text(snap, [0, 1, 2], [0, SYNONYM]) == "a -r-> b -synonym of-> c"
-    no_syn = sbe_ppr(snap, [0], max_ent=3, damping=0.85, tol=1e-10, max_iter=200, use_synonyms=False)
+    no_syn = sbe_ppr(snap, [0], max_ent=3, damping=0.85, tol=1e-10, max_iter=200, layers=EdgeLayers(synonyms=False))
     assert 2 not in no_syn.entities
 
 
@@ -413,3 +420,17 @@ def test_served_subgraph_puts_path_edges_first_and_is_capped(curie_env: Retrieva
     if len(result.paths[0].relations) < 2:  # the second served edge is then the best by cos(query, triple)
         expected = expected[:1]
     assert sub.edges[: len(expected)] == expected
+
+
+def test_lego_walks_the_names_of_the_indexed_corpus(request: pytest.FixtureRequest) -> None:
+    pw = request.getfixturevalue("indexed")
+    ask_ = "Which river flows through the city where Marie Curie was born?"
+    # over the name edges alone (the default), ISAR's beam goes from Marie Curie's note through the city it names
+    # to the river the city's note names: each hop reads the sentence that names the next entity
+    out = pw.retrieve_json(ask_, "lego:sbe+isar", 3)  # type: ignore[attr-defined]
+    hop = next(p for p in out["paths"] if p["nodes"] == ["marie curie", "warsaw", "vistula"])
+    assert hop["relations"] == ["mentions", "mentions"] and "The Vistula river flows through Warsaw." in hop["text"]
+    # each hop's mentioning passage, and (tail_passages) the page of the entity it reaches
+    assert {c["doc"].rsplit("/", 1)[-1] for c in hop["citations"]} == {"marie-curie.md", "warsaw.md", "vistula.txt"}
+    assert {"marie-curie.md", "warsaw.md"} <= {c["doc"].rsplit("/", 1)[-1] for c in out["chunks"]}
+    assert out["info"]["backfill_share"] == 0.0

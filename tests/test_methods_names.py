@@ -11,13 +11,21 @@ import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
 from pathweaver.retrieval.graphs import node_space_graph
+from pathweaver.retrieval.lego_extract import (
+    STATISTICAL_ONLY,
+    EdgeLayers,
+    graph_seeds,
+    name_code,
+    sae_eem,
+    sbe_ppr,
+)
 from pathweaver.retrieval.mcmi import MCMIParams, eq11_scores
-from pathweaver.retrieval.namegraph import name_edges, path_adjacency
+from pathweaver.retrieval.namegraph import NameEdges, best_per_pair, name_edges, path_adjacency
 from pathweaver.retrieval.pathrag import PathRAGParams, candidate_paths
 from pathweaver.retrieval.pathrag_flow import flow_paths, propagate, reliability
 from pathweaver.retrieval.pooling import PoolingParams, base_passage_scores, coarse_triples, item_passages
 from pathweaver.retrieval.registry import run_method
-from pathweaver.retrieval.types import Query, RetrievalEnv
+from pathweaver.retrieval.types import NAME_EDGE, Query, RetrievalEnv
 from pathweaver.store.snapshot import GraphSnapshot
 
 A, B, C, D = range(4)
@@ -483,3 +491,107 @@ def test_pooling_named_documents_triples_join_the_coarse_set() -> None:
     assert set(on.items) - set(off.items) == {0}
     with pytest.raises(ConfigError):
         run_method(_env(snap), q, "pooling", 3, {"named_passages": "yes"})
+
+
+def _lego_query() -> Query:
+    # cos(query, passage): p0 0.6, p1 0.8, p2 0 (one-hot passage vectors)
+    return Query("Where was the director of Inherent Vice born?", np.array([0.6, 0.8, 0, 0], dtype=np.float32))
+
+
+def test_lego_extraction_keeps_name_edges() -> None:
+    snap = _names()
+    passage_scores = np.array([0.6, 0.8, 0.0])
+    iv_pta, pta_la = name_code(0), name_code(1)
+    # SAE-EEMs: the top name triple by cos(query, its passage) is (pta, la) at 0.8; with the seed, no hop
+    sub = sae_eem(snap, _lego_query().vec, [0], max_edge=1, hops=0, layers=EdgeLayers(), passage_scores=passage_scores)
+    assert sub.edges == [(1, 2, pta_la)] and sub.entities == [0, 1, 2]
+    assert sub.scores == {0: 0.0, 1: pytest.approx(0.8), 2: pytest.approx(0.8)}
+    # B.7 (3): the one-hop neighbourhood of the core brings the seed's name edge
+    hop = sae_eem(snap, _lego_query().vec, [0], max_edge=1, hops=1, layers=EdgeLayers(), passage_scores=passage_scores)
+    assert hop.edges == [(0, 1, iv_pta), (1, 2, pta_la)] and hop.scores[0] == pytest.approx(0.6)
+    # SBE-PPR walks the name edges from the seed; over the statistical edges alone (none here) it stays put
+    walk = sbe_ppr(snap, [0], max_ent=10, damping=0.85, tol=1e-10, max_iter=200, layers=EdgeLayers())
+    assert set(walk.entities) == {0, 1, 2} and sorted(walk.edges) == [(0, 1, iv_pta), (1, 2, pta_la)]
+    alone = sbe_ppr(snap, [0], max_ent=10, damping=0.85, tol=1e-10, max_iter=200, layers=STATISTICAL_ONLY)
+    assert alone.entities == [0] and alone.edges == []
+    with pytest.raises(ConfigError, match="passage scores"):
+        sae_eem(snap, _lego_query().vec, [0], max_edge=1, layers=EdgeLayers())
+
+
+def test_lego_one_name_edge_per_pair_the_passage_nearest_the_query() -> None:
+    # two passages of a's document (p3, p5) mention b, one of b's (p4) mentions a: one edge per pair, p5's
+    keys = np.array([1 * 4 + 2] * 3, dtype=np.int64)
+    edges = NameEdges(np.array([1, 1, 2]), np.array([2, 2, 1]), np.array([3, 5, 4]), keys, 4)
+    scores = np.array([0, 0, 0, 0.2, 0.5, 0.9])
+    assert best_per_pair(edges, np.array([0, 1, 2]), scores).tolist() == [1]
+    assert best_per_pair(edges, np.array([2, 0]), scores).tolist() == [2]
+    assert best_per_pair(edges, np.array([0, 1, 2]), None).tolist() == [0]
+
+
+def test_lego_paths_over_names_and_their_passages() -> None:
+    snap = _names()
+    q = _lego_query()
+    result = run_method(_env(snap), q, "lego:sbe+sbr", 3, {})
+    assert result.info["seeds"][0] == "inherent vice" and result.info["name_edges"] == 2
+    # SBR: a shortest path from the film to each other entity; a name edge stands for its mentioning passage and
+    # (tail_passages) the named document's passage nearest the query
+    assert [(p.nodes, p.relations, p.passages) for p in result.paths] == [
+        ([0, 1], [NAME_EDGE], [0, 1]), ([0, 1, 2], [NAME_EDGE, NAME_EDGE], [0, 1, 2])]
+    assert result.paths[1].text == (
+        "inherent vice -mentions: Inherent Vice is a film directed by Paul Thomas Anderson.-> paul thomas anderson "
+        "-mentions: Paul Thomas Anderson was born in Studio City, Los Angeles.-> los angeles")
+    # p0 and p1 tie on the path to pta (its PPR mass) and are ordered by cos(query, passage): p1 0.8, p0 0.6
+    assert [(c.passage, c.backfill) for c in result.chunks] == [(1, False), (0, False), (2, False)]
+    assert result.chunks[0].score == result.chunks[1].score > result.chunks[2].score
+    assert result.triples == [] and "los angeles" in result.subgraph.nodes
+    # without tail passages each edge is its mentioning passage alone, and the third chunk is back-fill
+    bare = run_method(_env(snap), q, "lego:sbe+sbr", 3, {"tail_passages": False})
+    assert [p.passages for p in bare.paths] == [[0], [0, 1]]
+    assert [(c.passage, c.backfill) for c in bare.chunks] == [(0, False), (1, False), (2, True)]
+    # ISAR with triple-level scoring (B.8 (1)) scores a name triple by its passage, encoding nothing:
+    # iv -> pta 0.6, then pta -> la 0.8; the 2-hop path leads and brings p0, p1, p2 at 0.8
+    isar = run_method(_env(snap), q, "lego:sbe+isar", 3, {"triple_scoring": True})
+    assert [(p.nodes, p.reliability) for p in isar.paths] == [([0, 1, 2], pytest.approx(0.8)),
+                                                              ([0, 1], pytest.approx(0.6))]
+    assert [(c.passage, c.score) for c in isar.chunks] == [(1, pytest.approx(0.8)), (0, pytest.approx(0.8)),
+                                                            (2, pytest.approx(0.8))]
+    # names off: the statistical graph (empty here) finds nothing, and every chunk is dense back-fill
+    old = run_method(_env(snap), q, "lego:sbe+sbr", 3, {"names": False})
+    assert old.paths == [] and old.backfill_share() == 1.0
+    # a store without name edges walks its statistical edges whatever is asked
+    assert EdgeLayers(statistical=False).on(_triangle()) == EdgeLayers(True, True, False)
+
+
+def test_lego_graph_switches_are_validated() -> None:
+    snap = _names()
+    with pytest.raises(ConfigError, match="statistical"):
+        run_method(_env(snap), _lego_query(), "lego:sae+sbr", 3, {"statistical": -1.0})
+    with pytest.raises(ConfigError, match="the statistical edges, the name edges or both"):
+        EdgeLayers(statistical=False, names=False).on(snap)
+    names_only = run_method(_env(snap), _lego_query(), "lego:sae+sbr", 3, {"statistical": 0.0})
+    assert names_only.backfill_share() < 1.0
+
+
+def test_lego_fills_with_its_subgraph_before_dense() -> None:
+    snap = _names()
+    # SBR toward no target but the one seed finds no path; the extracted subgraph still holds both name edges
+    params = {"sbr_targets": 0, "tail_passages": False}
+    result = run_method(_env(snap), _lego_query(), "lego:sae+sbr", 3, params)
+    assert result.paths == []
+    # fill "subgraph": the edges' passages by cos(query, passage) (p1 0.8, p0 0.6), then dense back-fill (p2)
+    assert [(c.passage, c.backfill) for c in result.chunks] == [(1, False), (0, False), (2, True)]
+    assert [c.score for c in result.chunks[:2]] == pytest.approx([0.8, 0.6])
+    dense = run_method(_env(snap), _lego_query(), "lego:sae+sbr", 3, {**params, "fill": "dense"})
+    assert dense.backfill_share() == 1.0
+    with pytest.raises(ConfigError, match="fill"):
+        run_method(_env(snap), _lego_query(), "lego:sae+sbr", 3, {"fill": "hybrid"})
+
+
+def test_lego_seeds_off_the_graph_are_joined_by_the_nearest_on_it() -> None:
+    snap = _names()
+    qvec = np.array([0, 0, 1, 0], dtype=np.float32)
+    # "film" (3) names no document and no passage of a titled one names it: no name edge touches it
+    assert graph_seeds(snap, qvec, [3], 1, EdgeLayers()) == [3, 2]
+    assert graph_seeds(snap, qvec, [3, 0], 1, EdgeLayers()) == [3, 0]
+    result = run_method(_env(snap), Query("What is a film?", qvec), "lego:sbe+sbr", 3, {"seed_entities": 1})
+    assert result.info["seeds"] == ["film", "los angeles"] and result.paths

@@ -3,17 +3,34 @@
 ``lego:<sbe|sae>+<sbr|osar|isar>``: extraction (``lego_extract``) keeps a query subgraph, path retrieval
 (``lego_paths``) finds ranked paths in it from the query's seed entities. Chunks are the passages that support the
 path triples, ranked by their best path's score, then filled with dense chunks up to ``top_k``.
+
+The graph (issue 23, ``names`` / ``statistical``): the name edges (a's document has a passage that mentions b;
+``namegraph``) and the statistical relation and synonym edges. A name edge's passage is the passage that mentions
+b; in the served ``PathHit.relations`` it reads ``NAME_EDGE``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
 from pathweaver.retrieval.keywords import query_names
-from pathweaver.retrieval.lego_extract import SYNONYM, ExtractedSubgraph, query_seeds, sae_eem, sbe_ppr
+from pathweaver.retrieval.lego_extract import (
+    SYNONYM,
+    EdgeLayers,
+    ExtractedSubgraph,
+    edge_ends,
+    graph_seeds,
+    is_name,
+    name_row,
+    query_seeds,
+    sae_eem,
+    sbe_ppr,
+)
 from pathweaver.retrieval.lego_paths import (
     PRUNE_RULES,
     PathScorer,
@@ -23,9 +40,19 @@ from pathweaver.retrieval.lego_paths import (
     path_text,
     sbr_paths,
 )
+from pathweaver.retrieval.namegraph import name_edges, nearest_own_passage
 from pathweaver.retrieval.ppr import COARSE_TOL
 from pathweaver.retrieval.seeds import dense_scores, top_indices
-from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult, Subgraph
+from pathweaver.retrieval.types import (
+    NAME_EDGE,
+    ChunkHit,
+    PathHit,
+    Query,
+    RetrievalEnv,
+    RetrievalResult,
+    Subgraph,
+)
+from pathweaver.store.snapshot import GraphSnapshot
 
 EXTRACTORS = ("sbe", "sae")
 PATH_MODULES = ("sbr", "osar", "isar")
@@ -57,6 +84,22 @@ class LegoParams:
     max_expansions: int = 256  # ours: cap on ISAR extensions scored per step (pre-cut by triple score)
     subgraph_max_edges: int = 500  # ours: edges served in the result's subgraph (path edges first)
     use_synonyms: bool = True  # ours: synonym edges count as graph edges
+    # ours (issue 23): the name edges (a's document mentions b) join the graph; a store without them walks the
+    # statistical edges alone
+    names: bool = True
+    # ours (issue 23): the statistical relation (and synonym) edges join the graph (> 0), as pathrag's and pooling's
+    # ``statistical``. 0 (default, as pathrag's and mcmi's): the name edges alone where the store has any; with
+    # them lego:sae+sbr lost 0.12 on hotpotqa dev but won 0.02 on musique and 0.18 on 2wiki (docs/benchmarks.md)
+    statistical: float = 0.0
+    # ours (issue 23): a name edge (a, mentions, b) also stands for b's document's passage nearest the query, as a
+    # Path Pooling name triple does (its tail passage): a path that ends at b has then read b's page
+    tail_passages: bool = True
+    # ours: the passages a relation on a path stands for: "all" its chunks, or the "best", the one nearest the
+    # query (Path Pooling's ``triple_passages``: many chunks sharing one triple's score crowd the top k)
+    triple_passages: str = "all"
+    # ours: when the paths' passages are fewer than top_k, "subgraph" goes on with the passages of the extracted
+    # subgraph's other edges (best triple score first) before any dense back-fill; "dense" back-fills at once
+    fill: str = "subgraph"
 
     def validate(self) -> None:
         if self.extractor not in EXTRACTORS:
@@ -96,10 +139,30 @@ class LegoParams:
             )
         if not 0.0 <= self.prune_percentile <= 100.0:
             raise ConfigError(f"lego prune_percentile must be in [0, 100], got {self.prune_percentile}")
+        if self.triple_passages not in ("all", "best"):
+            raise ConfigError(f"lego triple_passages must be all or best, got {self.triple_passages!r}")
+        if self.fill not in ("subgraph", "dense"):
+            raise ConfigError(f"lego fill must be subgraph or dense, got {self.fill!r}")
+        if self.statistical < 0:
+            raise ConfigError(f"lego statistical must be >= 0, got {self.statistical}")
+
+    @property
+    def layers(self) -> EdgeLayers:
+        """The graph: ``names = false`` is the statistical graph alone (LEGO before issue 23)."""
+        return EdgeLayers(self.statistical > 0 or not self.names, self.use_synonyms, self.names)
+
+
+def passage_cosines(env: RetrievalEnv, query: Query, params: LegoParams) -> np.ndarray | None:
+    """cos(query, passage) for every passage when the graph has name edges (they are scored by their passage),
+    else None."""
+    snap = env.snapshot
+    if not (params.names and snap.n_passages and name_edges(snap).size):
+        return None
+    return np.asarray(dense_scores(snap, query.vec), dtype=np.float64)
 
 
 def extract_subgraph(
-    env: RetrievalEnv, query: Query, seeds: list[int], params: LegoParams
+    env: RetrievalEnv, query: Query, seeds: list[int], params: LegoParams, passage_scores: np.ndarray | None = None
 ) -> ExtractedSubgraph:
     """Run the configured extraction module."""
     snap = env.snapshot
@@ -111,20 +174,26 @@ def extract_subgraph(
             params.ppr_damping,
             params.ppr_tol,
             params.ppr_max_iter,
-            params.use_synonyms,
+            params.layers,
             params.ppr_coarse_tol,
+            passage_scores,
         )
-    return sae_eem(snap, query.vec, seeds, params.max_edge, params.sae_hops, params.use_synonyms)
+    return sae_eem(snap, query.vec, seeds, params.max_edge, params.sae_hops, params.layers, passage_scores)
 
 
 def retrieve_paths(
-    env: RetrievalEnv, query: Query, sub: ExtractedSubgraph, seeds: list[int], params: LegoParams
+    env: RetrievalEnv,
+    query: Query,
+    sub: ExtractedSubgraph,
+    seeds: list[int],
+    params: LegoParams,
+    passage_scores: np.ndarray | None = None,
 ) -> list[PathHit]:
     """Run the configured path-retrieval module on ``sub``; paths best first."""
     snap = env.snapshot
     if params.path_module == "sbr":
         return sbr_paths(snap, sub, seeds, params.sbr_targets, params.top_k_paths)
-    scorer = PathScorer(snap, env.encode, query.vec)
+    scorer = PathScorer(snap, env.encode, query.vec, passage_scores)
     if params.path_module == "osar":
         return osar_paths(snap, sub, seeds, scorer, params.max_hop, params.top_k_paths, params.max_candidates)
     prune = PruneRule(params.prune_rule, params.prune_percentile) if params.dynamic_pruning else None
@@ -141,26 +210,65 @@ def retrieve_paths(
     )
 
 
-def path_chunks(env: RetrievalEnv, query: Query, paths: list[PathHit], top_k: int) -> list[ChunkHit]:
-    """Passages supporting the path triples, ranked by their best path's score (ties: first seen), then dense
+def edge_passages(
+    snap: GraphSnapshot,
+    code: int,
+    rel_chunks: sp.csr_matrix,
+    tail_scores: np.ndarray | None = None,
+    best_scores: np.ndarray | None = None,
+) -> list[int]:
+    """The passages behind an edge: a relation's chunks (rows of ``rel_chunks``; given ``best_scores``, the one
+    that scores best in them), a name edge's mentioning passage (and, given ``tail_scores``, the named document's
+    best passage by them), none for a synonym edge."""
+    if is_name(code):
+        edges = name_edges(snap)
+        out = [int(edges.passage[name_row(code)])]
+        tail = None if tail_scores is None else nearest_own_passage(snap, int(edges.dst[name_row(code)]), tail_scores)
+        return out + ([tail] if tail is not None and tail not in out else [])
+    if code == SYNONYM:
+        return []
+    chunks = [int(p) for p in rel_chunks.indices[rel_chunks.indptr[code] : rel_chunks.indptr[code + 1]]]
+    if best_scores is not None and len(chunks) > 1:
+        return [max(chunks, key=lambda p: (float(best_scores[p]), -p))]
+    return chunks
+
+
+def path_chunks(
+    env: RetrievalEnv,
+    query: Query,
+    paths: list[PathHit],
+    top_k: int,
+    tail_passages: bool = False,
+    triple_passages: str = "all",
+    fill: Sequence[tuple[int, float]] = (),
+) -> list[ChunkHit]:
+    """Passages supporting the path triples (``edge_passages``; ``tail_passages``: a name edge's named document
+    too; ``triple_passages`` "best": a relation's chunk nearest the query alone), ranked by their best path's score (ties: cos(query, passage), as pathrag's ``rank_chunks``), then dense
     chunks fill the remaining slots up to ``top_k`` (scored by their cosine). Sets ``PathHit.passages``."""
     snap = env.snapshot
     rel_chunks = snap.rel_chunks.tocsr()
+    dense = dense_scores(snap, query.vec) if snap.n_passages else np.zeros(0)
     best: dict[int, float] = {}
     for hit in paths:
         passages: list[int] = []
         for r in hit.relations:
-            if r != SYNONYM:
-                passages += [
-                    int(p) for p in rel_chunks.indices[rel_chunks.indptr[r] : rel_chunks.indptr[r + 1]]
-                ]
+            passages += edge_passages(snap, r, rel_chunks, dense if tail_passages else None,
+                                      dense if triple_passages == "best" else None)
         hit.passages = sorted(set(passages))
         for p in hit.passages:
             best[p] = max(best.get(p, -np.inf), hit.reliability)
-    ranked = sorted(best.items(), key=lambda item: -item[1])[:top_k]
+    ranked = sorted(best.items(), key=lambda item: (-item[1], -float(dense[item[0]]), item[0]))[:top_k]
     hits = [ChunkHit(p, s) for p, s in ranked]
+    # the extracted subgraph's other edges, best first, before any dense back-fill; no tail passage: no path
+    # walked these edges to the named document
+    for code, score in fill:
+        if len(hits) >= top_k:
+            break
+        for p in edge_passages(snap, code, rel_chunks, None, dense if triple_passages == "best" else None):
+            if p not in best and len(hits) < top_k:
+                best[p] = score
+                hits.append(ChunkHit(p, score))
     if len(hits) < top_k and snap.n_passages:
-        dense = dense_scores(snap, query.vec)
         taken = {h.passage for h in hits}
         for p in top_indices(dense, top_k + len(taken)).tolist():
             if len(hits) >= top_k:
@@ -170,19 +278,46 @@ def path_chunks(env: RetrievalEnv, query: Query, paths: list[PathHit], top_k: in
     return hits
 
 
+def edge_scores(env: RetrievalEnv, query: Query, codes: Sequence[int]) -> np.ndarray:
+    """cos(query, triple) per edge code: a relation by its stored vector, a name edge by its passage; -inf for a
+    synonym edge, and for relations when the snapshot has no relation vectors."""
+    snap = env.snapshot
+    arr = np.array(codes, dtype=np.int64)
+    cos = np.full(arr.size, -np.inf)
+    rv = snap.rel_vecs
+    stat = arr >= 0
+    if stat.any() and rv.ndim == 2 and rv.shape == (snap.n_relations, query.vec.shape[0]):
+        cos[stat] = rv[arr[stat]] @ query.vec
+    named = arr <= -2
+    if named.any():
+        cos[named] = dense_scores(snap, query.vec)[name_edges(snap).passage[-2 - arr[named]]]
+    return cos
+
+
+def subgraph_fill(
+    env: RetrievalEnv, query: Query, sub: ExtractedSubgraph, paths: list[PathHit]
+) -> list[tuple[int, float]]:
+    """The subgraph's edges on no path (synonym edges left out), best ``edge_scores`` first, with their scores."""
+    on_paths = {r for hit in paths for r in hit.relations}
+    codes = list(dict.fromkeys(r for _, _, r in sub.edges if r != SYNONYM and r not in on_paths))
+    if not codes:
+        return []
+    cos = edge_scores(env, query, codes)
+    order = np.lexsort((np.arange(len(codes)), -cos))
+    return [(codes[i], float(cos[i])) for i in order if np.isfinite(cos[i])]
+
+
 def served_edges(
     env: RetrievalEnv, query: Query, sub: ExtractedSubgraph, paths: list[PathHit], limit: int
 ) -> list[tuple[int, int, int]]:
     """At most ``limit`` subgraph edges to serve: those on the retrieved paths (in path order), then the rest by
-    cos(query, triple), synonym edges last."""
+    ``edge_scores``, synonym edges last."""
     snap = env.snapshot
     path_rels = dict.fromkeys(r for hit in paths for r in hit.relations if r != SYNONYM)
-    first = [(int(snap.rel_src[r]), int(snap.rel_dst[r]), r) for r in path_rels]
+    first = [(*edge_ends(snap, r), r) for r in path_rels]
     rest = [e for e in sub.edges if e[2] not in path_rels]
-    rv = snap.rel_vecs
-    if rv.ndim == 2 and rv.shape == (snap.n_relations, query.vec.shape[0]) and rest:
-        rels = np.array([max(r, 0) for _, _, r in rest])
-        cos = np.where(np.array([r == SYNONYM for _, _, r in rest]), -np.inf, rv[rels] @ query.vec)
+    if rest:
+        cos = edge_scores(env, query, [r for _, _, r in rest])
         rest = [rest[i] for i in np.lexsort((np.arange(len(rest)), -cos))]
     return (first + rest)[:limit]
 
@@ -219,16 +354,27 @@ def lego_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: LegoParam
     params.validate()
     snap = env.snapshot
     seeds = query_seeds(snap, query, params.seed_entities, query_names(env, query.text)) if snap.n_entities else []
-    sub = extract_subgraph(env, query, seeds, params)
-    paths = retrieve_paths(env, query, sub, seeds, params) if sub.entities else []
-    chunks = path_chunks(env, query, paths, top_k)
-    triples = list(dict.fromkeys(r for hit in paths for r in hit.relations if r != SYNONYM))
-    info = {"seeds": [snap.entity_names[s] for s in seeds], "paths": len(paths)}
+    if params.extractor == "sbe":  # SBE's walk starts from the seeds alone; SAE's core is the query's top triples
+        seeds = graph_seeds(snap, query.vec, seeds, params.seed_entities, params.layers)
+    passage_scores = passage_cosines(env, query, params)
+    sub = extract_subgraph(env, query, seeds, params, passage_scores)
+    paths = retrieve_paths(env, query, sub, seeds, params, passage_scores) if sub.entities else []
+    fill = subgraph_fill(env, query, sub, paths) if params.fill == "subgraph" else []
+    chunks = path_chunks(env, query, paths, top_k, params.tail_passages, params.triple_passages, fill)
+    triples = list(dict.fromkeys(r for hit in paths for r in hit.relations if r >= 0))
+    subgraph = shape_subgraph(env, query, sub, paths, params)
+    info = {
+        "seeds": [snap.entity_names[s] for s in seeds],
+        "paths": len(paths),
+        "name_edges": sum(1 for _, _, r in sub.edges if is_name(r)),
+    }
+    for hit in paths:  # the served relations: a name edge has no relation index of its own
+        hit.relations = [NAME_EDGE if is_name(r) else r for r in hit.relations]
     return RetrievalResult(
         f"lego:{params.extractor}+{params.path_module}",
         chunks,
         paths,
-        shape_subgraph(env, query, sub, paths, params),
+        subgraph,
         triples,
         info=info,
     )

@@ -1,6 +1,8 @@
 """LEGO-GraphRAG path retrieval on an extracted subgraph: SBR-SPR, OSAR-EEMs and ISAR-EEMs (appendix B.1, B.8).
 
-All three start from the query's seed entities inside the subgraph and walk its edges in either direction.
+All three start from the query's seed entities inside the subgraph and walk its edges in either direction. A name
+edge (a, mentions, b) reads as ``a -mentions: <the sentence of a's passage that names b>-> b`` (issue 23): the
+sentence says what the statistical label would, and the EEM scores it against the query.
 - SBR-SPR: one BFS shortest path from each seed to every other seed and to the top-scored subgraph entities.
 - OSAR-EEMs: enumerate simple paths of 1..``max_hop`` edges, embed all path texts in one shot, keep the top_k
   (Table 1: top_k = 32).
@@ -17,11 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from pathweaver.config import ConfigError
-from pathweaver.retrieval.lego_extract import SYNONYM, ExtractedSubgraph
+from pathweaver.retrieval.lego_extract import SYNONYM, ExtractedSubgraph, edge_ends, is_name, name_row
+from pathweaver.retrieval.namegraph import mention_sentence, name_edges
 from pathweaver.retrieval.types import EncodeFn, PathHit
 from pathweaver.store.snapshot import GraphSnapshot
 
 SYNONYM_LABEL = "synonym of"
+MENTIONS_LABEL = "mentions"
 PRUNE_RULES = ("mean", "percentile")
 
 
@@ -30,8 +34,8 @@ def step_text(snapshot: GraphSnapshot, a: int, r: int, b: int) -> str:
     names = snapshot.entity_names
     if r == SYNONYM:
         return f"-{SYNONYM_LABEL}-> {names[b]}"
-    label = snapshot.rel_labels[r]
-    forward = int(snapshot.rel_src[r]) == a and int(snapshot.rel_dst[r]) == b
+    label = f"{MENTIONS_LABEL}: {mention_sentence(snapshot, name_row(r))}" if is_name(r) else snapshot.rel_labels[r]
+    forward = edge_ends(snapshot, r) == (a, b)
     return f"-{label}-> {names[b]}" if forward else f"<-{label}- {names[b]}"
 
 
@@ -43,20 +47,28 @@ def path_text(snapshot: GraphSnapshot, nodes: Sequence[int], rels: Sequence[int]
 
 
 def triple_text(snapshot: GraphSnapshot, a: int, r: int, b: int) -> str:
-    """The text of one triple (the text its relation vector embeds; synonym edges get ``a synonym of b``)."""
+    """The text of one triple (the text its relation vector embeds; synonym edges get ``a synonym of b``, name
+    edges ``a mentions b: sentence``)."""
     if r == SYNONYM:
         return f"{snapshot.entity_names[a]} {SYNONYM_LABEL} {snapshot.entity_names[b]}"
+    if is_name(r):
+        src, dst = edge_ends(snapshot, r)
+        names = snapshot.entity_names
+        return f"{names[src]} {MENTIONS_LABEL} {names[dst]}: {mention_sentence(snapshot, name_row(r))}"
     return snapshot.triple_text(r)
 
 
 class PathScorer:
     """EEM scores against the query: cos(encode(text), query), cached per text for one query. Triple scores use
-    the stored relation vectors when the snapshot has them (they embed the same triple text)."""
+    the stored relation vectors when the snapshot has them (they embed the same triple text); a name triple
+    scores its passage's cosine in ``passage_scores`` when given (the naive scorer SAE-EEMs ranks it by)."""
 
-    def __init__(self, snapshot: GraphSnapshot, encode: EncodeFn, qvec: np.ndarray) -> None:
+    def __init__(self, snapshot: GraphSnapshot, encode: EncodeFn, qvec: np.ndarray,
+                 passage_scores: np.ndarray | None = None) -> None:
         self.snapshot = snapshot
         self.encode = encode
         self.qvec = np.asarray(qvec, dtype=np.float32)
+        self.passage_scores = passage_scores
         self._cache: dict[str, float] = {}
         rv = snapshot.rel_vecs
         self._rel_vecs = (
@@ -76,25 +88,31 @@ class PathScorer:
         """Scores of single triples ``(a, relation, b)`` (ISAR triple-level scoring, B.8 (1))."""
         out = np.zeros(len(steps), dtype=np.float64)
         rels = np.array([r for _, r, _ in steps], dtype=np.int64)
-        stored = rels != SYNONYM
+        stored = rels >= 0
+        named = np.flatnonzero(rels <= -2) if self.passage_scores is not None else np.zeros(0, dtype=np.int64)
+        if named.size:
+            out[named] = self.passage_scores[name_edges(self.snapshot).passage[-2 - rels[named]]]
         if self._rel_vecs and stored.any():
             vecs = self.snapshot.rel_vecs[rels[stored]]
             stored[stored] = np.any(vecs != 0, axis=1)  # an all-zero row means the vector was not loaded
             out[stored] = self.snapshot.rel_vecs[rels[stored]] @ self.qvec
         else:
             stored[:] = False
-        need = np.flatnonzero(~stored).tolist()
+        done = stored.copy()
+        done[named] = True
+        need = np.flatnonzero(~done).tolist()
         if need:
             out[need] = self.texts([triple_text(self.snapshot, *steps[i]) for i in need])
         return out
 
 
 def start_entities(sub: ExtractedSubgraph, seeds: list[int]) -> list[int]:
-    """The seeds that lie in the subgraph; when none does, its best-scored entity (ours, so a path search runs)."""
-    inside = set(sub.entities)
-    starts = [s for s in seeds if s in inside]
-    if not starts and sub.entities:
-        starts = [min(sub.entities, key=lambda e: (-sub.scores.get(e, 0.0), e))]
+    """The seeds that lie on an edge of the subgraph; when none does, its best-scored entity on an edge (ours, so
+    a path search runs: a seed SAE-EEMs kept with no edge, e.g. a phrase in a graph of names, starts no path)."""
+    linked = {x for u, v, _ in sub.edges for x in (u, v)}
+    starts = [s for s in seeds if s in linked]
+    if not starts and linked:
+        starts = [min(linked, key=lambda e: (-sub.scores.get(e, 0.0), e))]
     return starts
 
 

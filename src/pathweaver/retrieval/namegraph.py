@@ -1,4 +1,4 @@
-"""The name layer as an entity graph, for the path methods (PathRAG, Path Pooling) and MCMI (issue 23).
+"""The name layer as an entity graph, for the path methods (PathRAG, Path Pooling, LEGO) and MCMI (issue 23).
 
 A *name edge* (a, b, p): passage ``p`` is tied to the document named by entity ``a`` (its title or an alias) and
 mentions the name ``b`` (the automaton of extract/names.py). It is the structure people wrote: "a's document
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from pathweaver.extract.relations import split_sentences
 from pathweaver.retrieval.graphs import cached
 from pathweaver.store.snapshot import GraphSnapshot
 
@@ -145,3 +146,49 @@ def tied_entities(snapshot: GraphSnapshot, passages: list[int]) -> list[int]:
             if e not in out:
                 out.append(int(e))
     return out
+
+
+def name_incidence(snapshot: GraphSnapshot) -> sp.csr_matrix:
+    """(E, M) 0/1 incidence of the name edges: row e lists the name-edge rows with e at either end."""
+
+    def build() -> sp.csr_matrix:
+        edges = name_edges(snapshot)
+        rows = np.concatenate([edges.src, edges.dst])
+        cols = np.concatenate([np.arange(edges.size)] * 2)
+        inc = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(snapshot.n_entities, edges.size))
+        inc.data[:] = 1.0
+        return inc
+
+    return cached(snapshot, ("name_incidence",), build, synonym_free=True)
+
+
+def best_per_pair(edges: NameEdges, rows: np.ndarray, passage_scores: np.ndarray | None) -> np.ndarray:
+    """Of the name-edge ``rows``, the one per unordered entity pair whose passage scores best (ties: the lowest
+    row; without scores the lowest row), in pair-key order."""
+    rows = np.unique(np.asarray(rows, dtype=np.int64))
+    if rows.size == 0:
+        return rows
+    score = passage_scores[edges.passage[rows]] if passage_scores is not None else np.zeros(rows.size)
+    rows = rows[np.lexsort((rows, -score, edges.keys[rows]))]
+    keys = edges.keys[rows]
+    first = np.ones(rows.size, dtype=bool)
+    first[1:] = keys[1:] != keys[:-1]
+    return rows[first]
+
+
+def mention_sentence(snapshot: GraphSnapshot, row: int) -> str:
+    """The sentence of name edge ``row``'s passage that names its mentioned entity (the passage's first sentence
+    when the name is not found verbatim, e.g. an alias matched across punctuation)."""
+    edges = name_edges(snapshot)
+    text = snapshot.chunk_texts[int(edges.passage[row])]
+    spans = split_sentences(text) or [(0, len(text))]
+    at = text.lower().find(snapshot.entity_names[int(edges.dst[row])].lower())
+    start, end = next(((s, e) for s, e in spans if s <= at < e), spans[0]) if at >= 0 else spans[0]
+    return " ".join(text[start:end].split())
+
+
+def nearest_own_passage(snapshot: GraphSnapshot, entity: int, passage_scores: np.ndarray) -> int | None:
+    """The passage of the document ``entity`` names that scores best in ``passage_scores`` (ties: the first), or
+    None when it names no document (Path Pooling's tail passage, ``pooling._stands_for``)."""
+    own = passages_of(snapshot, entity)
+    return max(own, key=lambda p: (float(passage_scores[p]), -p)) if own else None

@@ -87,9 +87,14 @@ def take_turns(first: list[ChunkHit], second: list[ChunkHit], top_k: int,
     return out
 
 
+SYNONYM_EDGE = -1  # ``PathHit.relations``: a synonym edge (AGRAG Eq. 5)
+NAME_EDGE = -2  # ``PathHit.relations``: a name edge, a's document mentions b (retrieval/namegraph.py)
+
+
 @dataclass
 class PathHit:
-    """A relational path. ``nodes`` are entity indices; ``relations[i]`` joins nodes i and i+1 (-1 = synonym edge)."""
+    """A relational path. ``nodes`` are entity indices; ``relations[i]`` joins nodes i and i+1 (a relation index,
+    ``SYNONYM_EDGE`` or ``NAME_EDGE``; pathrag and pooling write -1 for a name edge too)."""
 
     nodes: list[int]
     relations: list[int]

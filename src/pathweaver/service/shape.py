@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from pathweaver.results import ChunkOut, Citation, PathOut, RetrievalOut, SubgraphOut, TripleOut, dump
-from pathweaver.retrieval.types import RetrievalResult
+from pathweaver.retrieval.types import NAME_EDGE, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
 
 
@@ -20,7 +20,8 @@ def shape_result(result: RetrievalResult, snap: GraphSnapshot, descriptions: boo
         PathOut.model_construct(
             text=path.text,
             nodes=[snap.entity_names[n] for n in path.nodes],
-            relations=[snap.rel_labels[r] if r >= 0 else "synonym of" for r in path.relations],
+            relations=[snap.rel_labels[r] if r >= 0 else "mentions" if r == NAME_EDGE else "synonym of"
+                       for r in path.relations],
             relation_ids=[int(snap.rel_ids[r]) if r >= 0 else None for r in path.relations],
             reliability=float(path.reliability),
             citations=[Citation.model_construct(**snap.citation(p)) for p in path.passages],
