@@ -95,6 +95,17 @@ def test_unknown_method_is_a_clear_error(cli_store: tuple[Path, dict]) -> None:
     assert nested.returncode == 2 and "cannot itself be pank" in nested.stderr
 
 
+def test_bad_method_or_parameter_on_an_empty_store_is_a_clear_error(tmp_path: Path) -> None:
+    store = str(tmp_path / "empty")
+    run_cli("--store", store, "init")
+    ok = run_cli("--store", store, "retrieve", "x", "--method", "ppr", "--json")
+    assert json.loads(ok.stdout)["chunks"] == []
+    bad = run_cli("--store", store, "retrieve", "x", "--method", "magic", check=False)
+    assert bad.returncode == 2 and "unknown method 'magic'" in bad.stderr
+    param = run_cli("--store", store, "retrieve", "x", "--method", "ppr", "--param", "nope=1", check=False)
+    assert param.returncode == 2 and "unknown parameter 'nope'" in param.stderr and "Traceback" not in param.stderr
+
+
 def test_missing_path_is_a_clear_error(tmp_path: Path) -> None:
     bad = run_cli("--store", str(tmp_path / "s"), "index", str(tmp_path / "nope"), check=False)
     assert bad.returncode == 2 and "no such file or folder" in bad.stderr

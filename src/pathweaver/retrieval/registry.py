@@ -161,13 +161,19 @@ def check_top_k(top_k: int) -> None:
         raise ConfigError(f"top_k must be at least 1, got {top_k}")
 
 
+def checked_method(name: str, top_k: int, overrides: dict[str, Any] | None = None) -> tuple[MethodSpec, Any]:
+    """The spec of method ``name`` and its parameters (``overrides`` over the paper defaults), or a clear error for
+    a bad name, parameter or ``top_k``; also where nothing would run (an empty store)."""
+    check_top_k(top_k)
+    spec, fixed = get_method(name)
+    return spec, make_params(spec.params_cls, {**(overrides or {}), **fixed})
+
+
 def run_method(
     env: RetrievalEnv, query: Query, name: str, top_k: int, overrides: dict[str, Any] | None = None
 ) -> RetrievalResult:
     """Run method ``name`` with config/CLI/tool ``overrides`` applied over the paper defaults."""
-    check_top_k(top_k)
-    spec, fixed = get_method(name)
-    params = make_params(spec.params_cls, {**(overrides or {}), **fixed})
+    spec, params = checked_method(name, top_k, overrides)
     result = spec.fn(env, query, top_k, params)
     result.method = name
     result.info.setdefault("params", dataclasses.asdict(params))

@@ -18,6 +18,7 @@ from pathweaver.retrieval.graphs import cached
 from pathweaver.retrieval.registry import (
     PANK,
     check_top_k,
+    checked_method,
     pank_base,
     parse_method,
     plain_ranking,
@@ -157,10 +158,11 @@ class QuerySide(StoreAccess):
         else:
             query = self.query(text, keywords)
             env = self.env(snapshot)
+            merged = self.method_params(method, params)
             if env.snapshot.n_passages == 0:
+                checked_method(method, top_k, merged)  # bad input is an error on an empty store too
                 result = RetrievalResult(method=method, chunks=[])
             else:
-                merged = self.method_params(method, params)
                 result = run_method(env, query, method, top_k, merged)
                 self._remember_run(method, _LatestRun(query, top_k, merged, time.perf_counter() - start))
         result.info["seconds"] = time.perf_counter() - start
