@@ -81,7 +81,9 @@ class LegoParams:
     prune_percentile: float = 50.0  # B.8 (1): the "given percentile" when prune_rule = "percentile"
     sbr_targets: int = 32  # ours: best-scored subgraph entities SBR draws shortest paths to (besides seeds)
     max_candidates: int = 1000  # ours: cap on OSAR's candidate paths (breadth-first, shortest kept)
-    max_expansions: int = 256  # ours: cap on ISAR extensions scored per step (pre-cut by triple score)
+    # ours: cap on ISAR extensions embedded per step, pre-cut by triple score (64: 256's dev figures, faster since
+    # name edges read as sentences; docs/benchmarks.md, "The s9 merge")
+    max_expansions: int = 64
     subgraph_max_edges: int = 500  # ours: edges served in the result's subgraph (path edges first)
     use_synonyms: bool = True  # ours: synonym edges count as graph edges
     # ours (issue 23): the name edges (a's document mentions b) join the graph; a store without them walks the

@@ -248,7 +248,7 @@ def isar_paths(
     max_hop: int,
     triple_scoring: bool = False,
     prune: PruneRule | None = None,
-    max_expansions: int = 256,
+    max_expansions: int = 64,
     trace: list[BeamStep] | None = None,
 ) -> list[PathHit]:
     """ISAR-EEMs, LEGO Algorithm 1: beams start as the seed entities; at each step 1..``max_hop`` every beam path
