@@ -40,7 +40,7 @@ from pathweaver.retrieval.lego_paths import (
     path_text,
     sbr_paths,
 )
-from pathweaver.retrieval.namegraph import name_edges, nearest_own_passage
+from pathweaver.retrieval.namegraph import best_passage, name_edges, nearest_own_passage
 from pathweaver.retrieval.ppr import COARSE_TOL
 from pathweaver.retrieval.seeds import dense_scores, top_indices
 from pathweaver.retrieval.types import (
@@ -154,13 +154,10 @@ class LegoParams:
         return EdgeLayers(self.statistical > 0 or not self.names, self.use_synonyms, self.names)
 
 
-def passage_cosines(env: RetrievalEnv, query: Query, params: LegoParams) -> np.ndarray | None:
-    """cos(query, passage) for every passage when the graph has name edges (they are scored by their passage),
-    else None."""
-    snap = env.snapshot
-    if not (params.names and snap.n_passages and name_edges(snap).size):
-        return None
-    return np.asarray(dense_scores(snap, query.vec), dtype=np.float64)
+def passage_cosines(env: RetrievalEnv, query: Query) -> np.ndarray:
+    """cos(query, passage) for every passage (empty for a store without passages), computed once per query: name
+    edges are scored by their passage, and the chunk list ranks and fills by it."""
+    return np.asarray(dense_scores(env.snapshot, query.vec), dtype=np.float64)
 
 
 def extract_subgraph(
@@ -231,7 +228,7 @@ def edge_passages(
         return []
     chunks = [int(p) for p in rel_chunks.indices[rel_chunks.indptr[code] : rel_chunks.indptr[code + 1]]]
     if best_scores is not None and len(chunks) > 1:
-        return [max(chunks, key=lambda p: (float(best_scores[p]), -p))]
+        return [best_passage(chunks, best_scores)]
     return chunks
 
 
@@ -243,13 +240,15 @@ def path_chunks(
     tail_passages: bool = False,
     triple_passages: str = "all",
     fill: Sequence[tuple[int, float]] = (),
+    dense: np.ndarray | None = None,
 ) -> list[ChunkHit]:
     """Passages supporting the path triples (``edge_passages``; ``tail_passages``: a name edge's named document
     too; ``triple_passages`` "best": a relation's chunk nearest the query alone), ranked by their best path's score (ties: cos(query, passage), as pathrag's ``rank_chunks``), then dense
-    chunks fill the remaining slots up to ``top_k`` (scored by their cosine). Sets ``PathHit.passages``."""
+    chunks fill the remaining slots up to ``top_k`` (scored by their cosine; ``dense``: ``passage_cosines``, computed
+    when not given). Sets ``PathHit.passages``."""
     snap = env.snapshot
     rel_chunks = snap.rel_chunks.tocsr()
-    dense = dense_scores(snap, query.vec) if snap.n_passages else np.zeros(0)
+    dense = passage_cosines(env, query) if dense is None else dense
     best: dict[int, float] = {}
     for hit in paths:
         passages: list[int] = []
@@ -280,9 +279,10 @@ def path_chunks(
     return hits
 
 
-def edge_scores(env: RetrievalEnv, query: Query, codes: Sequence[int]) -> np.ndarray:
-    """cos(query, triple) per edge code: a relation by its stored vector, a name edge by its passage; -inf for a
-    synonym edge, and for relations when the snapshot has no relation vectors."""
+def edge_scores(env: RetrievalEnv, query: Query, codes: Sequence[int], dense: np.ndarray) -> np.ndarray:
+    """cos(query, triple) per edge code: a relation by its stored vector, a name edge by its passage's ``dense``
+    score (``passage_cosines``); -inf for a synonym edge, and for relations when the snapshot has no relation
+    vectors."""
     snap = env.snapshot
     arr = np.array(codes, dtype=np.int64)
     cos = np.full(arr.size, -np.inf)
@@ -292,25 +292,25 @@ def edge_scores(env: RetrievalEnv, query: Query, codes: Sequence[int]) -> np.nda
         cos[stat] = rv[arr[stat]] @ query.vec
     named = arr <= -2
     if named.any():
-        cos[named] = dense_scores(snap, query.vec)[name_edges(snap).passage[-2 - arr[named]]]
+        cos[named] = dense[name_edges(snap).passage[-2 - arr[named]]]
     return cos
 
 
 def subgraph_fill(
-    env: RetrievalEnv, query: Query, sub: ExtractedSubgraph, paths: list[PathHit]
+    env: RetrievalEnv, query: Query, sub: ExtractedSubgraph, paths: list[PathHit], dense: np.ndarray
 ) -> list[tuple[int, float]]:
     """The subgraph's edges on no path (synonym edges left out), best ``edge_scores`` first, with their scores."""
     on_paths = {r for hit in paths for r in hit.relations}
     codes = list(dict.fromkeys(r for _, _, r in sub.edges if r != SYNONYM and r not in on_paths))
     if not codes:
         return []
-    cos = edge_scores(env, query, codes)
+    cos = edge_scores(env, query, codes, dense)
     order = np.lexsort((np.arange(len(codes)), -cos))
     return [(codes[i], float(cos[i])) for i in order if np.isfinite(cos[i])]
 
 
 def served_edges(
-    env: RetrievalEnv, query: Query, sub: ExtractedSubgraph, paths: list[PathHit], limit: int
+    env: RetrievalEnv, query: Query, sub: ExtractedSubgraph, paths: list[PathHit], limit: int, dense: np.ndarray
 ) -> list[tuple[int, int, int]]:
     """At most ``limit`` subgraph edges to serve: those on the retrieved paths (in path order), then the rest by
     ``edge_scores``, synonym edges last."""
@@ -319,19 +319,20 @@ def served_edges(
     first = [(*edge_ends(snap, r), r) for r in path_rels]
     rest = [e for e in sub.edges if e[2] not in path_rels]
     if rest:
-        cos = edge_scores(env, query, [r for _, _, r in rest])
+        cos = edge_scores(env, query, [r for _, _, r in rest], dense)
         rest = [rest[i] for i in np.lexsort((np.arange(len(rest)), -cos))]
     return (first + rest)[:limit]
 
 
 def shape_subgraph(
-    env: RetrievalEnv, query: Query, sub: ExtractedSubgraph, paths: list[PathHit], params: LegoParams
+    env: RetrievalEnv, query: Query, sub: ExtractedSubgraph, paths: list[PathHit], params: LegoParams,
+    dense: np.ndarray,
 ) -> Subgraph:
     """The extracted subgraph as named nodes, unit-cost edges (one per hop) and one text line per edge, cut to
     ``params.subgraph_max_edges`` served edges (``stats`` keeps the full sizes)."""
     snap = env.snapshot
     names = snap.entity_names
-    edges = served_edges(env, query, sub, paths, params.subgraph_max_edges)
+    edges = served_edges(env, query, sub, paths, params.subgraph_max_edges, dense)
     nodes = list(
         dict.fromkeys([n for hit in paths for n in hit.nodes] + [x for u, v, _ in edges for x in (u, v)])
     )
@@ -358,13 +359,15 @@ def lego_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: LegoParam
     seeds = query_seeds(snap, query, params.seed_entities, query_names(env, query.text)) if snap.n_entities else []
     if params.extractor == "sbe":  # SBE's walk starts from the seeds alone; SAE's core is the query's top triples
         seeds = graph_seeds(snap, query.vec, seeds, params.seed_entities, params.layers)
-    passage_scores = passage_cosines(env, query, params)
+    dense = passage_cosines(env, query)
+    # name edges are scored by their passage; without them the modules take no passage scores
+    passage_scores = dense if params.names and dense.size and name_edges(snap).size else None
     sub = extract_subgraph(env, query, seeds, params, passage_scores)
     paths = retrieve_paths(env, query, sub, seeds, params, passage_scores) if sub.entities else []
-    fill = subgraph_fill(env, query, sub, paths) if params.fill == "subgraph" else []
-    chunks = path_chunks(env, query, paths, top_k, params.tail_passages, params.triple_passages, fill)
+    fill = subgraph_fill(env, query, sub, paths, dense) if params.fill == "subgraph" else []
+    chunks = path_chunks(env, query, paths, top_k, params.tail_passages, params.triple_passages, fill, dense)
     triples = list(dict.fromkeys(r for hit in paths for r in hit.relations if r >= 0))
-    subgraph = shape_subgraph(env, query, sub, paths, params)
+    subgraph = shape_subgraph(env, query, sub, paths, params, dense)
     info = {
         "seeds": [snap.entity_names[s] for s in seeds],
         "paths": len(paths),

@@ -187,8 +187,13 @@ def mention_sentence(snapshot: GraphSnapshot, row: int) -> str:
     return " ".join(text[start:end].split())
 
 
+def best_passage(passages: list[int], passage_scores: np.ndarray) -> int:
+    """The passage of the non-empty ``passages`` that scores best in ``passage_scores`` (ties: the lowest)."""
+    return max(passages, key=lambda p: (float(passage_scores[p]), -p))
+
+
 def nearest_own_passage(snapshot: GraphSnapshot, entity: int, passage_scores: np.ndarray) -> int | None:
     """The passage of the document ``entity`` names that scores best in ``passage_scores`` (ties: the first), or
     None when it names no document (Path Pooling's tail passage, ``pooling._stands_for``)."""
     own = passages_of(snapshot, entity)
-    return max(own, key=lambda p: (float(passage_scores[p]), -p)) if own else None
+    return best_passage(own, passage_scores) if own else None

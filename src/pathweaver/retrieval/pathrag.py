@@ -46,7 +46,13 @@ from pathweaver.config import ConfigError
 from pathweaver.numeric.parallel import matmul
 from pathweaver.retrieval.graphs import cached, documents_link, pair_relations, relation_passages
 from pathweaver.retrieval.keywords import DEFAULT_KEYWORDS, NAME_PARTS, query_names, statistical_keywords
-from pathweaver.retrieval.namegraph import name_edges, passages_of, path_adjacency, tied_entities
+from pathweaver.retrieval.namegraph import (
+    name_edges,
+    nearest_own_passage,
+    passages_of,
+    path_adjacency,
+    tied_entities,
+)
 from pathweaver.retrieval.pathrag_flow import dag_paths, flow_paths, propagate, reliability
 from pathweaver.retrieval.seeds import SeedError, dense_scores, top_indices
 from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult, take_turns
@@ -202,7 +208,6 @@ def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams
     retrieval over the entities of the graph walked (ours: the first two, issue 23). Also the named nodes (with
     ``unnamed = "anchor"``, the top dense passage's document where the question names none)."""
     snap = env.snapshot
-    adjacency = path_adjacency(snap, params.statistical)
     nodes: list[int] = []
     if params.name_nodes and query.text:
         nodes += query_names(env, query.text, params.name_parts)
@@ -217,8 +222,9 @@ def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams
     nodes = list(dict.fromkeys(nodes))[:n]
     keywords = list(query.keywords) or statistical_keywords(snap, query.text, query.vec, params.n_keywords)
     if keywords and len(nodes) < n:
+        # the entities on an edge of the graph walked, whichever way its name edges point
         walked = cached(snap, ("pathrag_walked", params.statistical > 0),
-                        lambda: np.flatnonzero(np.diff(adjacency.indptr) > 0))
+                        lambda: np.flatnonzero(np.diff(path_adjacency(snap, params.statistical).indptr) > 0))
         found = retrieve_nodes(snap, _keyword_vectors(env, keywords), n, walked)
         nodes += [e for e in found if e not in nodes][: n - len(nodes)]
     return nodes, keywords, named
@@ -237,8 +243,8 @@ def candidate_paths(
     directed = params.edges == "directed"
     adjacency = path_adjacency(snapshot, params.statistical, directed)
     degrees = np.diff(adjacency.indptr).astype(np.float64)  # |N(v,·)|, distinct (out-)neighbours
-    # hop-first paths step back from the target to its in-neighbours
-    backward = adjacency.T.tocsr() if directed else adjacency
+    # hop-first paths step back from the target to its in-neighbours (flow paths need no reverse graph)
+    backward = adjacency.T.tocsr() if directed and params.paths == "hop-first" else adjacency
     flow = propagate(adjacency, degrees, nodes, params.alpha, params.theta, params.max_hops)
     node_arr = np.array(nodes, dtype=np.int64)
     pool: dict[tuple[int, ...], tuple[float, list[int]]] = {}
@@ -311,10 +317,10 @@ def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, node_pas
             add(names.passages_from(u, v) if directed else names.passages_between(u, v))
     if node_passages != "none":
         for node in path if node_passages in ("all", "nearest") else [path[0], path[-1]]:
-            own = passages_of(snapshot, node)
-            if node_passages == "nearest" and dense is not None and dense.size and own:
-                own = [max(own, key=lambda p: (float(dense[p]), -p))]
-            add(own)
+            if node_passages == "nearest" and dense is not None and dense.size:
+                add([p for p in [nearest_own_passage(snapshot, node, dense)] if p is not None])
+            else:
+                add(passages_of(snapshot, node))
     return PathHit(list(path), relations, rel, path_text(snapshot, path), passages)
 
 

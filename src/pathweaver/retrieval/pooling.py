@@ -36,7 +36,13 @@ import numpy as np
 from pathweaver.config import ConfigError
 from pathweaver.retrieval.graphs import passage_relations, relation_passages
 from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, query_names
-from pathweaver.retrieval.namegraph import name_edges, own_passages, passages_of
+from pathweaver.retrieval.namegraph import (
+    best_passage,
+    name_edges,
+    nearest_own_passage,
+    own_passages,
+    passages_of,
+)
 from pathweaver.retrieval.ppr import PPRParams, ppr_scores
 from pathweaver.retrieval.seeds import dense_scores, top_indices, top_triples
 from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult
@@ -312,10 +318,9 @@ def coarse_triples(env: RetrievalEnv, query: Query, params: PoolingParams, first
         have = {i for i, _ in ranked}
         rp, pr = relation_passages(snap), passage_relations(snap)
         for e in named:
-            own = passages_of(snap, e)
-            if not own:
+            p = nearest_own_passage(snap, e, passage_scores)  # the document's best passage by the base
+            if p is None:
                 continue
-            p = max(own, key=lambda q: (float(passage_scores[q]), -q))  # the document's best passage by the base
             for r in pr[p].indices.tolist():
                 if r not in have:
                     have.add(r)
@@ -390,7 +395,7 @@ def _stands_for(snap: GraphSnapshot, item: int, params: PoolingParams, passage_s
     if params.triple_passages == "all" or len(ps) < 2:
         return ps
     first, rest = ([], ps) if item >= 0 else (ps[:1], ps[1:])
-    top = max(rest, key=lambda p: (float(passage_scores[p]), -p))
+    top = best_passage(rest, passage_scores)
     return first + ([top] if top not in first else [])
 
 
