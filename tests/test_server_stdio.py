@@ -200,6 +200,7 @@ def test_index_status_reports_store_and_folders(env: dict[str, Any]) -> None:
     assert status["roots"] == [str(env["notes"])]
     assert status["state"] in ("watching", "indexing")
     assert status["llm"] == {"setting": "auto", "backend": "sampling", "reason": "the MCP client offers sampling"}
+    assert status["store"] == str((env["base"] / "store").resolve())
 
 
 def test_search_and_retrieval_tools(env: dict[str, Any]) -> None:

@@ -1,5 +1,5 @@
-"""``pathweaver`` command line: init, index, watch, refresh, stats, retrieve, plan, ask, doctor, serve, eval, export,
-show.
+"""``pathweaver`` command line: init, index, watch, refresh, stats, retrieve, plan, ask, doctor, serve, connect, eval,
+export, show.
 
 Heavy modules are imported inside each command, so ``pathweaver --help`` is instant. Errors the user can fix are
 printed as one line (``error: ...``) with exit status 2; ``--json`` output is one JSON object on stdout.
@@ -81,18 +81,25 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
     return dict(parse_param(p) for p in (getattr(args, "param", None) or []))
 
 
-def _open(args: argparse.Namespace, readonly: bool = False) -> Pathweaver:
+def _store(args: argparse.Namespace, folders: list[str] | None = None) -> Path:
+    """``--store``, else ``$PATHWEAVER_STORE``, else the user data directory's store for ``folders`` (the paths a
+    command names), else its only store (``locations``)."""
+    from pathweaver.config import resolve_store_dir
+
+    return resolve_store_dir(args.store, folders=folders or ())
+
+
+def _open(args: argparse.Namespace, readonly: bool = False, folders: list[str] | None = None) -> Pathweaver:
     from pathweaver.service import Pathweaver
 
-    return Pathweaver.open(args.store, _overrides(args), readonly=readonly)
+    return Pathweaver.open(_store(args, folders), _overrides(args), readonly=readonly)
 
 
 # -- commands ------------------------------------------------------------------------------------------------
 def cmd_init(args: argparse.Namespace) -> int:
-    from pathweaver.config import resolve_store_dir
     from pathweaver.config_template import default_config_text
 
-    store = resolve_store_dir(args.store)
+    store = _store(args)
     store.mkdir(parents=True, exist_ok=True)
     target = store / CONFIG_FILE
     if target.exists() and not args.force:
@@ -103,7 +110,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    with _open(args) as pw, progress_bar(args) as progress:
+    with _open(args, folders=args.paths) as pw, progress_bar(args) as progress:
         report = pw.index([Path(p) for p in args.paths], exact=not args.keep_others, progress=progress)
     emit(args, report.to_dict(), fmt_report)
     return 0
@@ -117,10 +124,9 @@ def cmd_refresh(args: argparse.Namespace) -> int:
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    from pathweaver.config import resolve_store_dir
     from pathweaver.store.db import Database
 
-    with Database(resolve_store_dir(args.store)) as db:
+    with Database(_store(args)) as db:
         before = db.path.stat().st_size
         after = db.compact()
     emit(args, {"store": str(db.path), "bytes_before": before, "bytes_after": after},
@@ -154,7 +160,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     missing = [str(p) for p in roots if not p.exists()]
     if missing:
         raise ConfigError(f"no such file or folder: {', '.join(missing)}")
-    with _open(args) as pw:
+    with _open(args, folders=args.paths) as pw:
 
         def on_batch(changed: set[Path], removed: set[Path]) -> None:
             rep = pw.apply_changes(changed, removed)
@@ -230,8 +236,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from pathweaver.config import load_settings
     from pathweaver.doctor import diagnose, format_report
+    from pathweaver.locations import DEFAULT_NAME, StoreChoiceError, stores_root
 
-    emit(args, diagnose(load_settings(args.store, _overrides(args))), format_report)
+    try:
+        store, choice = _store(args, args.watch), ""
+    except StoreChoiceError as exc:  # several stores: say so, and report the rest for the default one
+        store, choice = stores_root() / DEFAULT_NAME, str(exc)
+    emit(args, diagnose(load_settings(store, _overrides(args)), choice), format_report)
     return 0
 
 
@@ -239,7 +250,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from pathweaver.server.app import run_server
 
     run_server(
-        store_dir=args.store,
+        store_dir=_store(args, args.watch),
         watch=[Path(p) for p in args.watch or []],
         transport="http" if args.http else "stdio",
         host=args.host,
@@ -250,10 +261,41 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
-    from pathweaver.config import resolve_store_dir
+def cmd_connect(args: argparse.Namespace) -> int:
+    from pathweaver import connect
 
-    store = resolve_store_dir(args.store)
+    client = connect.client_named(args.client)
+    watch = [Path(p).expanduser().resolve() for p in args.watch or []]
+    store_flag = args.connect_store or args.store
+    store = _store(argparse.Namespace(store=store_flag), [str(p) for p in watch]).expanduser().resolve()
+    server = connect.entry(client, store, watch)
+    path = Path(args.config).expanduser() if args.config else client.path()
+    for folder in watch:
+        if not folder.is_dir():
+            print(f"warning: {folder} is not a folder; the server refuses to start until it is", file=sys.stderr)
+    if not args.write:
+        print(connect.snippet(client, args.name, server))
+        print(f"# {client.label}: add this to {path}, or run again with --write to merge it there", file=sys.stderr)
+        return 0
+    result = connect.write(path, client, args.name, server)
+    kept = f", {result.others} other server(s) kept" if result.others else ""
+    if result.action == "unchanged":
+        print(f"{result.path}: {args.name!r} is already this entry; nothing written")
+        return 0
+    print(f"{result.path}: {args.name!r} {result.action}{kept}")
+    if result.backup:
+        print(f"the previous file is in {result.backup}")
+    if result.comments_dropped:
+        print(f"note: the comments and trailing commas of {result.path} are not kept by this rewrite; "
+              f"{result.backup} has them")
+    print(f"restart {client.label} to start the server")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from pathweaver.locations import EVAL_STORE_ROOT, explicit_store
+
+    store = explicit_store(args.store) or Path(EVAL_STORE_ROOT)
     if args.history:
         from pathweaver.eval.ledger import Ledger
 
@@ -314,7 +356,11 @@ def _add_retrieval_flags(p: argparse.ArgumentParser, default_method: str | None,
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pathweaver", description="Local graph-RAG over watched folders, with MCP tools.")
-    parser.add_argument("--store", help="store directory (default: $PATHWEAVER_STORE, else ./.pathweaver)")
+    parser.add_argument(
+        "--store",
+        help="store directory (default: $PATHWEAVER_STORE, else one named after the folders the command names, in "
+             "the user data directory; commands without folders use the only store there; eval uses ./.pathweaver)",
+    )
     parser.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override a setting (repeatable)")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -363,6 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_ask)
 
     p = sub.add_parser("doctor", help="what this installation uses: store, models, LLM backend and why, extras")
+    p.add_argument("--watch", action="append", metavar="DIR", help="the folders a server would watch (its store)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_doctor)
 
@@ -373,6 +420,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=None)
     p.add_argument("--token", default=None, help="bearer token required on every HTTP request")
     p.set_defaults(fn=cmd_serve)
+
+    from pathweaver.connect import CLIENTS, SERVER_NAME
+
+    p = sub.add_parser("connect", help="print (or --write) the MCP entry that starts this install for a client")
+    p.add_argument("client", choices=tuple(CLIENTS))
+    p.add_argument("--watch", action="append", metavar="DIR", help="a folder the server indexes and watches")
+    p.add_argument("--store", dest="connect_store", metavar="DIR",
+                   help="store directory (default: the one named after the --watch folders)")
+    p.add_argument("--write", action="store_true",
+                   help="merge the entry into the client's configuration file (keeping a .bak copy)")
+    p.add_argument("--config", metavar="PATH", help="that file, when not the client's usual one")
+    p.add_argument("--name", default=SERVER_NAME, help=f"the server's name in the client (default {SERVER_NAME})")
+    p.set_defaults(fn=cmd_connect)
 
     p = sub.add_parser("eval", help="evaluate retrieval (or, with --answers, answers) on 2wiki, musique or hotpotqa")
     p.add_argument("dataset_dir", nargs="?")

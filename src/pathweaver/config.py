@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,8 @@ class ModelSettings:
     openai_base_url: str = ""
     openai_model: str = ""
     openai_api_key: str = ""
+    # auto asks these loopback ports for an OpenAI-compatible server (Ollama, LM Studio); [] turns the probe off.
+    local_probe_ports: list[int] = field(default_factory=lambda: [11434, 1234])
     llm_timeout: float = 60.0
     llm_max_tokens: int = 512
     query_threads: int = 0  # threads for query-time vector scoring and PageRank steps (0 = one per core)
@@ -136,9 +139,9 @@ def _coerce(value: Any, target: Any, name: str) -> Any:
         if isinstance(target, float):
             return float(value)
         if isinstance(target, list):
-            if isinstance(value, str):
-                return [v for v in value.split(os.pathsep) if v]
-            return list(value)
+            items = [v for v in value.split(os.pathsep) if v] if isinstance(value, str) else list(value)
+            # A list whose default holds numbers (ports) takes numbers, from TOML or a variable alike.
+            return [int(v) for v in items] if target and isinstance(target[0], int) else items
         if isinstance(target, Path):
             return Path(value)
         return str(value)
@@ -191,14 +194,16 @@ def env_mapping(environ: dict[str, str] | None = None) -> dict[str, Any]:
     return out
 
 
-def resolve_store_dir(cli_value: str | os.PathLike[str] | None, environ: dict[str, str] | None = None) -> Path:
-    """``--store DIR``, else ``$PATHWEAVER_STORE``, else ``./.pathweaver``."""
-    env = os.environ if environ is None else environ
-    if cli_value:
-        return Path(cli_value).expanduser()
-    if env.get("PATHWEAVER_STORE"):
-        return Path(env["PATHWEAVER_STORE"]).expanduser()
-    return Path(DEFAULT_STORE_DIR)
+def resolve_store_dir(
+    cli_value: str | os.PathLike[str] | None,
+    environ: dict[str, str] | None = None,
+    folders: Sequence[str | os.PathLike[str]] = (),
+) -> Path:
+    """``--store DIR``, else ``$PATHWEAVER_STORE``, else the user data directory's store for ``folders``, else its
+    only store (``locations.resolve_store``)."""
+    from pathweaver.locations import resolve_store
+
+    return resolve_store(cli_value, folders, environ)
 
 
 def load_settings(

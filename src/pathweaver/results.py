@@ -200,6 +200,7 @@ class StatusOut(BaseModel):
     last_report: dict[str, Any] | None = None
     last_error: str | None = None
     llm: dict[str, str] | None = None  # the backend answer and decompose_query use for this client, and why
+    store: str = ""  # the store directory's absolute path
 
 
 class FolderOut(BaseModel):

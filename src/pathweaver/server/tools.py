@@ -257,8 +257,8 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
 
     @server.tool(annotations=READ_ONLY)
     async def index_status(ctx: Context) -> StatusOut:
-        """Store statistics, skipped files with reasons, whether indexing is running, the watched folders, and
-        the LLM backend answer and decompose_query use for you, and why."""
+        """Store statistics, skipped files with reasons, whether indexing is running, the watched folders, the
+        store's directory, and the LLM backend answer and decompose_query use for you, and why."""
         stats = await call(svc.stats)
         status = state.manager.snapshot()
         choice = await call(svc.backend_choice, supports_sampling(ctx))
@@ -267,6 +267,7 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
             skipped=list(stats.get("skipped", [])),
             roots=[str(r) for r in state.roots.roots],
             llm=choice.to_dict(),
+            store=str(svc.settings.store_dir.resolve()),
             **{k: status[k] for k in StatusOut.model_fields if k in status},
         )
 
