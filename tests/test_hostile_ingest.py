@@ -16,10 +16,13 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pathweaver.ingest.safe_open import NOT_REGULAR_REASON
 from pathweaver.store.servers import live_servers
 from test_server_stdio import Client, mcp_client, serve_args, server_env, stdio_session
 
+pytestmark = pytest.mark.timeout(1200)  # processes that load the model, on a machine that may be busy
 STOP_S = 5.0  # Ctrl-C and SIGTERM must end a process within this (a behaviour bound, generous on a busy machine)
 WAIT_S = 400.0  # a loaded machine; the waits end as soon as the condition holds
 
