@@ -37,7 +37,7 @@ class IngestSettings:
     max_file_bytes: int = 20 * 1024 * 1024
     # Text files (Markdown, plain text, reStructuredText, HTML) larger than this are skipped by their size before
     # they are read: chunking, n-grams and embedding cost time and memory in proportion (README, "Limits").
-    max_text_bytes: int = 4 * 1024 * 1024
+    max_text_bytes: int = 2 * 1024 * 1024
     ignore: list[str] = field(default_factory=list)  # extra .gitignore-style patterns
     debounce_seconds: float = 0.5
     batch_size: int = 64  # embedding batch size
