@@ -166,13 +166,14 @@ class IndexManager:
         watcher = self._watcher
         return self.status.indexing or self._stopped or (watcher is not None and watcher.pending())
 
-    def stop(self) -> None:
-        """Stop watching and give the threads ``STOP_WAIT_S`` in all to finish; a daemon thread still inside a long
-        step is left to the process exit (each file is one transaction: an unfinished one is rolled back)."""
+    def stop(self, wait_s: float = 30.0) -> None:
+        """Stop watching and give the threads ``wait_s`` in all to finish (the server process gives them
+        ``STOP_WAIT_S``); a daemon thread still inside a long step is left to the process exit (each file is one
+        transaction: an unfinished one is rolled back)."""
         self._stopped = True
         if self._lease is not None:  # no longer serving: the CLI may change these folders' documents again
             self._lease.close()
-        deadline = time.monotonic() + STOP_WAIT_S
+        deadline = time.monotonic() + wait_s
 
         def left() -> float:
             return max(0.0, deadline - time.monotonic())
