@@ -28,7 +28,7 @@ from pathweaver.store.db import Database
 BATCH_CHUNKS = 1024
 # Files from this size go last, each in a batch of its own: one large file is read, chunked and embedded only
 # after every smaller file of the run is stored, so it never holds them up (docs/benchmarks.md, "Large files").
-OWN_BATCH_BYTES = 1 << 20
+OWN_BATCH_BYTES = 256 * 1024
 
 
 def in_batch_order(work: list[FileEntry]) -> list[FileEntry]:
