@@ -2,7 +2,8 @@
 
 Writes a folder with one small note and one text file of ``--mb`` megabytes (varied English-like words, so its
 chunks and n-grams are as many as a real text's), then runs `pathweaver index --json` on it in a fresh store as a
-child process with ``ingest.max_file_bytes`` set to ``--limit-mb`` (default: the built-in limit). It prints the
+child process with ``ingest.max_file_bytes`` and ``ingest.max_text_bytes`` set to ``--limit-mb`` (default: the
+built-in limits). It prints the
 child's peak RSS, its seconds, when the small note was first readable in the store, and what became of the large
 file (indexed, or skipped with its reason).
 
@@ -50,7 +51,7 @@ def note_stored_at(db: Path) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, required=True, help="size of the large text file in MB (10^6 bytes)")
-    parser.add_argument("--limit-mb", type=float, default=None, help="ingest.max_file_bytes in MiB")
+    parser.add_argument("--limit-mb", type=float, default=None, help="ingest.max_file_bytes and max_text_bytes in MiB")
     parser.add_argument("--timeout", type=float, default=900.0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
@@ -61,7 +62,8 @@ def main() -> None:
         store = Path(scratch) / "store"
         cmd = [sys.executable, "-m", "pathweaver.cli", "--store", str(store), "index", str(notes), "--json"]
         if args.limit_mb is not None:
-            cmd[4:4] = ["--set", f"ingest.max_file_bytes={int(args.limit_mb * 1024 * 1024)}"]
+            limit = int(args.limit_mb * 1024 * 1024)
+            cmd[4:4] = ["--set", f"ingest.max_file_bytes={limit}", "--set", f"ingest.max_text_bytes={limit}"]
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         note_at = None
