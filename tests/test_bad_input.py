@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 import os
 from pathlib import Path
 
@@ -58,15 +57,15 @@ def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     secret = folder / "secret.txt"
     secret.write_text("Top secret text about Warsaw.", encoding="utf-8")
     if os.geteuid() == 0:
-        print("running as root: chmod 000 does not block reads, so open() is made to raise PermissionError")
-        real_open = builtins.open
+        print("running as root: chmod 000 does not block reads, so os.open() is made to raise PermissionError")
+        real_open = os.open
 
         def guarded(file, *args, **kwargs):  # type: ignore[no-untyped-def]
             if str(file) == str(secret):
                 raise PermissionError(13, "Permission denied", str(file))
             return real_open(file, *args, **kwargs)
 
-        monkeypatch.setattr(builtins, "open", guarded)
+        monkeypatch.setattr(os, "open", guarded)
     else:
         secret.chmod(0)
     with Database(tmp_path / "store") as db:

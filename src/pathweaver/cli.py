@@ -8,6 +8,7 @@ printed as one line (``error: ...``) with exit status 2; ``--json`` output is on
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -111,7 +112,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_index(args: argparse.Namespace) -> int:
     with _open(args, folders=args.paths) as pw, progress_bar(args) as progress:
-        report = pw.index([Path(p) for p in args.paths], exact=not args.keep_others, progress=progress)
+        report = pw.index([Path(p) for p in args.paths], exact=not args.keep_others, progress=progress,
+                          force=args.force)
     emit(args, report.to_dict(), fmt_report)
     return 0
 
@@ -153,9 +155,6 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_watch(args: argparse.Namespace) -> int:
     from pathweaver.ingest.watcher import FolderWatcher
 
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
     roots = [Path(p).resolve() for p in args.paths]
     missing = [str(p) for p in roots if not p.exists()]
     if missing:
@@ -172,15 +171,14 @@ def cmd_watch(args: argparse.Namespace) -> int:
         watcher.start()
         try:
             with progress_bar(args) as progress:
-                report = pw.index(roots, exact=not args.keep_others, progress=progress)
+                report = pw.index(roots, exact=not args.keep_others, progress=progress, force=args.force)
             emit(args, report.to_dict(), fmt_report)
             if not args.json:
                 print(f"watching {', '.join(map(str, roots))}; Ctrl-C to stop", file=sys.stderr)
             sys.stdout.flush()
-            while not stop.wait(0.5):
-                pass
+            threading.Event().wait()  # until SIGINT or SIGTERM raises KeyboardInterrupt (``_stop_on_signals``)
         finally:
-            watcher.stop()
+            watcher.stop(flush=_stop_code is None)
     return 0
 
 
@@ -375,6 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("paths", nargs="+", metavar="PATH")
         p.add_argument("--keep-others", action="store_true", help="keep documents outside PATHs")
+        p.add_argument("--force", action="store_true",
+                       help="delete documents outside PATHs even where a running server serves them")
         p.add_argument("--json", action="store_true")
         p.set_defaults(fn=fn)
 
@@ -466,20 +466,62 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+STOP_GRACE_S = 3.0  # after SIGINT or SIGTERM, the most a command unwinds before the process exits regardless
+_stop_code: int | None = None  # the exit status a stop signal asked for
+
+
+def _exit_now(code: int) -> None:
+    """Flush and end the process without the interpreter's shutdown, which aborts ("terminate called without an
+    active exception") when a native thread (torch's pool, a model call on a daemon thread) still runs."""
+    import logging
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    logging.shutdown()
+    os._exit(code)
+
+
+def _stop_on_signals() -> None:
+    """SIGINT (exit 130) and SIGTERM (exit 0) raise ``KeyboardInterrupt`` in the main thread, so open transactions
+    roll back and the command unwinds; a process still alive ``STOP_GRACE_S`` later (a thread inside a model call,
+    which cannot be interrupted) exits at once. Either way the store is intact: each file is one transaction."""
+
+    def on_signal(signum: int, frame: object) -> None:
+        global _stop_code
+        if _stop_code is None:
+            _stop_code = 130 if signum == signal.SIGINT else 0
+            timer = threading.Timer(STOP_GRACE_S, _exit_now, (_stop_code,))
+            timer.daemon = True
+            timer.start()
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. As the program (``argv`` None) it also stops on SIGINT/SIGTERM within seconds and ends
+    without the interpreter's shutdown when threads are left (``_exit_now``)."""
     _set_offline_env()
     _fixed_mmap_threshold()
     parser = build_parser()
     args = parser.parse_args(argv)
+    process = argv is None
+    if process:
+        _stop_on_signals()
     from pathweaver.errors import USER_ERRORS
 
     try:
-        return int(args.fn(args) or 0)
+        code = int(args.fn(args) or 0)
     except USER_ERRORS as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USER_ERROR
+        code = EXIT_USER_ERROR
     except KeyboardInterrupt:
-        return 130
+        code = 130 if _stop_code is None else _stop_code
+    if process and (_stop_code is not None or threading.active_count() > 1):
+        _exit_now(code)
+    return code
 
 
 if __name__ == "__main__":

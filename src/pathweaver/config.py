@@ -36,11 +36,17 @@ class IngestSettings:
     chunk_tokens: int = 256  # AGRAG §IV-A4: l_t = 256
     chunk_overlap: int = 32  # AGRAG §IV-A4: l_o = 32
     max_file_bytes: int = 20 * 1024 * 1024
+    # Text files (Markdown, plain text, reStructuredText, HTML) larger than this are skipped by their size before
+    # they are read: chunking, n-grams and embedding cost time and memory in proportion (README, "Limits").
+    max_text_bytes: int = 2 * 1024 * 1024
     ignore: list[str] = field(default_factory=list)  # extra .gitignore-style patterns
     debounce_seconds: float = 0.5
     batch_size: int = 64  # embedding batch size
     # Follow symlinks whose target lies outside every watched folder (off: they are skipped with a reason).
     follow_symlinks_outside: bool = False
+    # Index files with more than one name (hard links); off: they are skipped with a reason, as their other names
+    # may lie outside every watched folder and no path check can see them (docs/security.md).
+    allow_hard_links: bool = False
 
 
 @dataclass

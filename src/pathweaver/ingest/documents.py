@@ -8,6 +8,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pathweaver.extract.graph import (
@@ -23,13 +24,14 @@ from pathweaver.ingest.linking import NO_NAMES, LinkerCache, apply_names, names_
 from pathweaver.ingest.parsed import ParseError
 from pathweaver.ingest.parsers import parse_file
 from pathweaver.ingest.prepare import Prepared
-from pathweaver.ingest.scanner import FileEntry, KnownDoc, under
+from pathweaver.ingest.safe_open import open_regular
+from pathweaver.ingest.scanner import FileEntry, KnownDoc, file_hash, under
 from pathweaver.store import graph_writes as gw
 from pathweaver.store import indexing as ix
 from pathweaver.store import writes as w
 from pathweaver.store.changes import document_change
 from pathweaver.store.db import Connection, Database
-from pathweaver.store.reads import entity_ids_of, gram_df, indexed_paths
+from pathweaver.store.reads import entity_ids_of, gram_df
 
 
 def delete_documents(conn: Connection, doc_ids: Sequence[int], ensure: Callable[[Mapping[str, str]], object] | None = None,
@@ -42,25 +44,55 @@ def delete_documents(conn: Connection, doc_ids: Sequence[int], ensure: Callable[
             change.count_chunks(w.delete_document(conn, doc_id))
 
 
-def prune_missing(db: Database) -> list[str]:
-    """Delete the indexed documents whose file is gone (one stat each), so a file deleted while no process watched
-    is never served; returns their paths. Documents under an indexed root that is itself missing (an unmounted
-    drive) stay, as the folder scan keeps them."""
+@dataclass
+class StartupPass:
+    """What ``withhold_outdated`` found: paths deleted on disk, and paths whose text changed (withheld until the
+    scan indexes them again)."""
+
+    gone: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+
+
+def withhold_outdated(db: Database) -> StartupPass:
+    """Delete the indexed documents whose file is gone or whose text changed since it was indexed, so that a file
+    deleted or edited while no process watched is never served: one stat each; a file whose mtime or size moved is
+    hashed, and one with the same bytes only gets its new stat. A changed file's document comes back when the next
+    scan indexes it (the server scans its folders at once). Documents under an indexed root that is itself missing
+    (an unmounted drive) stay, as the folder scan keeps them."""
     roots = json.loads(db.get_meta("roots", "[]") or "[]")
     absent = [r for r in roots if not os.path.isdir(r)]
-    gone: list[tuple[int, str]] = []
-    for doc_id, path in indexed_paths(db.conn):
+    out = StartupPass()
+    drop: list[int] = []
+    touched: list[tuple[int, float, int]] = []
+    for doc_id, path, content_hash, mtime, size, status, _ in ix.known_documents(db.conn):
+        if status != "indexed":
+            continue
         try:
-            os.stat(path)
+            st = os.stat(path)
         except FileNotFoundError:
             if not under(path, absent):
-                gone.append((doc_id, path))
+                drop.append(doc_id)
+                out.gone.append(path)
+            continue
         except OSError:
             continue  # there but unreadable now: the next scan gives it its reason
-    if gone:
+        if st.st_mtime == mtime and st.st_size == size:
+            continue
+        try:
+            same = file_hash(path) == content_hash
+        except OSError:
+            same = False  # not a regular file any more, or unreadable: not served until the scan says why
+        if same:
+            touched.append((doc_id, st.st_mtime, st.st_size))
+        else:
+            drop.append(doc_id)
+            out.changed.append(path)
+    if drop or touched:
         with db.write() as conn:
-            delete_documents(conn, [doc_id for doc_id, _ in gone])
-    return [path for _, path in gone]
+            for doc_id, new_mtime, new_size in touched:
+                w.update_document_stat(conn, doc_id, new_mtime, new_size)
+            delete_documents(conn, drop)
+    return out
 
 
 class DocumentWriter:
@@ -187,7 +219,7 @@ class DocumentWriter:
     def rename(self, doc: KnownDoc, entry: FileEntry, deferred: bool) -> bool:
         """Move ``doc`` to ``entry.path`` without re-embedding; False if the content changed meanwhile."""
         try:
-            with open(entry.path, "rb") as f:
+            with open_regular(entry.path) as f:
                 data = f.read()
             parsed = parse_file(Path(entry.path), data)
         except (OSError, ParseError):

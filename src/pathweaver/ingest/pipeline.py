@@ -39,7 +39,7 @@ from pathweaver.ingest.graph_inputs import GraphInputs
 from pathweaver.ingest.ignore import IgnoreRules, iter_files
 from pathweaver.ingest.invariance import recorded_invariance
 from pathweaver.ingest.linking import LinkerCache
-from pathweaver.ingest.prepare import Prepared, Preparer
+from pathweaver.ingest.prepare import Prepared, Preparer, in_batch_order
 from pathweaver.ingest.refresh import Refresher, vector_settings_changed
 from pathweaver.ingest.scanner import (
     FileEntry,
@@ -60,6 +60,7 @@ from pathweaver.store import indexing as ix
 from pathweaver.store import writes as w
 from pathweaver.store.db import Connection, Database
 from pathweaver.store.reads import folder_states
+from pathweaver.store.servers import live_servers
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +101,10 @@ class Indexer:
                 w.set_meta(conn, "entity_settings", self.params.entity_settings)
 
     # -- public API ------------------------------------------------------------------------------------------
-    def index_paths(self, paths: list[Path], exact: bool = True, progress: ProgressFn | None = None) -> IndexReport:
-        """Index files and folders; with ``exact`` documents not under any of ``paths`` are removed."""
+    def index_paths(self, paths: list[Path], exact: bool = True, progress: ProgressFn | None = None,
+                    force: bool = False) -> IndexReport:
+        """Index files and folders; with ``exact`` documents not under any of ``paths`` are removed, but never those
+        of a running server's folders unless ``force`` (``ConfigError`` naming the server, before any change)."""
         start = time.perf_counter()
         roots = [Path(os.path.abspath(p)) for p in paths]
         missing = [str(p) for p in roots if not p.exists() and not p.is_symlink()]
@@ -110,8 +113,10 @@ class Indexer:
         ing = self.settings.ingest
         root_strs = [str(r) for r in roots]
         confine = self._confinement(root_strs if exact else [*self._stored_roots(), *root_strs])
-        found = self._admitted(walk(roots, list(ing.ignore), ing.max_file_bytes, confine))
+        found = self._admitted(walk(roots, ing, confine))
         scan = diff(found, self._known(), (lambda p: True) if exact else (lambda p: under(p, root_strs)))
+        if not force:
+            self._spare_live_servers(scan.deleted)
         report = self._apply(scan, progress)
         with self.db.write() as conn:
             old = self._stored_roots()
@@ -135,21 +140,32 @@ class Indexer:
                 continue
             root = self._root_of(p)
             if path.is_dir():
-                rules = IgnoreRules(Path(root) if root else path, list(ing.ignore), ing.max_file_bytes)
+                rules = self._rules(Path(root) if root else path)
                 for f, reason in iter_files(path, rules, confine):
                     put_entry(found, entry_for(f, reason))
             elif root:
-                rules = IgnoreRules(Path(root), list(ing.ignore), ing.max_file_bytes)
-                reason = (confine.reason(path) if path.is_symlink() else None) or rules.reason(path) or file_reason(
-                    path, list(ing.ignore), ing.max_file_bytes)
+                reason = (confine.reason(path) if path.is_symlink() else None) or self._rules(Path(root)).reason(
+                    path) or file_reason(path, self._rules(path.parent))
                 put_entry(found, entry_for(path, reason))
             else:
-                found.update(walk([path], list(ing.ignore), ing.max_file_bytes, confine))
+                found.update(walk([path], ing, confine))
         scope = {store_path(p) for p in removed_s | changed_s}
         scan = diff(self._admitted(found), self._known(), lambda p: under(p, scope))
         report = self._apply(scan, None)
         report.seconds = time.perf_counter() - start
         return report
+
+    def _spare_live_servers(self, deleted: list[KnownDoc]) -> None:
+        """Refuse to delete documents under the folders of a server running on this store (``store.servers``)."""
+        if not deleted:
+            return
+        for server in live_servers(self.db.store_dir):
+            theirs = [d for d in deleted if under(d.path, server.folders)]
+            if theirs:
+                raise ConfigError(
+                    f"a running server (pid {server.pid}) serves {', '.join(server.folders)}: this index would "
+                    f"delete {len(theirs)} of its documents there (e.g. {theirs[0].path}). Pass --keep-others to "
+                    f"keep them, or --force to delete them anyway")
 
     def remove_path(self, path: Path) -> int:
         """Remove the documents at or under ``path``; returns how many."""
@@ -182,6 +198,9 @@ class Indexer:
         """``found`` without the files under folders that ``remove_folder`` took out (their documents then go)."""
         removed = [p for p, state in folder_states(self.db.conn).items() if state == "removed"]
         return {p: e for p, e in found.items() if not under(p, removed)} if removed else found
+
+    def _rules(self, root: Path) -> IgnoreRules:
+        return IgnoreRules.of(root, self.settings.ingest)
 
     def _confinement(self, roots: Sequence[str]) -> Confinement:
         return Confinement(roots, self.settings.ingest.follow_symlinks_outside)
@@ -218,7 +237,7 @@ class Indexer:
                 self._writer.delete(doc)
                 report.deleted += 1
                 scan.new.append(entry)
-        work = scan.new + scan.changed
+        work = in_batch_order(scan.new + scan.changed)
         new_paths = {e.path for e in scan.new}
         done = 0
         for batch in self._preparer.batches(work, report):

@@ -12,7 +12,7 @@ from mcp.server.mcpserver import MCPServer
 from pathweaver.config import ConfigError, Settings, load_settings
 from pathweaver.server import ServerState
 from pathweaver.server.auth import BearerTokenMiddleware, check_bind
-from pathweaver.server.background import IndexManager
+from pathweaver.server.background import STOP_WAIT_S, IndexManager
 from pathweaver.server.prompts import register_prompts
 from pathweaver.server.resources import register_resources
 from pathweaver.server.roots import Roots, allowed_roots
@@ -95,7 +95,7 @@ def run_server(
         else:
             _serve_http(server, host, port, token)
     finally:
-        manager.stop()
+        manager.stop(STOP_WAIT_S)  # a stop signal ends the process within seconds (``cli._stop_on_signals``)
         service.close()
 
 
