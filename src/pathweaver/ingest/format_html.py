@@ -21,6 +21,21 @@ _BLOCK_TAG_NAMES = (
 _BLOCK_TAGS = frozenset(_BLOCK_TAG_NAMES.split())
 _SKIP_TAGS = frozenset({"script", "style", "noscript", "template", "head", "svg", "iframe", "object"})
 _HEADING_TAGS = {f"h{n}": n for n in range(1, 7)}
+_TAG = r"""(?:"[^"]*"|'[^']*'|[^'">])*>"""  # the rest of a tag: quoted attribute values may hold ">"
+# What a reader never sees as text, in the order it must be tried: comments, the elements whose content is not
+# body text (the parser skips them; ``title`` is read as the title only), then any other tag or declaration.
+_MARKUP_RE = re.compile(
+    r"<!--.*?(?:-->|\Z)"
+    rf"|<(head|title|{'|'.join(sorted(_SKIP_TAGS - {'head'}))})\b{_TAG}.*?(?:</\1\s*>|(?=<body\b)|\Z)"
+    rf"|<[/!?]?[A-Za-z]{_TAG}",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def markup_ranges(source: str) -> list[tuple[int, int]]:
+    """The ranges of decoded HTML that hold markup rather than text: tags, comments, and the head, title, script,
+    style and other skipped elements whole (a citation span starting in ``<title>`` would quote the style sheet)."""
+    return [m.span() for m in _MARKUP_RE.finditer(source)]
 
 
 def parse_html(path: Path, data: bytes) -> ParsedDocument:
@@ -72,4 +87,5 @@ def parse_html(path: Path, data: bytes) -> ParsedDocument:
 
     walk(soup, False)
     source = data.decode(soup.original_encoding or "utf-8", errors="replace")
-    return ParsedDocument(b.text(), title or h1 or stem_title(path), headings, _dedupe(links), source)
+    return ParsedDocument(b.text(), title or h1 or stem_title(path), headings, _dedupe(links), source,
+                          hidden=markup_ranges(source))
