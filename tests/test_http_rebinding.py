@@ -92,6 +92,9 @@ def test_foreign_host_and_origin_are_refused_on_any_loopback_spelling(tmp_path: 
         fractional = post(url, {"jsonrpc": "2.0", "id": 1.5, "method": "ping"}, **sid)  # once a silent 202
         assert fractional.status_code == 400, fractional.text[:300]
         assert fractional.json()["id"] == 1.5 and fractional.json()["error"]["code"] == -32600
+        form = httpx.post(url, content=b'{"jsonrpc": "2.0", "id": 6, "method": "ping"}', timeout=60,
+                          headers={**ACCEPT, **sid, "Content-Type": "text/plain"})  # what a plain HTML form sends
+        assert form.status_code == 400, form.text[:300]
         assert post(url, {"jsonrpc": "2.0", "id": 5, "method": "ping"}, **sid).status_code == 200
         # the attack that read the notes: a search under the session, from the rebinding page
         stolen = post(url, SEARCH, Host=f"{ATTACKER}:{port}", Origin=page, **{"mcp-session-id": session})
