@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -50,7 +51,7 @@ def _answerable(value: Any) -> Any:
     else None (JSON-RPC's ``"id": null``)."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         return None
-    return value
+    return value if not isinstance(value, float) or math.isfinite(value) else None  # JSON has no Infinity
 
 
 def _raw_id(line: str) -> Any:
@@ -116,7 +117,7 @@ def error_reply(line: str) -> tuple[str | None, str | None]:
     code, message = (PARSE_ERROR, "Parse error") if not_json else (INVALID_REQUEST, "Invalid Request")
     found = _raw_id(line) if obj is None else _id_of(obj)
     request_id = None if found is _NO_ID else _answerable(found)
-    if isinstance(request_id, float) or (found is not _NO_ID and found is not None and request_id is None):
+    if not not_json and (isinstance(request_id, float) or (found not in (_NO_ID, None) and request_id is None)):
         detail = f"id must be a string or an integer, not {json.dumps(found)[:_SHOWN]}"
     reply = json.dumps(_error(request_id, code, f"{message}: {detail}"), ensure_ascii=True)
     if request_id is None:
