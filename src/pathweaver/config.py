@@ -110,6 +110,8 @@ class ServerSettings:
     host: str = "127.0.0.1"
     port: int = 8765
     token: str = ""
+    max_rerank_candidates: int = 100  # rerank's candidates (and resolved answers): each one is a model pass
+    max_keywords: int = 64  # retrieve_paths' keywords: each one is a name lookup and a node-vector query
 
 
 @dataclass

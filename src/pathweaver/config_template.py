@@ -53,6 +53,9 @@ _COMMENTS = {
     "folders": "folders the server indexes, watches and allows as roots",
     "host": "HTTP bind address; anything but loopback requires a token",
     "token": "bearer token for the HTTP transport",
+    "max_rerank_candidates": "most candidates (and most resolved answers) one rerank call takes; more is refused "
+                             "with an error (a model pass each: 2,000 took minutes)",
+    "max_keywords": "most keywords one retrieve_paths call takes; more is refused with an error",
 }
 
 

@@ -36,6 +36,9 @@ class ParsedDocument:
     # The file decoded (line endings and a BOM kept): what citation spans index (``ingest.spans``); None for PDF
     # and DOCX, which give ``units`` instead: (offset in text, "page 3" or "paragraph 7") where each unit begins.
     source: str | None = None
+    # Ranges of ``source`` that hold no document text (HTML tags, head, title, scripts, styles, comments): citation
+    # spans never point into them, even where a word of the text also appears there.
+    hidden: list[tuple[int, int]] = field(default_factory=list)
     units: list[tuple[int, str]] = field(default_factory=list)
     aliases: list[str] = field(default_factory=list)  # other names of the document (Markdown front-matter aliases:)
     # (link target, display text) of Markdown links that show a text of their own: ``[[Target|text]]``, ``[text](t.md)``

@@ -122,7 +122,8 @@ class Preparer:
         if not chunks:
             return entry, "empty document"
         rows = []
-        in_file = file_spans(doc.text, doc.source, [(c.start, c.end) for c in chunks]) if doc.source is not None else []
+        spans = [(c.start, c.end) for c in chunks]
+        in_file = file_spans(doc.text, doc.source, spans, doc.hidden) if doc.source is not None else []
         for i, c in enumerate(chunks):
             grams, n_words = chunk_stats(c.text, self.params.ngram_max)
             file_start, file_end = in_file[i] if in_file else (None, None)

@@ -106,6 +106,14 @@ def llm_progress(ctx: Context[Any, Any]) -> Callable[[float, str], None]:
     return beat
 
 
+def capped(items: list[str] | None, cap: int, what: str, setting: str) -> None:
+    """Refuse a list longer than ``cap`` with a tool error naming the setting: a caller cannot make one call run for
+    minutes. An error rather than a cut: a ranking or a retrieval over part of what was sent would look whole."""
+    if items is not None and len(items) > cap:
+        raise ToolError(f"too many {what}: {len(items)}, at most {cap} per call (setting server.{setting}); "
+                        f"send fewer")
+
+
 def _defaults(state: ServerState, method: str) -> dict[str, Any]:
     """A method's paper defaults overlaid with ``[retrieval.<method>]`` from the settings."""
     from pathweaver.retrieval.registry import method_defaults
@@ -126,6 +134,8 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
     Method = Literal[tuple(method_names())]  # type: ignore[valid-type]
     SearchMode = Literal[SEARCH_MODES]  # type: ignore[valid-type]
     Question = Annotated[str, Field(min_length=1, description="The question, in natural language.")]
+    max_keywords = state.settings.server.max_keywords
+    max_candidates = state.settings.server.max_rerank_candidates
 
     @server.tool(annotations=READ_ONLY)
     async def decompose_query(
@@ -147,7 +157,8 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
     async def retrieve_paths(
         question: Question,
         keywords: Annotated[
-            list[str] | None, Field(description="Entity keywords for node retrieval; extracted when omitted.")
+            list[str] | None,
+            Field(description=f"Entity keywords for node retrieval (at most {max_keywords}); extracted when omitted."),
         ] = None,
         top_nodes: Annotated[
             int | None,
@@ -163,6 +174,7 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
     ) -> Annotated[CallToolResult, RetrievalOut]:
         """Relational paths between the question's entities (PathRAG flow pruning), most reliable last, each with
         citations. Use for 'how is X related to Y' and multi-hop questions where the chain of facts matters."""
+        capped(keywords, max_keywords, "keywords", "max_keywords")
         params = {"top_paths": top_paths, "alpha": alpha, "theta": theta}
         if top_nodes is not None:
             params["top_nodes"] = top_nodes
@@ -192,9 +204,13 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
     @server.tool(annotations=READ_ONLY)
     async def rerank(
         question: Question,
-        candidates: Annotated[list[str], Field(min_length=1, description="Candidate passages or answers.")],
+        candidates: Annotated[
+            list[str], Field(min_length=1, description=f"Candidate passages or answers (at most {max_candidates}).")
+        ],
         resolved: Annotated[
-            list[str], Field(description="Answers to the sub-questions this one depends on (may be empty).")
+            list[str],
+            Field(description=f"Answers to the sub-questions this one depends on (may be empty; at most "
+                              f"{max_candidates})."),
         ],
         alpha: Annotated[
             float | None,
@@ -203,6 +219,8 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
     ) -> RerankOut:
         """Dependency-aware reranking (PankRAG): score = alpha*relevance + beta*cos(candidate, resolved answers).
         Use after answering a plan's earlier levels, to rank candidates for a dependent sub-question."""
+        capped(candidates, max_candidates, "candidates", "max_rerank_candidates")
+        capped(resolved, max_candidates, "resolved answers", "max_rerank_candidates")
         items = await call(svc.rerank, question, candidates, resolved, alpha)
         return RerankOut(results=[RerankItem.model_validate(i) for i in items])
 
