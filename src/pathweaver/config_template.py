@@ -72,8 +72,11 @@ def default_config_text() -> str:
                 lines.append(f"# {comment}")
             lines.append(f"# {f.name} = {_toml_value(getattr(getattr(settings, section), f.name))}")
         lines.append("")
-    lines.append("# Retrieval method parameters (paper defaults). One table per method, e.g.:")
-    from pathweaver.retrieval.registry import method_defaults, registry_method_names
+    lines.append("# Retrieval method parameters: pathweaver's defaults, variants of the papers' methods tuned on the dev")
+    lines.append("# splits. preset = \"paper\" in a method's table runs it as its paper writes it (the paper's parameters")
+    lines.append("# and graph, only the chunks it found); a parameter named beside the preset still wins.")
+    from pathweaver.retrieval.presets import DEFAULT_DIFFERS
+    from pathweaver.retrieval.registry import method_defaults, parse_method, registry_method_names
 
     for name in registry_method_names():
         if name.startswith("lego:") and name != "lego:sbe+isar":
@@ -84,6 +87,10 @@ def default_config_text() -> str:
         except (ImportError, AttributeError):
             continue
         lines.append(f"# [retrieval.{table}]")
+        differs = DEFAULT_DIFFERS.get(parse_method(name)[0], "")
+        if differs:
+            lines.append(f"# pathweaver's default differs from the paper: {differs}")
+        lines.append('# preset = "default"')
         for key, value in defaults.items():
             lines.append(f"# {key} = {_toml_value(value)}")
         lines.append("")
