@@ -161,15 +161,12 @@ def test_a_relation_stands_for_the_passage_that_scored_it() -> None:
     best = _pooled(env, q, 3, args)
     assert best.triples == [0] and [c.passage for c in best.chunks] == [3, 1, 2]
     assert best.chunks[0].score == pytest.approx(0.88, abs=1e-5) and best.backfill_share() == 0.0
-    # "all": t0 stands for both of its passages, and they fill two of the three slots
-    every = _pooled(env, q, 3, {**args, "triple_passages": "all"})
-    assert [c.passage for c in every.chunks] == [0, 3, 1]
 
 
 def test_pooling_params_validated() -> None:
     env, q = _env()
     for bad in ({"mode": "shuffle"}, {"kernel": "random_walk"}, {"position_a": 0}, {"pooling": "sum"},
-                {"base": "bm25"}, {"base_proper_names": -1.0}, {"triple_passages": "some"}, {"fill": "dense"},
+                {"base": "bm25"}, {"base_proper_names": 0.2}, {"triple_passages": "all"}, {"fill": "dense"},
                 {"base_weight": 1.5}, {"base_weight": -0.1}, {"passages_from": "dense"}):
         with pytest.raises(ConfigError):
             run_method(env, q, "pooling", 3, bad)

@@ -101,7 +101,8 @@ class LegoParams:
     # query (Path Pooling's ``triple_passages``: many chunks sharing one triple's score crowd the top k)
     triple_passages: str = "all"
     # ours: when the paths' passages are fewer than top_k, "subgraph" goes on with the passages of the extracted
-    # subgraph's other edges (best triple score first) before any dense back-fill; "dense" back-fills at once
+    # subgraph's other edges (best triple score first) before any dense back-fill; "dense" back-fills at once (the
+    # paths' passages alone, as the paper: only through the paper preset, which then drops the back-fill)
     fill: str = "subgraph"
 
     def validate(self) -> None:

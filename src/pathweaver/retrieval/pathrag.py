@@ -3,8 +3,7 @@ paths served in ascending reliability.
 
 1. Node retrieval (N = ``top_nodes``): the document names the question mentions (the name layer's automaton,
    ``name_nodes``), the documents of the top ``dense_nodes`` dense passages unless the question names two or more
-   documents (``dense_when``; a title entity's description is its document, so its nearest-node test is the
-   dense one), then the paper's keyword → node retrieval (the agent's
+   documents (a title entity's description is its document, so its nearest-node test is the dense one), then the paper's keyword → node retrieval (the agent's
    ``query.keywords``, else ``keywords.statistical_keywords``; keywords take turns adding their next-nearest
    entity) over the entities of the graph walked.
 2. The graph walked (``namegraph.path_adjacency``): the name edges (``names``), directed from a to b when a's
@@ -28,7 +27,7 @@ paths served in ascending reliability.
    document whose passage names the other end), alternating.
 
 ``RetrievalResult.chunks``: the passages of the served paths (relation chunks, the passages behind name edges, and
-with ``node_passages`` each document entity's own passage nearest the query), ranked by the best reliability of
+each document entity's own passage nearest the query), ranked by the best reliability of
 a path they lie on (ties by dense cosine), taking turns with the text units of the retrieved nodes the question
 names, or where it names none the top dense passage's document (``text_units``, ``unnamed``; PathRAG's released
 code, after LightRAG's local context, serves the retrieved nodes' text chunks next to the paths), then filled up
@@ -61,8 +60,7 @@ from pathweaver.store.snapshot import GraphSnapshot
 from pathweaver.text import normalize
 
 PATH_MODES = ("flow", "hop-first")
-NODE_PASSAGES = ("nearest", "all", "ends", "none")
-TEXT_UNITS = ("named", "all", "none")
+TEXT_UNITS = ("named", "none")
 TOP_NODES_LINKED, TOP_NODES_UNLINKED = 10, 40  # N when ``top_nodes`` is None (see PathRAGParams)
 
 
@@ -102,25 +100,20 @@ class PathRAGParams:
     # the documents of the top n dense passages join the retrieved nodes (0 = off; ours): with the named nodes'
     # text units served beside the paths, more dense documents only crowd out the paths between named ones
     dense_nodes: int = 3
-    # when they join (ours): "unpaired" (default) only while the question names fewer than two documents (a path
-    # needs two ends; a question that names its pair needs no dense stand-in for them), or "always"
-    dense_when: str = "unpaired"
-    # the document entities on a served path bring their own passages (a title's description is its document):
-    # "nearest" (default) each node's one passage nearest the query (§Preliminaries: a node has one textual
-    # chunk t_v, and Eq. 5 serves it), "all" its every passage, only the path's two "ends" (the retrieved
-    # nodes), or "none"
-    node_passages: str = "nearest"
+    # they join only while the question names fewer than two documents (ours: a path needs two ends; a question
+    # that names its pair needs no dense stand-in for them; joining always lost on dev). A served path's document
+    # entities bring their one passage nearest the query (§Preliminaries: a node has one textual chunk t_v, and
+    # Eq. 5 serves it; every passage, the ends' alone, or none lost on dev)
     # "retrieved": paths join pairs of retrieved nodes (the paper; only through the paper preset); "named" (ours):
     # the flows of the nodes the question names may also end at any node they reached, so a document the question
     # leads to without naming it can be served (every start's flow ending anywhere flooded the list, and lost)
     targets: str = "named"
     max_walk_steps: int = 20000  # depth-first steps per start when enumerating flow paths (efficiency; ours)
-    # ours: a passage's score from the served paths it lies on: "best" reliability or the "sum" of reliabilities
-    chunk_score: str = "best"
     # the retrieved nodes' text units (PathRAG's released code, after LightRAG, serves the text chunks of the
-    # retrieved nodes next to the paths): "named" (default) the nodes the question names, "all" every retrieved
-    # node (the dense-passage documents among them only repeat dense hits), "none" paths alone; they take turns
-    # with the path passages in the chunk list, ``units_per_node`` passages per node (its nearest to the query)
+    # retrieved nodes next to the paths): "named" (default) the nodes the question names, "none" paths alone (the
+    # paper preset; every retrieved node's lost on dev: the dense-passage documents among them only repeat dense
+    # hits); they take turns with the path passages in the chunk list, ``units_per_node`` passages per node (its
+    # nearest to the query). A passage scores the best reliability of a served path it lies on (the sum lost)
     text_units: str = "named"
     # ours: where the question names no document, the top dense passage's document stands in for the named nodes:
     # "anchor" (default) as their text unit and a start whose paths may end anywhere (``targets``), or "none"
@@ -141,17 +134,11 @@ class PathRAGParams:
         if self.targets not in ("retrieved", "named"):
             raise ConfigError(f"pathrag targets must be named (or retrieved, through preset=paper), got "
                               f"{self.targets!r}")
-        if self.node_passages not in NODE_PASSAGES:
-            raise ConfigError(f"pathrag node_passages must be one of {NODE_PASSAGES}, got {self.node_passages!r}")
         if self.unnamed not in ("anchor", "none"):
             raise ConfigError(f"pathrag unnamed must be anchor or none, got {self.unnamed!r}")
-        if self.dense_when not in ("unpaired", "always"):
-            raise ConfigError(f"pathrag dense_when must be unpaired or always, got {self.dense_when!r}")
         if self.text_units not in TEXT_UNITS or self.units_per_node < 1:
             raise ConfigError(f"pathrag text_units must be one of {TEXT_UNITS} and units_per_node >= 1, got "
                               f"{self.text_units!r}, {self.units_per_node}")
-        if self.chunk_score not in ("best", "sum"):
-            raise ConfigError(f"pathrag chunk_score must be best or sum, got {self.chunk_score!r}")
         if min(self.statistical, self.dense_nodes, self.name_parts) < 0:
             raise ConfigError("pathrag statistical, dense_nodes and name_parts must be >= 0")
         if (
@@ -205,7 +192,7 @@ def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams
     if params.name_nodes and query.text:
         nodes += query_names(env, query.text, params.name_parts)
     named = frozenset(nodes)
-    paired = params.dense_when == "unpaired" and named_documents(snap, named) >= 2
+    paired = named_documents(snap, named) >= 2
     if params.dense_nodes and not paired and snap.n_passages and snap.chunk_vecs.shape[0] == snap.n_passages:
         top = top_indices(dense_scores(snap, query.vec), params.dense_nodes).tolist()
         nodes += tied_entities(snap, top)
@@ -298,12 +285,12 @@ def path_text(snapshot: GraphSnapshot, path: list[int]) -> str:
     return " ".join(parts)
 
 
-def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, node_passages: str = "none",
-                  dense: np.ndarray | None = None, directed: bool = True, names: bool = True) -> PathHit:
+def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, dense: np.ndarray | None = None,
+                  directed: bool = True, names: bool = True) -> PathHit:
     """A served path: per-edge relation index (-1 = synonym or name edge), text, and its passages: those
-    supporting its edges (relation chunks, the passages behind name edges) and, with ``node_passages`` "all" or
-    "ends", the own passages of the document entities on it or at its ends (a title's description is its
-    document); "nearest": each document entity's one own passage with the highest ``dense`` score. A
+    supporting its edges (relation chunks, the passages behind name edges), then each document entity's one own
+    passage with the highest ``dense`` score (a title's description is its document; every own passage where
+    ``dense`` is not given). A
     ``directed`` name edge u -> v brings only u's passages that mention v; with ``names`` false the name edges
     bring none (the statistical graph alone)."""
     rel_chunks = relation_passages(snapshot)
@@ -321,12 +308,11 @@ def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, node_pas
             add(rel_chunks.indices[rel_chunks.indptr[r] : rel_chunks.indptr[r + 1]].tolist())
         if edges.size and names:
             add(edges.passages_from(u, v) if directed else edges.passages_between(u, v))
-    if node_passages != "none":
-        for node in path if node_passages in ("all", "nearest") else [path[0], path[-1]]:
-            if node_passages == "nearest" and dense is not None and dense.size:
-                add([p for p in [nearest_own_passage(snapshot, node, dense)] if p is not None])
-            else:
-                add(passages_of(snapshot, node))
+    for node in path:
+        if dense is not None and dense.size:
+            add([p for p in [nearest_own_passage(snapshot, node, dense)] if p is not None])
+        else:
+            add(passages_of(snapshot, node))
     return PathHit(list(path), relations, rel, path_text(snapshot, path), passages)
 
 
@@ -349,18 +335,12 @@ def _keyword_vectors(env: RetrievalEnv, keywords: list[str]) -> np.ndarray:
     return vecs
 
 
-def rank_chunks(
-    snapshot: GraphSnapshot, paths: list[PathHit], dense: np.ndarray, top_k: int, chunk_score: str = "best"
-) -> list[ChunkHit]:
-    """Passages of ``paths`` by best (or summed) path reliability (ties: dense cosine), filled with dense hits
-    (back-fill)."""
+def rank_chunks(snapshot: GraphSnapshot, paths: list[PathHit], dense: np.ndarray, top_k: int) -> list[ChunkHit]:
+    """Passages of ``paths`` by best path reliability (ties: dense cosine), filled with dense hits (back-fill)."""
     best: dict[int, float] = {}
     for hit in paths:
         for p in hit.passages:
-            if chunk_score == "sum":
-                best[p] = best.get(p, 0.0) + hit.reliability
-            else:
-                best[p] = max(best.get(p, 0.0), hit.reliability)
+            best[p] = max(best.get(p, 0.0), hit.reliability)
     order = sorted(best, key=lambda p: (-best[p], -float(dense[p]) if dense.size else 0.0, p))
     chunks = [ChunkHit(p, best[p]) for p in order[:top_k]]
     if len(chunks) < top_k and dense.size:
@@ -395,13 +375,12 @@ def pathrag_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PathRA
     pool = candidate_paths(snap, nodes, params, named) if len(nodes) >= 2 or named else []
     pool.sort(key=lambda rp: (-rp[0], len(rp[1]), rp[1]))
     dense = dense_scores(snap, query.vec) if snap.n_passages else np.zeros(0)
-    served = [make_path_hit(snap, path, rel, params.node_passages, dense,
-                             names=params.names) for rel, path in pool[: params.top_paths]]
+    served = [make_path_hit(snap, path, rel, dense, names=params.names) for rel, path in pool[: params.top_paths]]
     served.reverse()  # Eq. 6: ascending reliability, the most reliable path last
     triples = [r for hit in served for r in hit.relations if r >= 0]
-    chunks = rank_chunks(snap, served, dense, top_k, params.chunk_score)
+    chunks = rank_chunks(snap, served, dense, top_k)
     if params.text_units != "none":
-        units = [v for v in nodes if params.text_units == "all" or v in named]
+        units = [v for v in nodes if v in named]
         chunks = with_text_units(chunks, node_text_units(snap, units, dense, params.units_per_node), top_k)
     return RetrievalResult(
         "pathrag",

@@ -62,7 +62,7 @@ class PoolingParams:
     top_triples: int = 25  # K: triples served (§4.2: gains from 25 triples on)
     position_a: float = 10.0  # a: positional score constant (§3.3; its value is not in our copy of the paper)
     # §4.3.2: "mean" (the paper's recommendation, default) | "max". Max was the default while a triple stood for
-    # all its passages; with one passage each (triple_passages "best") the two tie on musique dev and mean gains
+    # all its passages; with one passage each the two tie on musique dev and mean gains
     # more on 2wiki than it loses on hotpotqa (docs/benchmarks.md, "Path Pooling's passages")
     pooling: str = "mean"
     kernel: str = "dijkstra"  # §3.3 / §4.3.1: "dijkstra" (recommended) | "bfs"
@@ -87,13 +87,12 @@ class PoolingParams:
     # scores a triple by its best passage's PPR score over the query's best; "cos": the naive scorer
     # cos(query, triple text), cos(query, passage) for a name triple
     base: str = "ppr"
-    # ours: which passages a served triple stands for. "best" (default): a relation the one passage that gave it
-    # its score, a name triple its mentioning passage and (tail_passages) the named document's best passage by the
-    # base; "all": a relation every chunk it comes from, a name triple every passage of the named document (those
-    # took the pooled score of one triple and crowded the top 5: docs/design-notes.md, "Path Pooling's passages")
-    triple_passages: str = "best"
+    # ours: a served triple stands for one passage of evidence: a relation the one passage that gave it its score,
+    # a name triple its mentioning passage and (tail_passages) the named document's best passage by the base
+    # (every passage of them took the pooled score of one triple, crowded the top 5 and lost on dev)
     # ours: when the served triples stand for fewer than top_k passages, "coarse" (default) goes on down the pooled
-    # ranking of the coarse triples before any dense back-fill; "served" back-fills at once
+    # ranking of the coarse triples before any dense back-fill; "served" back-fills at once (the served triples'
+    # passages alone, as the paper: only through the paper preset, which then drops the back-fill)
     fill: str = "coarse"
     # ours: the statistical triples of each named entity's document (its best passage by the ppr base) join the
     # coarse set (docs/benchmarks.md, "Path Pooling over its base"); off for base "cos", whose triple scores
@@ -124,8 +123,6 @@ class PoolingParams:
             raise ConfigError(f"pooling base must be ppr or cos, got {self.base!r}")
         if min(self.statistical, self.name_triples, self.name_parts) < 0:
             raise ConfigError("pooling statistical, name_triples and name_parts must be >= 0")
-        if self.triple_passages not in ("all", "best"):
-            raise ConfigError(f"pooling triple_passages must be all or best, got {self.triple_passages!r}")
         if self.fill not in ("served", "coarse"):
             raise ConfigError(f"pooling fill must be served or coarse, got {self.fill!r}")
         if not 0.0 <= self.base_weight <= 1.0:
@@ -373,9 +370,9 @@ def _path_hit(snapshot: GraphSnapshot, k: Kernel, tr: Triples, base: float, tail
 
 
 def _stands_for(snap: GraphSnapshot, item: int, params: PoolingParams, passage_scores: np.ndarray) -> list[int]:
-    """The passages a coarse triple stands for (``params.triple_passages``)."""
+    """The passages a coarse triple stands for: the one that scored it (and a name triple's tail passage)."""
     ps = item_passages(snap, item, params.tail_passages)
-    if params.triple_passages == "all" or len(ps) < 2:
+    if len(ps) < 2:
         return ps
     first, rest = ([], ps) if item >= 0 else (ps[:1], ps[1:])
     top = best_passage(rest, passage_scores)

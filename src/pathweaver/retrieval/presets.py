@@ -59,8 +59,7 @@ PAPER: dict[str, Preset] = {
     "pathrag": Preset(
         params={"top_nodes": 40, "top_paths": 15, "alpha": 0.7, "theta": 0.001, "max_hops": 3, "paths": "flow",
                 "names": False, "statistical": 1.0, "name_nodes": False, "name_parts": 0, "dense_nodes": 0,
-                "targets": "retrieved", "node_passages": "nearest", "text_units": "none", "unnamed": "none",
-                "chunk_score": "best"},
+                "targets": "retrieved", "text_units": "none", "unnamed": "none"},
         differs="statistical keywords and AGRAG's graph stand in for LLM keywords and GraphRAG's graph; θ = 0.001 "
                 "(the paper gives none)",
     ),
@@ -115,8 +114,8 @@ DEFAULT_DIFFERS: dict[str, str] = {
 # splits (/work/notes/paper.md), so it is no free knob; with ``preset = "paper"`` a user may still name it.
 PAPER_ONLY: dict[str, dict[str, Any]] = {
     "pathrag": {"targets": "retrieved", "names": False},
-    "pooling": {"base_weight": 0.0, "passages_from": "served", "names": False},
-    "lego": {"names": False},
+    "pooling": {"base_weight": 0.0, "passages_from": "served", "fill": "served", "names": False},
+    "lego": {"names": False, "fill": "dense"},
 }
 
 
