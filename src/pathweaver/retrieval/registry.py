@@ -207,7 +207,8 @@ def method_block(name: str, preset: str, params: dict[str, Any]) -> dict[str, An
     differs = differs_from_paper("pank", preset) if pank else differs_from_paper(base, preset)
     if pank and base != "hybrid" and differs_from_paper(base, preset):
         differs += f"; its base {base}: {differs_from_paper(base, preset)}"
-    return {"name": name, "preset": preset, "params": params, "differs_from_paper": differs}
+    return {"name": name, "preset": preset, "params": {k: v for k, v in params.items() if k != "preset"},
+            "differs_from_paper": differs}
 
 
 def run_method(
@@ -228,5 +229,6 @@ def run_method(
             result.info["short"] = (f"{name} (preset paper) found {len(result.chunks)} of {top_k} chunks; no "
                                     f"back-fill stands in for the rest")
     result.info["preset"] = preset
-    result.info.setdefault("params", dataclasses.asdict(params))
+    # the preset leads the parameters, so an eval row or ledger entry that keeps only ``params`` still names it
+    result.info.setdefault("params", {"preset": preset, **dataclasses.asdict(params)})
     return result

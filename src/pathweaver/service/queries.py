@@ -4,6 +4,7 @@ which builds a new snapshot's per-method structures before the next query needs 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -237,14 +238,23 @@ class QuerySide(StoreAccess):
                                    info={"plan_nodes": 1, "base": base, "preset": preset,
                                          "params": root.info.get("params", {})})
         params = plain_ranking(base, params)
-        root = self.retrieve(text, base, top_k, params, keywords)
+        if preset == "paper":  # PankRAG fuses the sub-questions' lists alone: the whole question is not retrieved
+            root_hits, used = None, self._used_params(base, top_k, params)
+        else:
+            root = self.retrieve(text, base, top_k, params, keywords)
+            root_hits, used = list(root.chunks), root.info.get("params", {})
         env = self.env()
         trace = execute_plan(plan, lambda q: self.retrieve(q, base, top_k, params), env.encode, llm, env.snapshot,
-                             top_k, root_hits=None if preset == "paper" else list(root.chunks), answer_leaves=False,
-                             prefetch=self.remember_queries, word_df=env.word_df)
+                             top_k, root_hits=root_hits, answer_leaves=False, prefetch=self.remember_queries,
+                             word_df=env.word_df)
         return RetrievalResult(method=method, chunks=trace.merged,
-                               info={"plan_nodes": len(plan.nodes), "base": base, "preset": preset,
-                                     "params": root.info.get("params", {})})
+                               info={"plan_nodes": len(plan.nodes), "base": base, "preset": preset, "params": used})
+
+    def _used_params(self, method: str, top_k: int, params: dict[str, Any] | None) -> dict[str, Any]:
+        """The parameters ``method`` runs with for ``params`` (its config table under them), preset first."""
+        merged = self.method_params(method, params)
+        _, resolved = checked_method(method, top_k, merged)
+        return {"preset": split_preset(merged)[0], **dataclasses.asdict(resolved)}
 
     def retrieve_json(
         self,
