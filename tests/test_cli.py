@@ -75,16 +75,36 @@ def test_retrieve_json_contract(cli_store: tuple[Path, dict], method: str) -> No
 def test_param_override_and_bad_param(cli_store: tuple[Path, dict]) -> None:
     store, _ = cli_store
     ok = run_cli("--store", str(store), "retrieve", "polonium", "--method", "pathrag", "--param", "alpha=0.8", "--json")
-    assert json.loads(ok.stdout)["info"]["params"]["alpha"] == 0.8
+    assert json.loads(ok.stdout)["method"]["params"]["alpha"] == 0.8
     bad = run_cli("--store", str(store), "retrieve", "polonium", "--method", "pathrag", "--param", "nope=1", check=False)
     assert bad.returncode == 2 and "unknown parameter 'nope'" in bad.stderr and "Traceback" not in bad.stderr
     # a method's table from the command line, as [retrieval.pathrag] in pathweaver.toml
     table = run_cli("--set", "retrieval.pathrag.alpha=0.7", "--store", str(store), "retrieve", "polonium", "--method",
                     "pathrag", "--json")
-    assert json.loads(table.stdout)["info"]["params"]["alpha"] == 0.7
+    assert json.loads(table.stdout)["method"]["params"]["alpha"] == 0.7
     for flag, says in (("retrieval.pathrag=1", "must be a table"), ("retrieval..alpha=1", "section.key=value")):
         bad = run_cli("--set", flag, "--store", str(store), "retrieve", "polonium", "--method", "pathrag", check=False)
         assert bad.returncode == 2 and says in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+
+
+@pytest.mark.parametrize("method", ["ppr", "pathrag", "mcmi", "pooling", "lego:sae+isar", "pank"])
+def test_retrieve_json_names_the_paper_preset_and_its_parameters(cli_store: tuple[Path, dict], method: str) -> None:
+    store, _ = cli_store
+    out = run_cli("--store", str(store), "retrieve", "Where was the discoverer of polonium born?", "--method", method,
+                  "--param", "preset=paper", "--top-k", "3", "--json")
+    block = json.loads(out.stdout)["method"]
+    assert block["name"] == method and block["preset"] == "paper" and block["params"] and block["differs_from_paper"]
+
+
+def test_the_preset_from_a_methods_table(cli_store: tuple[Path, dict]) -> None:
+    store, _ = cli_store
+    out = run_cli("--set", "retrieval.pathrag.preset=paper", "--store", str(store), "retrieve", "polonium",
+                  "--method", "pathrag", "--json")
+    block = json.loads(out.stdout)["method"]
+    assert block["preset"] == "paper" and block["params"]["top_nodes"] == 40
+    bad = run_cli("--store", str(store), "retrieve", "polonium", "--method", "pathrag", "--param", "preset=hippo",
+                  check=False)
+    assert bad.returncode == 2 and "unknown preset 'hippo'" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_unknown_method_is_a_clear_error(cli_store: tuple[Path, dict]) -> None:
@@ -114,7 +134,8 @@ def test_missing_path_is_a_clear_error(tmp_path: Path) -> None:
 def test_init_writes_commented_defaults(tmp_path: Path) -> None:
     run_cli("--store", str(tmp_path), "init")
     text = (tmp_path / "pathweaver.toml").read_text()
-    assert "chunk_tokens = 256" in text and "[retrieval.pathrag]" in text
+    assert "chunk_tokens = 256" in text and "[retrieval.pathrag]" in text and 'preset = "default"' in text
+    assert "paper defaults" not in text and "pathweaver's default differs from the paper" in text
     again = run_cli("--store", str(tmp_path), "init", check=False)
     assert again.returncode == 2 and "--force" in again.stderr
 
@@ -124,7 +145,7 @@ def test_pank_runs_the_plan_and_fuses_node_rankings(cli_store: tuple[Path, dict]
     out = run_cli("--store", str(store), "retrieve", "Were Marie Curie and Pierre Curie of the same nationality?",
                   "--method", "pank:hybrid", "--top-k", "4", "--json")
     data = json.loads(out.stdout)
-    assert data["method"] == "pank:hybrid" and data["info"]["plan_nodes"] == 3
+    assert data["method"]["name"] == "pank:hybrid" and data["info"]["plan_nodes"] == 3
     assert RetrievalOut.model_validate(data).chunks[0].title  # the CLI prints the tools' shape
     docs = {Path(c["doc"]).name for c in data["chunks"]}
     assert {"marie-curie.md", "pierre-curie.md"} <= docs  # each parallel node brings its own person's page

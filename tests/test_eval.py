@@ -178,7 +178,7 @@ def test_run_eval_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert out["dataset"] == "hotpotqa" and out["n_questions"] == 2 and out["k"] == 2
     assert (root / "eval" / "hotpotqa" / "corpus" / "000004.md").is_file()  # 5 distinct passages
     assert out["index"]["added"] == 5
-    assert out["backfill_share"] == 0.0  # dense ranks every chunk itself
+    assert out["backfill_share"] == 0.0 and out["chunks_per_question"] == 2.0  # dense ranks every chunk itself
     for key in ("recall_at_k", "all_evidence_at_k", "mrr"):
         assert 0.5 <= out[key] <= 1.0  # dense retrieval finds the obvious first-hop passages
     assert out["p95_ms"] >= out["p50_ms"] > 0 and out["seconds_per_query"] > 0

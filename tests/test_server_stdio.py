@@ -210,16 +210,20 @@ def test_search_and_retrieval_tools(env: dict[str, Any]) -> None:
     assert {"doc", "chunk_id", "span", "score", "text"} <= set(hits[0])
 
     paths = c.ok("retrieve_paths", {"question": "How is Ada Lovelace related to the Analytical Engine?"})
-    assert paths["method"] == "pathrag" and paths["chunks"]
+    assert paths["method"]["name"] == "pathrag" and paths["method"]["preset"] == "default" and paths["chunks"]
     for p in paths["paths"]:
         assert len(p["nodes"]) == len(p["relations"]) + 1
     rel = [p["reliability"] for p in paths["paths"]]
     assert rel == sorted(rel)  # PathRAG prompt order: ascending reliability, best path last
+    paper = c.ok("retrieve_paths", {"question": "How is Ada Lovelace related to the Analytical Engine?",
+                                    "preset": "paper"})
+    assert paper["method"]["preset"] == "paper" and paper["method"]["params"]["top_nodes"] == 40
+    assert paper["method"]["params"]["targets"] == "retrieved" and paper["info"]["backfill_share"] == 0.0
 
     mcmi = c.ok(
         "build_mcmi", {"question": "Who designed the Analytical Engine?", "k_triples": 3, "k_chunks": 2}
     )
-    assert mcmi["method"] == "mcmi" and len(mcmi["chunks"]) <= 2
+    assert mcmi["method"]["name"] == "mcmi" and len(mcmi["chunks"]) <= 2
     assert mcmi["subgraph"] is not None and mcmi["subgraph"]["text"]
     assert mcmi["triples"] and all("description" not in t for t in mcmi["triples"])  # the smaller default
     raw = c.call("build_mcmi", {"question": "Who designed the Analytical Engine?", "k_triples": 3, "k_chunks": 2,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 
 from pathweaver.config import Settings
 
@@ -81,8 +82,11 @@ def default_config_text() -> str:
                 lines.append(f"# {comment}")
             lines.append(f"# {f.name} = {_toml_value(getattr(getattr(settings, section), f.name))}")
         lines.append("")
-    lines.append("# Retrieval method parameters (paper defaults). One table per method, e.g.:")
-    from pathweaver.retrieval.registry import method_defaults, registry_method_names
+    lines.append("# Retrieval method parameters: pathweaver's defaults, variants of the papers' methods tuned on the dev")
+    lines.append("# splits. preset = \"paper\" in a method's table runs it as its paper writes it (the paper's parameters")
+    lines.append("# and graph, only the chunks it found); a parameter named beside the preset still wins.")
+    from pathweaver.retrieval.presets import DEFAULT_DIFFERS, PAPER
+    from pathweaver.retrieval.registry import method_defaults, parse_method, registry_method_names
 
     for name in registry_method_names():
         if name.startswith("lego:") and name != "lego:sbe+isar":
@@ -93,7 +97,17 @@ def default_config_text() -> str:
         except (ImportError, AttributeError):
             continue
         lines.append(f"# [retrieval.{table}]")
+        base = parse_method(name)[0]
+        differs = DEFAULT_DIFFERS.get(base, "")
+        if differs:
+            lines += textwrap.wrap(f"pathweaver's default differs from the paper: {differs}", 114,
+                                   initial_indent="# ", subsequent_indent="#   ")
+        if PAPER[base].params:
+            lines.append('# preset = "default"')
         for key, value in defaults.items():
+            if value is None:  # TOML has no null: the method chooses (its comment in the code says how)
+                lines.append(f"# {key} = (unset)")
+                continue
             lines.append(f"# {key} = {_toml_value(value)}")
         lines.append("")
     return "\n".join(lines)

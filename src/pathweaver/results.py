@@ -50,10 +50,20 @@ class SubgraphOut(BaseModel):
     node_scores: dict[str, float] = {}
 
 
+class MethodOut(BaseModel):
+    """The method that ran: its name, its preset ("default": pathweaver's variant, "paper": the paper's method),
+    the parameters it ran with, and in one line what it does that its paper does not."""
+
+    name: str
+    preset: str = "default"
+    params: dict[str, Any] = {}
+    differs_from_paper: str = ""
+
+
 class RetrievalOut(BaseModel):
     """Chunks best first; PathRAG paths in prompt order (ascending reliability, best last); MCMI subgraph."""
 
-    method: str
+    method: MethodOut
     chunks: list[ChunkOut]
     paths: list[PathOut] = []
     subgraph: SubgraphOut | None = None

@@ -194,6 +194,8 @@ def run_eval(
         **score(rankings, [q.gold_titles for q in questions], top_k),
         **latency_summary(seconds),
         "backfill_share": backfill,  # chunks a graph method took from a dense or hybrid back-fill
+        # under top_k where a method serves only what it found (``preset = "paper"``: no back-fill)
+        "chunks_per_question": returned / len(questions) if questions else 0.0,
         "params": used,
         "index": report,
     }

@@ -60,7 +60,8 @@ PATH_MODULES = ("sbr", "osar", "isar")
 
 @dataclass
 class LegoParams:
-    """LEGO-GraphRAG parameters; defaults from appendix Table 1 unless marked ours."""
+    """LEGO-GraphRAG parameters from appendix Table 1 unless marked ours; pathweaver's default walks the name
+    edges too, ``preset = "paper"`` the statistical graph alone (``presets.py``)."""
 
     extractor: str = "sbe"  # sbe (SBE-PPR) | sae (SAE-EEMs)
     path_module: str = "isar"  # sbr (SBR-SPR) | osar (OSAR-EEMs) | isar (ISAR-EEMs)
@@ -87,7 +88,7 @@ class LegoParams:
     subgraph_max_edges: int = 500  # ours: edges served in the result's subgraph (path edges first)
     use_synonyms: bool = True  # ours: synonym edges count as graph edges
     # ours (issue 23): the name edges (a's document mentions b) join the graph; a store without them walks the
-    # statistical edges alone
+    # statistical edges alone. false (the paper's graph) only through the paper preset (presets.py)
     names: bool = True
     # ours (issue 23): the statistical relation (and synonym) edges join the graph (> 0), as pathrag's and pooling's
     # ``statistical``. 0 (default, as pathrag's and mcmi's): the name edges alone where the store has any; with
@@ -100,7 +101,8 @@ class LegoParams:
     # query (Path Pooling's ``triple_passages``: many chunks sharing one triple's score crowd the top k)
     triple_passages: str = "all"
     # ours: when the paths' passages are fewer than top_k, "subgraph" goes on with the passages of the extracted
-    # subgraph's other edges (best triple score first) before any dense back-fill; "dense" back-fills at once
+    # subgraph's other edges (best triple score first) before any dense back-fill; "dense" back-fills at once (the
+    # paths' passages alone, as the paper: only through the paper preset, which then drops the back-fill)
     fill: str = "subgraph"
 
     def validate(self) -> None:

@@ -9,7 +9,10 @@ Personalisation (HippoRAG 2 style, generalising AGRAG Eq. 11): the query is mapp
 (k_a) triples by cos(query, triple); each triple's subject and object entity gets weight += that cosine; every
 entity the query names (HippoRAG 1's query-entity linking) gets += ``name_seeds``; each weight is divided by the
 number of passages mentioning the entity (HippoRAG 2's specificity). Passage nodes get their min-max
-normalised dense similarity × ``passage_weight`` (0.05). Chunks are ranked by their passage node's PPR score.
+normalised dense similarity × ``passage_weight``: HippoRAG 2 and AGRAG use 0.05 over every passage (the paper
+preset, ``presets.py``); pathweaver's default gives the dense top ``dense_pool`` = 5 full weight (1.0), beside the
+name layer (the named documents' passages, passage name links). Chunks are ranked by their passage node's PPR
+score, then (pathweaver's default) a top-k set selection (``selection.py``).
 """
 
 from __future__ import annotations
@@ -191,10 +194,13 @@ class RankingSettled:
 
 @dataclass
 class PPRParams:
-    """HippoRAG 2 / AGRAG §III-C parameters."""
+    """pathweaver's default ppr: HippoRAG 2 / AGRAG §III-C over the name layer too; ``preset = "paper"`` sets the
+    papers' values (``presets.py``)."""
 
     damping: float = 0.5  # d, AGRAG §III-C after Eq. 10 ("to align with HippoRAG 2")
-    passage_weight: float = 1.0  # passage-node balance factor (AGRAG §III-C after Eq. 12 / HippoRAG 2 use 0.05)
+    # passage-node balance factor: 1.0 over the dense top ``dense_pool`` (ours, best on dev with the name layer);
+    # AGRAG §III-C after Eq. 12 and HippoRAG 2 use 0.05 over every passage (the paper preset)
+    passage_weight: float = 1.0
     # k_a: query-mapped triples seeding the walk. HippoRAG 2 uses 5 (linking_top_k) after an LLM filters them; our
     # statistical triples are unfiltered, and 1 with name seeds was best on all three dev splits (design-notes.md)
     top_triples: int = 1
@@ -220,10 +226,9 @@ class PPRParams:
     # mention (no titles occur in its text) walks the statistical layer whatever this says.
     name_links: float = 3.0
     name_passages: float = 2.0
-    # how a named document's reset weight is split over the passages its name ties to: "dense" by their min-max
-    # normalised similarity to the query (ours; one title often names several passages, e.g. MuSiQue's six "Dell"
-    # paragraphs, and the question says which), "even" equally (the earlier split)
-    name_split: Literal["dense", "even"] = "dense"
+    # a named document's reset weight is split over the passages its name ties to by their min-max normalised
+    # similarity to the query (one title often names several passages, e.g. MuSiQue's six "Dell" paragraphs; an
+    # even split lost on dev)
     statistical: float = 0.0
     # Contains edges from each passage to the n-gram entities it writes as proper names, with this weight: HippoRAG
     # 2's phrase nodes for names no document is titled by ("Jane Siberry" in two passages about others), which the
@@ -258,8 +263,6 @@ class PPRParams:
         if not (0.0 <= self.document_decay <= 1.0 and 0.0 <= self.unlinked <= 1.0) or self.select_pool < 0:
             raise ConfigError(f"ppr document_decay and unlinked must be in [0, 1] and select_pool >= 0, got "
                               f"{self.document_decay}, {self.unlinked}, {self.select_pool}")
-        if self.name_split not in ("dense", "even"):
-            raise ConfigError(f"ppr name_split must be dense|even, got {self.name_split!r}")
         if self.relation_weight not in ("count", "one") or self.contains_weight not in ("one", "count"):
             raise ConfigError("ppr relation_weight must be count|one and contains_weight one|count")
 
@@ -309,7 +312,7 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
         for ent in named:
             own = np.asarray(passages_of(snap, ent), dtype=np.int64)
             if own.size:
-                reset[n_e + own] += params.name_passages * _split(dense[own], params.name_split)
+                reset[n_e + own] += params.name_passages * _split(dense[own])
     info.named = named
     if reset.sum() <= 0:  # nothing matched: fall back to a uniform walk start over passages, or all nodes
         if n_p:
@@ -340,9 +343,9 @@ def _walk_layers(snap: GraphSnapshot, params: PPRParams) -> _WalkLayers:
                       params.proper_names if named_store and params.statistical < 1.0 else 0.0)
 
 
-def _split(similarity: np.ndarray, how: str) -> np.ndarray:
-    """Shares (sum 1) of one named document's reset weight over its passages, given their query similarity."""
-    share = minmax(similarity) if how == "dense" else np.ones(similarity.shape[0])
+def _split(similarity: np.ndarray) -> np.ndarray:
+    """Shares (sum 1) of one named document's reset weight over its passages, by their query similarity."""
+    share = minmax(similarity)
     total = float(share.sum())
     return share / total if total > 0 else np.full(similarity.shape[0], 1.0 / similarity.shape[0])
 

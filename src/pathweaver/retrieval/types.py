@@ -1,8 +1,8 @@
 """Shared types of the retrieval layer: the query, the environment a method runs in, and its result.
 
 Every retrieval method is a function ``fn(env: RetrievalEnv, query: Query, top_k: int, params) -> RetrievalResult``
-where ``params`` is the method's own parameter dataclass (defaults from the papers). Indices in these types are
-positions in the ``GraphSnapshot`` arrays (entity index, passage index, relation index), not store ids; store ids
+where ``params`` is the method's own parameter dataclass (pathweaver's defaults; ``presets.py`` has the
+papers'). Indices in these types are positions in the ``GraphSnapshot`` arrays (entity index, passage index, relation index), not store ids; store ids
 are added when results are shaped for output.
 """
 
