@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -19,9 +18,8 @@ from pathweaver.eval.datasets import (
 )
 from pathweaver.eval.ledger import LEDGER_ENV, Ledger
 from pathweaver.eval.runner import latency_summary, passage_body, prepare_corpus, run_eval, score, title_of
+from shared_data import DATA, needs_data
 
-DATA = Path(os.environ.get("PATHWEAVER_DATA", "/work/shared/data"))
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"evaluation data not found at {DATA}")
 
 
 # -- loaders on the real files -------------------------------------------------------------------------------
