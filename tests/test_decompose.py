@@ -14,6 +14,7 @@ from pathweaver.models.llm_sampling import SamplingBackend
 from pathweaver.planner.decompose import PlanError, decompose, rephrase, validate_plan
 from pathweaver.planner.heuristic import heuristic_decompose, is_conjunction
 
+
 def test_valid_plan_levels_and_order() -> None:
     plan = validate_plan(
         {

@@ -21,7 +21,6 @@ from pathweaver.eval.runner import latency_summary, passage_body, prepare_corpus
 from shared_data import DATA, needs_data
 
 
-
 # -- loaders on the real files -------------------------------------------------------------------------------
 @needs_data
 def test_2wiki_corpus_questions_and_split() -> None:

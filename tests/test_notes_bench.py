@@ -140,7 +140,7 @@ def test_bootstrap_interval_is_seeded_and_brackets_the_mean() -> None:
     values = [0.0, 0.5, 1.0, 1.0, 0.5, 0.0, 1.0, 1.0]
     assert bootstrap_mean(values) == bootstrap_mean(values)
     lo, hi = bootstrap_mean(values)
-    assert lo < sum(values) / len(values) < hi and 0.0 <= lo and hi <= 1.0
+    assert lo < sum(values) / len(values) < hi and lo >= 0.0 and hi <= 1.0
     assert bootstrap_mean([0.5] * 10) == (0.5, 0.5)
     with pytest.raises(ConfigError):
         bootstrap_mean([])

@@ -12,8 +12,8 @@ import pytest
 from pathweaver.cli import main
 from pathweaver.eval.answers import run_answer_eval
 from pathweaver.eval.ledger import LEDGER_ENV
-from pathweaver.eval.notes_runner import by_kind, facts_covered, note_of, says_notes_dont_say
 from pathweaver.eval.notes import NotesQuestion
+from pathweaver.eval.notes_runner import by_kind, facts_covered, note_of, says_notes_dont_say
 from pathweaver.eval.runner import run_eval
 from pathweaver.eval.summary import format_answers, format_retrieval
 
