@@ -46,6 +46,8 @@ def _bench(root: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # two index runs and the models' first load; a shared machine can take minutes
 def test_retrieval_per_kind_on_a_tiny_vault_and_the_store_is_reused(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(LEDGER_ENV, raising=False)
@@ -60,6 +62,8 @@ def test_retrieval_per_kind_on_a_tiny_vault_and_the_store_is_reused(tmp_path: Pa
         lo, hi = row["recall_at_k_ci95"]
         assert 0.0 <= lo <= row["recall_at_k"] <= hi <= 1.0
     assert out["by_kind"]["single"]["recall_at_k"] == 1.0  # "80 psi" and "road bike" only occur in Bikes.md
+    rows = {r["id"]: r for r in out["questions"]}
+    assert rows["m0"]["ranked"][0] == "Bikes.md" and rows["m0"]["all_evidence"] == 1.0 and "m4" not in rows
     assert out["intervals"]["all_evidence"] == "wilson" and out["intervals"]["recall"].startswith("bootstrap")
     corpus = root / "eval" / "notes-mini" / "corpus"
     assert (corpus / "Garden" / "Tomatoes.md").read_text(encoding="utf-8") == NOTES["Garden/Tomatoes.md"]
@@ -75,6 +79,8 @@ def test_retrieval_per_kind_on_a_tiny_vault_and_the_store_is_reused(tmp_path: Pa
     assert not (corpus / "Bikes.md").exists() and set(again["by_kind"]) == {"two-note", "alias", "list"}
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_answers_are_scored_on_key_facts_and_on_saying_the_notes_dont_say(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch,
                                                                           capsys: pytest.CaptureFixture) -> None:

@@ -109,7 +109,8 @@ def _questions(data: NotesSet, split_name: str, top_k: int, limit: int | None) -
 def run_notes_eval(data: NotesSet, split_name: str, method: str, top_k: int, params: dict[str, Any] | None,
                    store_root: Path, progress: ProgressFn | None = None, overrides: dict[str, Any] | None = None,
                    limit: int | None = None) -> dict[str, Any]:
-    """Retrieve for every answerable question of the split, corpus by corpus; figures overall and per kind."""
+    """Retrieve for every answerable question of the split, corpus by corpus; figures overall and per kind, and
+    each question's distinct top-k notes under ``"questions"``."""
     from pathweaver.eval.runner import run_questions
 
     questions = [q for q in _questions(data, split_name, top_k, limit) if q.gold]
@@ -149,6 +150,9 @@ def run_notes_eval(data: NotesSet, split_name: str, method: str, top_k: int, par
         "backfill_share": backfill / returned if returned else 0.0,
         "params": used,
         "index": index,
+        "questions": [{"id": q.id, "corpus": q.corpus, "kind": q.kind, "gold": q.gold,
+                       "ranked": metrics.distinct(r[:top_k]), "all_evidence": metrics.all_evidence_at_k(r, q.gold, top_k)}
+                      for q, r in zip(questions, ranked, strict=True)],
     }
 
 

@@ -190,7 +190,8 @@ def run_eval(
         out = run_notes_eval(load_notes(dataset_dir), split_name, method, top_k, params, Path(store_root), progress,
                              overrides, limit)
         if record:
-            out["run_id"] = Ledger.for_store(store_root).append([{**out, "source": "eval"}])[0]
+            row = {k: v for k, v in out.items() if k != "questions"}
+            out["run_id"] = Ledger.for_store(store_root).append([{**row, "source": "eval"}])[0]
         return out
     data, questions = split_questions(dataset or load_dataset(dataset_dir), split_name, top_k, limit)
     pw, titles, report = open_store(Path(store_root), data.name, data.passages, overrides, progress,
