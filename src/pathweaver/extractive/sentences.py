@@ -33,14 +33,21 @@ def passages_of(chunks: ChunksLike, max_chunks: int) -> list[Passage]:
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 _HEADING = re.compile(r"^\s*#{1,6}\s+")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+_WRAP = 60  # a prose line at least this long that ends mid-sentence was wrapped: it goes on on the next line
 
 
 def _cells(line: str) -> list[str]:
-    """The cells of a Markdown table row (an escaped pipe stays inside its cell)."""
+    """The cells of a table row, written "| a | b |" or (as the Markdown parser leaves it) "a | b"; an escaped
+    pipe stays inside its cell."""
     body = line.strip()
     body = body[1:] if body.startswith("|") else body
     body = body[:-1] if body.endswith("|") and not body.endswith("\\|") else body
-    return [" ".join(c.replace("\\|", "|").split()) for c in re.split(r"(?<!\\)\|", body)]
+    return [" ".join(c.replace("\\|", "|").split()) for c in _CELL_SPLIT.split(body)]
+
+
+def _is_row(line: str) -> bool:
+    return bool(_CELL_SPLIT.search(line)) and len(_cells(line)) >= 2
 
 
 def _row_text(cells: list[str], header: list[str]) -> str:
@@ -50,38 +57,61 @@ def _row_text(cells: list[str], header: list[str]) -> str:
     return "; ".join(c for c in cells if c)
 
 
-def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text``: a line break also ends one (a title line stays apart), a list item is one unit
-    without its marker, and a table row is one unit written with its column headers."""
-    out: list[str] = []
-    lines = text.splitlines()
-    header: list[str] = []
-    for i, line in enumerate(lines):
-        if line.lstrip().startswith("|"):
-            if _TABLE_RULE.match(line):
-                continue
-            cells = _cells(line)
-            nxt = lines[i + 1] if i + 1 < len(lines) else ""
-            if _TABLE_RULE.match(nxt):  # the header row: it names the columns of the rows below
-                header = cells
-                continue
-            row = _row_text(cells, header)
-            if len(row) > 3:
-                out.append(row)
+def _blocks(text: str) -> list[tuple[str, list[str]]]:
+    """``text`` as ("table", rows) blocks of consecutive table rows and ("lines", lines) of everything else."""
+    out: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        if _TABLE_RULE.match(line) and line.strip():
             continue
-        header = []
-        line = _HEADING.sub("", _LIST_MARK.sub("", line))
-        pending = ""
-        for a, b in sentences(line):
-            s = " ".join(f"{pending} {line[a:b]}".split())
-            if s.count("(") > s.count(")"):  # "(d. 20 March 851)": a stop inside brackets ends no sentence
-                pending = s
-                continue
+        kind = "table" if _is_row(line) else "lines"
+        if out and out[-1][0] == kind and line.strip():
+            out[-1][1].append(line)
+        elif line.strip():
+            out.append((kind, [line]))
+        else:
+            out.append(("lines", []))  # a blank line ends a paragraph
+    return [b for b in out if b[1]]
+
+
+def _prose(lines: list[str]) -> list[str]:
+    """The lines of a paragraph joined where a long line was wrapped mid-sentence; a short line (a title, a list
+    item) stays one unit."""
+    out: list[str] = []
+    for raw in lines:
+        line = _HEADING.sub("", _LIST_MARK.sub("", raw)).strip()
+        prev = out[-1] if out else ""
+        wrapped = prev and not _LIST_MARK.match(raw) and not prev.endswith((".", "!", "?", ":", '"', "”")) and (
+            len(prev) >= _WRAP or (len(prev) >= 40 and line[:1].islower()))
+        if wrapped:
+            out[-1] = f"{prev} {line}"
+        else:
+            out.append(line)
+    return out
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of ``text``: a list item or a short line (a title) is a unit of its own, a wrapped paragraph is
+    read across its line breaks, and a table row is one unit written with its column headers (the block's first
+    row)."""
+    out: list[str] = []
+    for kind, lines in _blocks(text):
+        if kind == "table":
+            rows = [_cells(r) for r in lines]
+            header = rows[0] if len(rows) > 1 else []
+            out += [t for t in (_row_text(r, header) for r in rows[1 if header else 0:]) if len(t) > 3]
+            continue
+        for line in _prose(lines):
             pending = ""
-            if len(s) > 3:
-                out.append(s)
-        if len(pending) > 3:
-            out.append(pending)
+            for a, b in sentences(line):
+                s = " ".join(f"{pending} {line[a:b]}".split())
+                if s.count("(") > s.count(")"):  # "(d. 20 March 851)": a stop inside brackets ends no sentence
+                    pending = s
+                    continue
+                pending = ""
+                if len(s) > 3:
+                    out.append(s)
+            if len(pending) > 3:
+                out.append(pending)
     return out
 
 
@@ -168,6 +198,12 @@ def rank_sentences(
     asked_stems = {w: stem(w) for w in asked}
     overlap = np.array([sum(weight[w] for w in asked if asked_stems[w] in stems(content_words(s))) / total
                         for s, _, _ in cands])
+    if encode is not None and params.embed_weight and len(cands) > params.embed_max:
+        # embedding is what an answer costs: only the sentences best by words and chunk rank are embedded
+        pre = params.overlap_weight * overlap - params.rank_decay * np.array([p.rank for _, p, _ in cands])
+        keep = np.sort(np.argsort(-pre, kind="stable")[: params.embed_max])
+        cands = [cands[i] for i in keep]
+        overlap = overlap[keep]
     sims = np.zeros(len(cands))
     if encode is not None and params.embed_weight:
         vecs = np.asarray(encode([s for s, _, _ in cands]))

@@ -58,7 +58,7 @@ def _cap_spans(sentence: str) -> list[tuple[int, str]]:
             words = words[:-1]
         if not words or (len(words) == 1 and words[0].isdigit()):
             continue
-        span = " ".join(words)
+        span = re.sub(r"['’]s$", "", " ".join(words))  # "Marley's face": the name is "Marley"
         start = m.start() + m.group(0).find(words[0])
         out.append((start, span))
         joined = re.split(r"\s+(?:and|&)\s+", span)

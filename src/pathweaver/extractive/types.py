@@ -16,6 +16,7 @@ class ExtractiveParams:
 
     max_chunks: int = 5  # chunks searched, best first
     max_sentences: int = 4  # best sentences searched for a typed span
+    embed_max: int = 24  # sentences embedded per question, the best by word overlap and chunk rank (latency)
     embed_weight: float = 1.0  # cosine(question, sentence)
     overlap_weight: float = 1.0  # share of the question's idf weight the sentence holds
     rank_decay: float = 0.05  # score lost per chunk rank
