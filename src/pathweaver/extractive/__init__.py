@@ -29,6 +29,7 @@ from pathweaver.extractive.sentences import (
     coverage,
     passages_of,
     rank_sentences,
+    split_sentences,
     stems,
 )
 from pathweaver.extractive.spans import typed_spans
@@ -88,11 +89,24 @@ def _typed_span(question: str, kind: str, ranked: list[Sentence], params: Extrac
     return (best[2], [best[3].passage.n]) if best is not None else None
 
 
+def _answers(ranked: list[Sentence]) -> list[Sentence]:
+    """The sentences that can answer: not a question ("Why does X fail?", a FAQ's heading) and not a short line
+    without a full stop among sentences that have one (a title or heading); all of them when none is left."""
+    kept = [s for s in ranked if not s.text.endswith("?") and not (s.heading and len(s.text.split()) <= 8)]
+    return kept or ranked
+
+
 def _sentences(ranked: list[Sentence], params: ExtractiveParams) -> Answer:
     """The best sentence and up to ``answer_sentences - 1`` more that score within ``sentence_margin`` of it,
-    each cited; sentences of one chunk in the chunk's order."""
+    each cited; sentences of one chunk in the chunk's order. A sentence that ends with a colon ("To stop a
+    formula from being upgraded:") brings the line after it (the command or list it introduces)."""
+    ranked = _answers(ranked)
     top = ranked[0]
     chosen = [s for s in ranked[: params.answer_sentences] if s.score >= top.score - params.sentence_margin]
+    for s in list(chosen):
+        after = split_sentences(s.passage.text)[s.index + 1: s.index + 2] if s.text.endswith(":") else []
+        if after and all((c.passage.n, c.index) != (s.passage.n, s.index + 1) for c in chosen):
+            chosen.append(Sentence(after[0], s.passage, s.score, s.sim, s.index + 1))
     first = {}  # a chunk's place is that of its best chosen sentence
     for i, s in enumerate(chosen):
         first.setdefault(s.passage.n, i)

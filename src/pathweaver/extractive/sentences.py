@@ -89,18 +89,21 @@ def _prose(lines: list[str]) -> list[str]:
     return out
 
 
-def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text``: a list item or a short line (a title) is a unit of its own, a wrapped paragraph is
-    read across its line breaks, and a table row is one unit written with its column headers (the block's first
-    row)."""
-    out: list[str] = []
+def units(text: str) -> list[tuple[str, bool]]:
+    """The answer units of ``text`` with whether each is a heading: a list item or a short line (a title) is a
+    unit of its own, a wrapped paragraph is read across its line breaks and split into sentences, and a table
+    row is one unit written with its column headers (the block's first row). A heading is a paragraph of one line
+    without closing punctuation."""
+    out: list[tuple[str, bool]] = []
     for kind, lines in _blocks(text):
         if kind == "table":
             rows = [_cells(r) for r in lines]
             header = rows[0] if len(rows) > 1 else []
-            out += [t for t in (_row_text(r, header) for r in rows[1 if header else 0:]) if len(t) > 3]
+            out += [(t, False) for t in (_row_text(r, header) for r in rows[1 if header else 0:]) if len(t) > 3]
             continue
-        for line in _prose(lines):
+        prose = _prose(lines)
+        heading = len(prose) == 1 and not prose[0].endswith((".", "!", "?", ":", ";", '"', "”", ")"))
+        for line in prose:
             pending = ""
             for a, b in sentences(line):
                 s = " ".join(f"{pending} {line[a:b]}".split())
@@ -109,10 +112,15 @@ def split_sentences(text: str) -> list[str]:
                     continue
                 pending = ""
                 if len(s) > 3:
-                    out.append(s)
+                    out.append((s, heading))
             if len(pending) > 3:
-                out.append(pending)
+                out.append((pending, heading))
     return out
+
+
+def split_sentences(text: str) -> list[str]:
+    """The answer units of ``text`` (``units``) without their heading flags."""
+    return [t for t, _ in units(text)]
 
 
 _POSSESSIVE = re.compile(r"['’]s$")
@@ -189,7 +197,7 @@ def rank_sentences(
     """Every sentence of ``passages``, best first: embed_weight * cosine + overlap_weight * the share of the
     question's idf weight it holds - rank_decay * chunk rank + title_bonus when the question names the chunk's
     title."""
-    cands = [(s, p, i) for p in passages for i, s in enumerate(split_sentences(p.text))]
+    cands = [(s, p, i, h) for p in passages for i, (s, h) in enumerate(units(p.text))]
     if not cands:
         return []
     asked = content_words(question)
@@ -197,22 +205,23 @@ def rank_sentences(
     total = sum(weight.values()) or 1.0
     asked_stems = {w: stem(w) for w in asked}
     overlap = np.array([sum(weight[w] for w in asked if asked_stems[w] in stems(content_words(s))) / total
-                        for s, _, _ in cands])
+                        for s, _, _, _ in cands])
     if encode is not None and params.embed_weight and len(cands) > params.embed_max:
         # embedding is what an answer costs: only the sentences best by words and chunk rank are embedded
-        pre = params.overlap_weight * overlap - params.rank_decay * np.array([p.rank for _, p, _ in cands])
+        pre = params.overlap_weight * overlap - params.rank_decay * np.array([c[1].rank for c in cands])
         keep = np.sort(np.argsort(-pre, kind="stable")[: params.embed_max])
         cands = [cands[i] for i in keep]
         overlap = overlap[keep]
     sims = np.zeros(len(cands))
     if encode is not None and params.embed_weight:
-        vecs = np.asarray(encode([s for s, _, _ in cands]))
+        vecs = np.asarray(encode([c[0] for c in cands]))
         qv = np.asarray(encode([question]))[0]
         sims = vecs @ qv
     score = params.embed_weight * sims + params.overlap_weight * overlap
-    score -= params.rank_decay * np.array([p.rank for _, p, _ in cands])
+    score -= params.rank_decay * np.array([c[1].rank for c in cands])
     asked_all = set(_tokens(question))
     named = {p.n: _title_named(p, asked_all) for p in passages}
-    score += params.title_bonus * np.array([named[p.n] for _, p, _ in cands])
+    score += params.title_bonus * np.array([named[c[1].n] for c in cands])
     order = np.argsort(-score, kind="stable")
-    return [Sentence(cands[i][0], cands[i][1], float(score[i]), float(sims[i]), cands[i][2]) for i in order]
+    return [Sentence(cands[i][0], cands[i][1], float(score[i]), float(sims[i]), cands[i][2], cands[i][3])
+            for i in order]

@@ -119,9 +119,8 @@ def typed_spans(sentence: str, kind: str, question: str) -> list[tuple[int, str,
             continue
         before = sentence[max(0, start - 60): start]
         bonus = _cued(before, qstems)
-        if kind == "place":
-            if re.search(r"\b(?:in|at|from|near|of)\s+$", before):
-                bonus += 0.3
+        if kind == "place" and re.search(r"\b(?:in|at|from|near|of)\s+$", before):
+            bonus += 0.3
         if kind == "person" and re.search(r"\bby\s+$", before):
             bonus += 0.2
         if head and head in low_words:  # "which war" -> "World War II"

@@ -44,6 +44,7 @@ class Sentence:
     score: float
     sim: float = 0.0  # cosine with the question (0 without an embedder)
     index: int = 0  # position among its passage's sentences
+    heading: bool = False  # a paragraph of one line without a full stop: a title or heading
 
 
 @dataclass(frozen=True)
