@@ -34,6 +34,7 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 _HEADING = re.compile(r"^\s*#{1,6}\s+")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
+EMBED_CHARS = 300  # a sentence is embedded by its first characters: a batch costs as much as its longest text
 _WRAP = 60  # a prose line at least this long that ends mid-sentence was wrapped: it goes on on the next line
 
 
@@ -214,7 +215,7 @@ def rank_sentences(
         overlap = overlap[keep]
     sims = np.zeros(len(cands))
     if encode is not None and params.embed_weight:
-        vecs = np.asarray(encode([c[0] for c in cands]))
+        vecs = np.asarray(encode([c[0][:EMBED_CHARS] for c in cands]))
         qv = np.asarray(encode([question]))[0]
         sims = vecs @ qv
     score = params.embed_weight * sims + params.overlap_weight * overlap
