@@ -4,6 +4,7 @@ benchmark (issue 37): p50/p95 seconds and tokens per answer.
     python bench/ask_latency.py [--backends none,llamacpp] [--methods hybrid,pathrag,mcmi] [--repeat 3]
                                 [--decompose] [--store DIR]
     python bench/ask_latency.py --notes datasets/notes [--split dev] [--methods ppr] [--store DIR] [--profile F]
+                                [--corpora a,b] [--limit N]
 
 The demo corpus is indexed once into a temp store (or ``--store DIR``, re-used when unchanged). Each backend
 answers the same questions with each method; ``openai`` needs ``models.openai_base_url`` (a running endpoint) and
@@ -64,11 +65,12 @@ def run(store: Path, backends: list[str], methods: list[str], repeat: int, decom
 
 
 def run_notes(folder: Path, split_name: str, store: Path, methods: list[str], repeat: int,
-              profile: Path | None) -> list[dict[str, Any]]:
+              profile: Path | None, corpora: list[str] | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """Warm ``ask`` with no model over every question of a notes benchmark split: each corpus's store is opened
     and indexed once (``eval.notes_runner.open_notes_store``) and answers one question untimed (model load),
     then every question is timed, ``repeat`` times. With ``profile``, cProfile's stats of the timed asks go to
-    that file (``python -m pstats``)."""
+    that file (``python -m pstats``). ``corpora`` and ``limit`` keep only those corpora and the first ``limit``
+    questions of each."""
     import cProfile
 
     from pathweaver.eval.notes import load_notes, notes_split
@@ -82,8 +84,8 @@ def run_notes(folder: Path, split_name: str, store: Path, methods: list[str], re
     for method in methods:
         seconds: list[float] = []
         for corpus, source in data.corpora.items():
-            asked = [q for q in questions if q.corpus == corpus]
-            if not asked:
+            asked = [q for q in questions if q.corpus == corpus][:limit]
+            if not asked or (corpora and corpus not in corpora):
                 continue
             pw, _, _ = open_notes_store(store, corpus, source, {"models": {"llm_backend": "none"}})
             try:
@@ -120,14 +122,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--notes", type=Path, default=None, help="a notes benchmark folder: warm ask, no model")
     parser.add_argument("--split", default="dev", help="with --notes: the split whose questions are asked")
     parser.add_argument("--profile", type=Path, default=None, help="with --notes: cProfile stats to this file")
+    parser.add_argument("--corpora", default=None, help="with --notes: only these corpora (comma-separated)")
+    parser.add_argument("--limit", type=int, default=None, help="with --notes: the first N questions per corpus")
     args = parser.parse_args(argv)
     if args.notes:
         methods = [m for m in (args.methods or "ppr").split(",") if m]
+        corpora = args.corpora.split(",") if args.corpora else None
         if args.store:
-            run_notes(args.notes, args.split, args.store, methods, args.repeat, args.profile)
+            run_notes(args.notes, args.split, args.store, methods, args.repeat, args.profile, corpora, args.limit)
             return 0
         with tempfile.TemporaryDirectory(prefix="pw-ask-notes-") as tmp:
-            run_notes(args.notes, args.split, Path(tmp), methods, args.repeat, args.profile)
+            run_notes(args.notes, args.split, Path(tmp), methods, args.repeat, args.profile, corpora, args.limit)
         return 0
     backends = [b for b in args.backends.split(",") if b]
     methods = [m for m in (args.methods or "hybrid,pathrag,mcmi").split(",") if m]
