@@ -123,6 +123,19 @@ def test_heuristic_conjunction() -> None:
     ]
     assert is_conjunction("When was Marie Curie born, and where did she die?")
     assert not is_conjunction("Where was the director of film Jaws born?")
+    # a part may be a yes/no question
+    assert _shape("Does Sync keep version history, and how do I restore a file?") == [
+        ("Does Sync keep version history?", []),
+        ("How do I restore a file?", []),
+    ]
+
+
+def test_heuristic_asks_for_the_thing_itself() -> None:
+    # an apposition describes the asked thing further: no hop for it
+    assert _shape("Who was Scrooge's business partner, dead seven years on Christmas Eve?") == [
+        ("Who was Scrooge's business partner, dead seven years on Christmas Eve?", [])]
+    # "whose" asks for the owner of the object: not "Who did Scrooge see?" then "Whose face is #1?"
+    assert _shape("Whose face did Scrooge see in the knocker?") == [("Whose face did Scrooge see in the knocker?", [])]
 
 
 def test_heuristic_comparisons() -> None:

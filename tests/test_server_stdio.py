@@ -292,6 +292,25 @@ def test_answer_uses_client_sampling(env: dict[str, Any]) -> None:
     assert out["llm"]["backend"] == "sampling" and out["llm"]["model"] == "test-sampler"
     assert out["llm"]["reason"] == "the MCP client offers sampling"
     assert out["citations"] and {"doc", "chunk_id", "span"} <= set(out["citations"][0])
+    assert out["supported"] is True
+
+
+def test_answer_without_a_model_says_when_the_notes_dont_say(env: dict[str, Any]) -> None:
+    """A client without sampling and no configured model: the answer tool's ``supported`` tells an answer from
+    the notes from "The notes don't say.", through the tool's published output schema."""
+    tools = {t.name: t for t in env["client"].run(env["client"].session.list_tools).tools}
+    assert "supported" in tools["answer"].output_schema["properties"]
+    with (
+        open(env["base"] / "plain.log", "w") as errlog,
+        mcp_client(stdio_session(env["base"] / "plain-store", [env["notes"]], errlog, sampling=False)) as c,
+    ):
+        c.wait_indexed()
+        out = c.ok("answer", {"question": "Who wrote the first published algorithm for the Analytical Engine?"})
+        assert out["backend"] == "extractive" and out["supported"] is True
+        assert "Ada Lovelace" in out["answer"] and "[" in out["answer"]
+        out = c.ok("answer", {"question": "Is the migration plan approved?"})
+        assert out["backend"] == "extractive" and out["supported"] is False
+        assert out["answer"].startswith("The notes don't say.") and "yes" not in out["answer"].lower()
 
 
 def test_a_slow_model_sends_progress_notifications(env: dict[str, Any]) -> None:

@@ -126,7 +126,11 @@ class AnswerLLM(BaseModel):
 class AskOut(BaseModel):
     """``Pathweaver.ask``: what ``ask --json`` prints; the ``answer`` tool serves its ``AnswerOut`` fields.
     ``context`` is ``retrieval.context.Context.to_dict()``, ``plan`` the plan trace's ``to_dict()`` with the
-    planner's ``trace``; ``backend`` says who wrote the answer text and ``extractive`` whether no model did."""
+    planner's ``trace``; ``backend`` says who wrote the answer text and ``extractive`` whether no model did.
+    ``supported`` is False when the answer says that the notes don't say: without a model, when the evidence does
+    not decide the question (the answer then reads "The notes don't say." and quotes the closest evidence) or
+    nothing was retrieved; a model's answer is True whenever it had evidence (it says in its own words when
+    that evidence lacks the answer)."""
 
     answer: str
     citations: list[AnswerCitation]
@@ -136,6 +140,7 @@ class AskOut(BaseModel):
     seconds: float = 0.0
     backend: str
     extractive: bool
+    supported: bool = True
 
 
 class RefreshOut(BaseModel):
@@ -156,9 +161,12 @@ class RefreshOut(BaseModel):
 class AnswerOut(BaseModel):
     """The answer with its citations; ``backend`` says who wrote it (``sampling``, ``openai``, ``llamacpp``, or
     ``extractive``: taken from the cited chunks without a model); ``llm`` has the configured backend, why it was
-    chosen, tokens and fallbacks."""
+    chosen, tokens and fallbacks. ``supported`` is False when the answer says that the notes don't say ("The
+    notes don't say." with the closest evidence, when the cited chunks do not decide the question, or nothing
+    was retrieved); True when it answers from the evidence."""
 
     answer: str
+    supported: bool = True
     backend: str = ""
     citations: list[Citation]
     context: Any = None

@@ -62,14 +62,17 @@ def _extractive(pw: Any, question: str, method: str, top_k: int, params: dict[st
                          params=None if baseline else params)
     env = pw.env()
     context = build_context(env.snapshot, result, "chunks", max_items=max(top_k, 1), question=question)
+    supported = True
     if baseline:
         text, cites = baseline_answer(question, context, env.encode)
+        marked = f"{text} {''.join(f'[{n}]' for n in cites)}".strip()
     else:
-        text, cites = extractive_answer(question, context, env.encode, word_df=env.word_df,
-                                        n_docs=env.snapshot.n_passages)
-    marks = "".join(f"[{n}]" for n in cites)
+        answer = extractive_answer(question, context, env.encode, word_df=env.word_df,
+                                   n_docs=env.snapshot.n_passages)
+        marked, supported = answer.marked, answer.supported
     return {
-        "answer": f"{text} {marks}".strip(),
+        "answer": marked,
+        "supported": supported,
         "citations": context.citations,
         "context": context.to_dict(),
         "llm": {"backend": "baseline" if baseline else "extractive"},

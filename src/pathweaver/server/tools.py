@@ -254,7 +254,8 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
     ) -> AnswerOut:
         """Answer from the indexed documents with numbered citations (file, chunk, span). Uses your client's model
         through MCP sampling when offered, else the configured LLM, else the cited chunks' own words (backend
-        'extractive'). Use for a finished answer in one call."""
+        'extractive'). `supported` is false when the answer says the notes don't say (it then quotes the closest
+        evidence). Use for a finished answer in one call."""
         llm = sampling_backend(ctx, state.settings.models.llm_backend)
         kwargs: dict[str, Any] = {"method": method, "decompose": decompose, "top_k": top_k,
                                   "progress": llm_progress(ctx)}
