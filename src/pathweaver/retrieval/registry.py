@@ -172,9 +172,12 @@ def checked_method(name: str, top_k: int, overrides: dict[str, Any] | None = Non
 def run_method(
     env: RetrievalEnv, query: Query, name: str, top_k: int, overrides: dict[str, Any] | None = None
 ) -> RetrievalResult:
-    """Run method ``name`` with config/CLI/tool ``overrides`` applied over the paper defaults."""
+    """Run method ``name`` with config/CLI/tool ``overrides`` applied over the paper defaults; its chunks are
+    merged per note (``notes.per_note``)."""
+    from pathweaver.retrieval.notes import per_note
+
     spec, params = checked_method(name, top_k, overrides)
-    result = spec.fn(env, query, top_k, params)
+    result = per_note(lambda k: spec.fn(env, query, k, params), env.snapshot.chunk_docs, top_k)
     result.method = name
     result.info.setdefault("params", dataclasses.asdict(params))
     return result

@@ -41,7 +41,7 @@ def shape_result(result: RetrievalResult, snap: GraphSnapshot, descriptions: boo
     info["backfill_share"] = result.backfill_share()
     return dump(RetrievalOut.model_construct(
         method=result.method,
-        chunks=[chunk_out(snap, hit.passage, hit.score) for hit in result.chunks],
+        chunks=[chunk_out(snap, hit.passage, hit.score, hit.merged) for hit in result.chunks],
         paths=paths,
         subgraph=subgraph,
         triples=triples,
@@ -50,9 +50,11 @@ def shape_result(result: RetrievalResult, snap: GraphSnapshot, descriptions: boo
     ))
 
 
-def chunk_out(snap: GraphSnapshot, passage: int, score: float) -> ChunkOut:
-    """Passage ``passage`` of ``snap`` as a scored chunk with its citation."""
-    return ChunkOut.model_construct(**snap.citation(passage), score=float(score), text=snap.chunk_texts[passage])
+def chunk_out(snap: GraphSnapshot, passage: int, score: float, merged: list[int] | None = None) -> ChunkOut:
+    """Passage ``passage`` of ``snap`` as a scored chunk with its citation and the chunk ids of the same note's
+    passages ``merged`` into it."""
+    return ChunkOut.model_construct(**snap.citation(passage), score=float(score), text=snap.chunk_texts[passage],
+                                    merged_chunks=[int(snap.chunk_ids[p]) for p in merged or ()])
 
 
 def jsonable(value: Any) -> Any:
