@@ -252,6 +252,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from pathweaver.config import resolve_store_dir
+    from pathweaver.eval.summary import format_answers, format_retrieval
 
     store = resolve_store_dir(args.store)
     if args.history:
@@ -271,7 +272,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             answerer=args.answerer, decompose=args.decompose, overrides=_overrides(args),
             record=not args.no_ledger, details=args.details,
         )
-        emit(args, data, lambda d: json.dumps(d, indent=2, default=str))
+        emit(args, data, format_answers)
         return 0
     from pathweaver.eval.runner import run_eval
 
@@ -279,7 +280,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         Path(args.dataset_dir), args.split, args.method or RETRIEVE_METHOD, args.top_k, _params(args), store,
         overrides=_overrides(args), record=not args.no_ledger,
     )
-    emit(args, data, lambda d: json.dumps(d, indent=2, default=str))
+    emit(args, data, format_retrieval)
     return 0
 
 
@@ -374,7 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--token", default=None, help="bearer token required on every HTTP request")
     p.set_defaults(fn=cmd_serve)
 
-    p = sub.add_parser("eval", help="evaluate retrieval (or, with --answers, answers) on 2wiki, musique or hotpotqa")
+    p = sub.add_parser("eval", help="evaluate retrieval (or, with --answers, answers) on 2wiki, musique, hotpotqa "
+                                         "or a notes benchmark folder (datasets/notes)")
     p.add_argument("dataset_dir", nargs="?")
     p.add_argument("--split", choices=("dev", "test", "all"), default="dev")
     _add_retrieval_flags(p, None, f" (default: {RETRIEVE_METHOD}; with --answers, {ANSWER_METHOD} as ask uses)")
@@ -382,7 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", help="with --history: only this dataset")
     p.add_argument("--no-ledger", action="store_true", help="do not append this run to the ledger")
     p.add_argument("--answers", action="store_true",
-                   help="score answers on the gold answers (exact match, token F1, answer support)")
+                   help="score answers on the gold answers (exact match, token F1, answer support; on a "
+                        "notes benchmark: key facts covered, and saying the notes don't say, per question kind)")
     p.add_argument("--answerer", choices=("ask", "extractive", "baseline"), default="ask",
                    help="with --answers: ask (configured backend), extractive, or baseline (best sentence of the "
                         "top dense chunk)")
