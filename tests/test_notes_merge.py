@@ -36,6 +36,9 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Pathweaver:
     (notes / "harbour.md").write_text(f"# Harbour pilots\n\n{LONG}\n", "utf-8")
     for name, text in OTHERS.items():
         (notes / name).write_text(text, "utf-8")
+    for i, topic in enumerate(["tulips", "violins", "granite", "comets", "owls", "tea", "chess", "glaciers",
+                               "looms", "saffron", "kites", "coral", "ferns", "anvils"]):
+        (notes / f"topic{i}.md").write_text(f"# {topic.title()}\n\nA short note about {topic}.\n", "utf-8")
     pw = Pathweaver.open(root / "store", overrides={"models": {"llm_backend": "none"},
                                                     "ingest": {"chunk_tokens": 48, "chunk_overlap": 0}})
     pw.index([notes])
