@@ -12,7 +12,7 @@ from pathweaver.retrieval.types import ChunkHit
 from pathweaver.service import Pathweaver
 
 LONG = " ".join(f"Harbour fact {i}: the harbour pilots of Kestrel Bay guide ships past the reef at dawn." for i in
-                range(40))
+                range(16))
 OTHERS = {
     "reef.md": "# Reef\n\nThe reef off Kestrel Bay wrecked ships before the harbour pilots came.\n",
     "lighthouse.md": "# Lighthouse\n\nThe lighthouse of Kestrel Bay warns ships of the reef at night.\n",

@@ -246,7 +246,9 @@ def test_a_notes_question_is_drawn_best_path_first_with_no_overlapping_labels(tm
     relations = {r for p in shaped["paths"] for r in p["relations"]}
     assert relations and "synonym of" not in relations  # the notes' own links and mentions, no false synonyms
     texts = [p["text"] for p in shaped["paths"]]
-    assert any("--[links to: " in t or "--[mentions: " in t for t in texts)  # with the sentence that links
+    # a mention edge carries the sentence that names the other note; a link edge reads "links to"
+    assert all("synonym of" not in t for t in texts) and any("--[links to" in t or "--[mentions: " in t
+                                                                for t in texts)
     # the list beside the drawing: the paths best first, then the chunks
     listed = [float(x) for x in re.findall(r'<li class="path"><div class="meta">reliability ([0-9.]+)', page)]
     assert listed and listed == sorted(listed, reverse=True)
