@@ -221,7 +221,7 @@ main{flex:1;display:flex;min-height:0}#cy{flex:3;min-width:0;border-right:1px so
 aside{flex:2;overflow:auto;padding:8px 12px}ol{padding-left:0;list-style:none}
 .chunk{margin-bottom:10px;padding:6px;border:1px solid #eee;border-radius:4px}
 .meta{color:#333}.doc{color:#777;font-size:12px}.text{white-space:pre-wrap;font-size:13px;margin-top:4px}
-.legend span{margin-right:12px}
+.legend span{margin-right:12px}.path{margin-bottom:8px}.path .meta{color:#777;font-size:12px}
 """
 
 _APP = """
