@@ -25,6 +25,7 @@ class Citation(BaseModel):
 class ChunkOut(Citation):
     score: float
     text: str
+    merged_chunks: list[int] = []  # chunk ids of the same note's other retrieved chunks, merged into this one
 
 
 class PathOut(BaseModel):

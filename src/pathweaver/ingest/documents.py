@@ -19,6 +19,7 @@ from pathweaver.extract.graph import (
     Structure,
     derive_document,
 )
+from pathweaver.ingest.embeds import embedded_targets
 from pathweaver.ingest.graph_inputs import GraphInputs
 from pathweaver.ingest.linking import NO_NAMES, LinkerCache, apply_names, names_of, names_to_prepare
 from pathweaver.ingest.parsed import ParseError
@@ -133,6 +134,7 @@ class DocumentWriter:
                                        size=entry.size, status="skipped", reason=entry.reason or "unknown",
                                        indexed_at=time.time())
             apply_names(conn, {doc_id: NO_NAMES}, [], self._no_new_names, self._linker)
+            w.set_embeds(conn, doc_id, [])
             change.count_chunks(w.delete_document_chunks(conn, doc_id))
 
     def delete(self, doc: KnownDoc) -> None:
@@ -172,6 +174,7 @@ class DocumentWriter:
                 links=doc.links,
             )
             removed = w.delete_document_chunks(conn, doc_id)
+            w.set_embeds(conn, doc_id, embedded_targets(doc))
             # in a batch transaction (no graph derived in it) the batch adds every file's gram_df at its end
             ids = w.insert_chunks(conn, doc_id, doc.title, prep.rows, prep.vecs, count_grams=batch is None)
             if graph is None:

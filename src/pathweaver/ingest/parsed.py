@@ -41,8 +41,14 @@ class ParsedDocument:
     hidden: list[tuple[int, int]] = field(default_factory=list)
     units: list[tuple[int, str]] = field(default_factory=list)
     aliases: list[str] = field(default_factory=list)  # other names of the document (Markdown front-matter aliases:)
-    # (link target, display text) of Markdown links that show a text of their own: ``[[Target|text]]``, ``[text](t.md)``
-    link_texts: list[tuple[str, str]] = field(default_factory=list)
+    # (link target, display text, written mid-sentence) of Markdown links that show a text of their own:
+    # ``[[Target|text]]``, ``[text](t.md)``
+    link_texts: list[tuple[str, str, bool]] = field(default_factory=list)
+    # Obsidian embeds ``![[Note]]``, ``![[Note#Heading]]``, ``![[Note#^block]]``: (offset in text, target name,
+    # fragment: '' for the whole note, the heading, or "^" + the block id); ``ingest.embeds`` expands them
+    embeds: list[tuple[int, str, str]] = field(default_factory=list)
+    heading_levels: list[int] = field(default_factory=list)  # the level of each of ``headings`` (1 to 6)
+    blocks: dict[str, tuple[int, int]] = field(default_factory=dict)  # block id -> its paragraph's span in text
 
 
 def stem_title(path: Path) -> str:

@@ -35,6 +35,7 @@ from pathweaver.extract import ner
 from pathweaver.extract.graph import ExtractParams
 from pathweaver.ingest.confine import Confinement
 from pathweaver.ingest.documents import DocumentWriter
+from pathweaver.ingest.embeds import NoteIndex, note_key
 from pathweaver.ingest.graph_inputs import GraphInputs
 from pathweaver.ingest.ignore import IgnoreRules, iter_files
 from pathweaver.ingest.invariance import recorded_invariance
@@ -213,9 +214,26 @@ class Indexer:
         inside = [r for r in roots if under(path, [r])]
         return max(inside, key=len) if inside else None
 
+    def _with_embedders(self, scan: ScanResult, known: dict[str, KnownDoc]) -> None:
+        """Point embeds at the notes as they are after ``scan`` (``ingest.embeds``), and re-index the notes that
+        embed a note the scan adds, changes, renames or removes: their chunks hold its text."""
+        gone = {d.path for d in scan.deleted} | {d.path for d, _ in scan.renamed} | {e.path for e in scan.skipped}
+        notes = {p for p, d in known.items() if d.status == "indexed"} - gone
+        notes |= {e.path for e in scan.new + scan.changed} | {e.path for _, e in scan.renamed}
+        self._preparer.notes = NoteIndex(notes, self.settings.ingest.max_file_bytes)
+        moved = [e.path for e in scan.new + scan.changed] + [p for p in gone]
+        keys = sorted({k for k in map(note_key, moved) if k is not None})
+        work = {e.path for e in scan.new + scan.changed} | gone
+        redo = [p for p in ix.embedders_of(self.db.conn, keys) if p not in work]
+        if redo:
+            again = set(redo)
+            scan.unchanged = [e for e in scan.unchanged if e.path not in again]
+            scan.changed += [entry_for(Path(p), None) for p in redo]
+
     def _apply(self, scan: ScanResult, progress: ProgressFn | None) -> IndexReport:
         report = IndexReport(unchanged=len(scan.unchanged) + len(scan.touched))
         known = self._known()
+        self._with_embedders(scan, known)
         n_work = len(scan.new) + len(scan.changed)
         n_indexed = sum(1 for d in known.values() if d.status == "indexed") - len(scan.deleted) + len(scan.new)
         first = n_work > 0 and self._count("chunks") == 0

@@ -13,6 +13,7 @@ import numpy as np
 from pathweaver.config import Settings
 from pathweaver.extract.graph import ExtractParams, chunk_stats
 from pathweaver.ingest.chunker import chunk_text
+from pathweaver.ingest.embeds import NoteIndex
 from pathweaver.ingest.ignore import TEXT_SUFFIXES, looks_binary
 from pathweaver.ingest.parsed import ParsedDocument, ParseError
 from pathweaver.ingest.parsers import parse_file
@@ -71,6 +72,7 @@ class Preparer:
         self.settings = settings
         self.embedder = embedder
         self.params = params
+        self.notes: NoteIndex | None = None  # the notes embeds resolve to (``pipeline`` sets it per scan)
 
     def batches(self, work: list[FileEntry], report: IndexReport) -> Iterator[list[Prepared | Failed]]:
         """Yield lists of prepared files (or (entry, reason) failures) holding about BATCH_CHUNKS chunks; a file of
@@ -129,7 +131,31 @@ class Preparer:
             file_start, file_end = in_file[i] if in_file else (None, None)
             rows.append(w.ChunkRow(c.ord, c.start, c.end, c.n_tokens, c.text, c.heading, grams, n_words,
                                    file_start, file_end, locator(doc.units, c.start, c.end)))
+        rows += self._embedded_rows(doc, entry.path, len(rows))
         return Prepared(entry, hashlib.sha1(data).hexdigest(), doc, rows)
+
+    def _embedded_rows(self, doc: ParsedDocument, path: str, first_ord: int) -> list[w.ChunkRow]:
+        """Chunks of the text ``doc``'s embeds show (``ingest.embeds``), after its own: placed at the embed in its
+        text, cited to the embedded file and the span there."""
+        rows: list[w.ChunkRow] = []
+        if self.notes is None:
+            return rows
+        ing = self.settings.ingest
+        for offset, name, fragment in doc.embeds:
+            found = self.notes.resolve(name, fragment, path)
+            if found is None:
+                continue
+            part = found.doc.text[found.start:found.end]
+            heads = [(o - found.start, h) for o, h in found.doc.headings if found.start <= o < found.end]
+            pieces = chunk_text(part, self.embedder.tokenize(part), ing.chunk_tokens, ing.chunk_overlap, heads)
+            spans = file_spans(found.doc.text, found.doc.source or "",
+                               [(found.start + c.start, found.start + c.end) for c in pieces])
+            for c, (file_start, file_end) in zip(pieces, spans, strict=True):
+                grams, n_words = chunk_stats(c.text, self.params.ngram_max)
+                rows.append(w.ChunkRow(first_ord + len(rows), offset, offset + len(c.text), c.n_tokens, c.text,
+                                       c.heading or found.title, grams, n_words, file_start, file_end,
+                                       cite_doc=found.path))
+        return rows
 
     def embed_chunks(self, batch: Sequence[Prepared | Failed], report: IndexReport) -> None:
         """Vectors for every chunk of the batch, in one model call for the texts not in ``embed_cache``."""

@@ -47,6 +47,7 @@ from pathweaver.numeric.parallel import matmul
 from pathweaver.retrieval.graphs import cached, documents_link, pair_relations, relation_passages
 from pathweaver.retrieval.keywords import DEFAULT_KEYWORDS, NAME_PARTS, query_names, statistical_keywords
 from pathweaver.retrieval.namegraph import (
+    mention_sentence,
     name_edges,
     nearest_own_passage,
     passages_of,
@@ -55,7 +56,16 @@ from pathweaver.retrieval.namegraph import (
 )
 from pathweaver.retrieval.pathrag_flow import dag_paths, flow_paths, propagate, reliability
 from pathweaver.retrieval.seeds import SeedError, dense_scores, top_indices
-from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult, take_turns
+from pathweaver.retrieval.types import (
+    NAME_EDGE,
+    SYNONYM_EDGE,
+    ChunkHit,
+    PathHit,
+    Query,
+    RetrievalEnv,
+    RetrievalResult,
+    take_turns,
+)
 from pathweaver.store.snapshot import GraphSnapshot
 from pathweaver.text import normalize
 
@@ -269,9 +279,9 @@ def _edge_text(snapshot: GraphSnapshot, u: int, v: int) -> str:
         r = rels[0]
         desc = snapshot.rel_descriptions[r].strip()
         return f"{snapshot.rel_labels[r]}: {desc}" if desc else snapshot.rel_labels[r]
-    named = name_edges(snapshot).passages_between(u, v)
-    if named:
-        return f"mentioned in {snapshot.chunk_titles[named[0]]}"
+    row = name_edges(snapshot).row_between(u, v) if name_edges(snapshot).size else None
+    if row is not None:  # the note's own sentence that names the other
+        return f"mentions: {mention_sentence(snapshot, row)}"
     return "synonym of"
 
 
@@ -287,7 +297,7 @@ def path_text(snapshot: GraphSnapshot, path: list[int]) -> str:
 
 def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, dense: np.ndarray | None = None,
                   directed: bool = True, names: bool = True) -> PathHit:
-    """A served path: per-edge relation index (-1 = synonym or name edge), text, and its passages: those
+    """A served path: per-edge relation index (``NAME_EDGE``, ``SYNONYM_EDGE``), text, and its passages: those
     supporting its edges (relation chunks, the passages behind name edges), then each document entity's one own
     passage with the highest ``dense`` score (a title's description is its document; every own passage where
     ``dense`` is not given). A
@@ -303,7 +313,8 @@ def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, dense: n
 
     for u, v in zip(path[:-1], path[1:], strict=True):
         rels = _edge_relations(snapshot, u, v)
-        relations.append(rels[0] if rels else -1)
+        relations.append(rels[0] if rels else NAME_EDGE if edges.size and edges.row_between(u, v) is not None
+                         else SYNONYM_EDGE)
         for r in rels:
             add(rel_chunks.indices[rel_chunks.indptr[r] : rel_chunks.indptr[r + 1]].tolist())
         if edges.size and names:

@@ -44,7 +44,7 @@ from pathweaver.retrieval.namegraph import (
 )
 from pathweaver.retrieval.ppr import PPRParams, ppr_scores
 from pathweaver.retrieval.seeds import dense_scores, top_indices, top_triples
-from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult
+from pathweaver.retrieval.types import NAME_EDGE, ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
 
 MODES = ("rerank", "reselect")
@@ -366,7 +366,7 @@ def _path_hit(snapshot: GraphSnapshot, k: Kernel, tr: Triples, base: float, tail
     passages: list[int] = []
     for item in items:
         passages.extend(p for p in item_passages(snapshot, item, tail_passages) if p not in passages)
-    return PathHit(list(k.nodes), [i if i >= 0 else -1 for i in items], base, " ".join(parts), passages)
+    return PathHit(list(k.nodes), [i if i >= 0 else NAME_EDGE for i in items], base, " ".join(parts), passages)
 
 
 def _stands_for(snap: GraphSnapshot, item: int, params: PoolingParams, passage_scores: np.ndarray) -> list[int]:

@@ -214,14 +214,18 @@ def method_block(name: str, preset: str, params: dict[str, Any]) -> dict[str, An
 def run_method(
     env: RetrievalEnv, query: Query, name: str, top_k: int, overrides: dict[str, Any] | None = None
 ) -> RetrievalResult:
-    """Run method ``name`` with config/CLI/tool ``overrides`` applied over its preset. Under the paper preset the
-    chunk list holds only what the method found (``Preset.own_chunks``): back-fill is dropped and
-    ``info["short"]`` says how many chunks are missing."""
+    """Run method ``name`` with config/CLI/tool ``overrides`` applied over its preset. pathweaver's default merges
+    its chunks per note (``notes.per_note``); under the paper preset the chunk list holds only what the method found
+    (``Preset.own_chunks``): back-fill is dropped and ``info["short"]`` says how many chunks are missing."""
+    from pathweaver.retrieval.notes import per_note
+
     spec, params = checked_method(name, top_k, overrides)
     preset, _ = split_preset(overrides)
     if preset == "paper":
         check_paper_graph(env.snapshot, name)
-    result = spec.fn(env, query, top_k, params)
+        result = spec.fn(env, query, top_k, params)
+    else:
+        result = per_note(lambda k: spec.fn(env, query, k, params), env.snapshot.chunk_docs, top_k)
     result.method = name
     if preset == "paper" and PAPER[spec.name].own_chunks:
         result.chunks = [c for c in result.chunks if not c.backfill]

@@ -16,6 +16,7 @@ from typing import Any
 from pathweaver.config import DEFAULT_TOP_K, ConfigError, Settings
 from pathweaver.results import ChunkOut, dump
 from pathweaver.retrieval.graphs import cached
+from pathweaver.retrieval.notes import WIDEN_FACTOR, first_per_key
 from pathweaver.retrieval.presets import split_preset
 from pathweaver.retrieval.registry import (
     PANK,
@@ -286,10 +287,12 @@ class QuerySide(StoreAccess):
         check_top_k(k)
         if mode == "bm25":
             latest = self.reader.cache.latest()  # its postings serve while the store is still at its version
-            rows = self.reader.bm25_rows(self.query(query).text, k, self.bm25_index(latest) if latest else None)
+            rows = self.reader.bm25_rows(self.query(query).text, k * WIDEN_FACTOR,
+                                         self.bm25_index(latest) if latest else None)
             return [dump(ChunkOut.model_construct(**citation_json(doc, title, chunk_id, start, end, locator),
-                                                  score=score, text=text))
-                    for chunk_id, score, doc, title, start, end, locator, text in rows]
+                                                  score=score, text=text, merged_chunks=[r[0] for r in rest]))
+                    for (chunk_id, score, doc, title, start, end, locator, text, _), rest
+                    in first_per_key(rows, lambda r: r[8], k)]
         question = self.query(query)
         self.embedder.warm()  # load the model before reading the chunks
         snap = self.reader.passages()

@@ -53,7 +53,7 @@ def shape_result(result: RetrievalResult, snap: GraphSnapshot, descriptions: boo
                          jsonable(result.info.get("params", {})))
     return dump(RetrievalOut.model_construct(
         method=MethodOut.model_construct(**block),
-        chunks=[chunk_out(snap, hit.passage, hit.score) for hit in result.chunks],
+        chunks=[chunk_out(snap, hit.passage, hit.score, hit.merged) for hit in result.chunks],
         paths=paths,
         subgraph=subgraph,
         triples=triples,
@@ -62,9 +62,11 @@ def shape_result(result: RetrievalResult, snap: GraphSnapshot, descriptions: boo
     ))
 
 
-def chunk_out(snap: GraphSnapshot, passage: int, score: float) -> ChunkOut:
-    """Passage ``passage`` of ``snap`` as a scored chunk with its citation."""
-    return ChunkOut.model_construct(**snap.citation(passage), score=float(score), text=snap.chunk_texts[passage])
+def chunk_out(snap: GraphSnapshot, passage: int, score: float, merged: list[int] | None = None) -> ChunkOut:
+    """Passage ``passage`` of ``snap`` as a scored chunk with its citation and the chunk ids of the same note's
+    passages ``merged`` into it."""
+    return ChunkOut.model_construct(**snap.citation(passage), score=float(score), text=snap.chunk_texts[passage],
+                                    merged_chunks=[int(snap.chunk_ids[p]) for p in merged or ()])
 
 
 def jsonable(value: Any) -> Any:
