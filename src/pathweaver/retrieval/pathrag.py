@@ -82,7 +82,7 @@ class PathRAGParams:
     # N, retrieved nodes: the paper's experiments use N in [10, 60] (§Complexity Analysis). None: 10 where the
     # store's documents name each other (``graphs.documents_link``; best on the dev splits over the name layer),
     # else 40, where keyword nodes carry the search (it kept GraphRAG-Bench medical's recall); docs/design-notes.md
-    # "Paper methods over the names people wrote"
+    # "`pathrag`: PathRAG"
     top_nodes: int | None = None
     top_paths: int = 15  # K, served paths
     alpha: float = 0.7  # α, decay rate (paper text; the authors' code uses 0.8)

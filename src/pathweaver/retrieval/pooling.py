@@ -63,7 +63,7 @@ class PoolingParams:
     position_a: float = 10.0  # a: positional score constant (§3.3; its value is not in our copy of the paper)
     # §4.3.2: "mean" (the paper's recommendation, default) | "max". Max was the default while a triple stood for
     # all its passages; with one passage each the two tie on musique dev and mean gains
-    # more on 2wiki than it loses on hotpotqa (docs/benchmarks.md, "Path Pooling's passages")
+    # more on 2wiki than it loses on hotpotqa (docs/benchmarks.md, "Why the defaults")
     pooling: str = "mean"
     kernel: str = "dijkstra"  # §3.3 / §4.3.1: "dijkstra" (recommended) | "bfs"
     max_path_len: int = 4  # §4.3.1: maximum BFS path length
@@ -95,7 +95,7 @@ class PoolingParams:
     # passages alone, as the paper: only through the paper preset, which then drops the back-fill)
     fill: str = "coarse"
     # ours: the statistical triples of each named entity's document (its best passage by the ppr base) join the
-    # coarse set (docs/benchmarks.md, "Path Pooling over its base"); off for base "cos", whose triple scores
+    # coarse set (docs/benchmarks.md, "Why the defaults"); off for base "cos", whose triple scores
     # are cos(query, triple text)
     named_passages: bool = True
     # ours: a passage's score is base(p)^w · pooled(p)^(1 - w), w = base_weight, pooled(p) its best triple's pooled
@@ -331,7 +331,7 @@ def base_passage_scores(env: RetrievalEnv, query: Query, params: PoolingParams) 
     if params.base != "ppr":
         return dense_scores(env.snapshot, query.vec).astype(np.float64)
     # the base walk leaves out ppr's proper-name phrase nodes: they flatten the passage scores pooling reads per
-    # triple, and with them the pooled ranking lost on dev (docs/benchmarks.md, "The s7 merge")
+    # triple, and with them the pooled ranking lost on dev (docs/design-notes.md, "`pooling`")
     scores, _ = ppr_scores(env, query, PPRParams(proper_names=0.0))
     out = scores[env.snapshot.n_entities :].astype(np.float64)
     top = float(out.max()) if out.size else 0.0

@@ -243,7 +243,7 @@ class PPRParams:
     # further passage of a document already chosen counts its score times ``document_decay``, and a passage that no
     # chosen passage links to (a name link, or a proper name both write) times ``unlinked``; 1 and 1 = the plain
     # ranking by PPR score (a pank plan asks for that: registry.plain_ranking). Chosen on the dev splits
-    # (docs/benchmarks.md, "Top-k set selection")
+    # (docs/design-notes.md, "Top-k set selection")
     document_decay: float = 0.25
     unlinked: float = 0.5
     select_pool: int = 20

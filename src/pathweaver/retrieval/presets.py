@@ -7,7 +7,7 @@ and synonym edges; none of the name layer pathweaver adds), so it needs a store 
 ``[extract] entities`` (the default), and it serves only the chunks the method itself found: no dense back-fill
 stands in for the method, and a short list says so (``info["short"]``).
 
-Choices a paper leaves open, and why (docs: /work/notes/paper.md "For design-notes.md"):
+Choices a paper leaves open, and why (docs/design-notes.md, "Paper presets"):
 - no method here calls an LLM, so LLM-extracted entities and relations (GraphRAG, HippoRAG 2's OpenIE, PathRAG's
   keywords) are AGRAG's statistical graph (TF-IDF n-grams, sentence co-occurrence, Eq. 2-5) and statistical
   keywords; HippoRAG 2's LLM fact filter has no stand-in (the top k_a facts by cosine seed the walk);

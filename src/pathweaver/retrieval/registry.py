@@ -47,8 +47,8 @@ PANK = "pank"
 # had the best answer support on the dev splits (docs/benchmarks.md, "Answers with the default method")
 ANSWER_METHOD = "ppr"
 # plain ``pank`` runs its plan over the default answer method: the question and every sub-question retrieve as
-# ``ask`` does, so a question the planner leaves whole gets exactly ``ask``'s chunks (docs/benchmarks.md, "pank
-# over ppr"); ``pank:hybrid`` is the earlier default
+# ``ask`` does, so a question the planner leaves whole gets exactly ``ask``'s chunks (docs/benchmarks.md, "Why
+# the defaults"); ``pank:hybrid`` is the earlier default
 PANK_DEFAULT_BASE = ANSWER_METHOD
 # plain ``pank`` under the paper preset: PankRAG retrieves with LightRAG, whose nearest here is hybrid (presets.py)
 PANK_PAPER_BASE = "hybrid"
