@@ -150,7 +150,7 @@ def test_stopwords_do_not_rank_and_common_words_alone_find_nothing(store: tuple[
     assert pw.search("how was it that they did this", mode="bm25") == []
 
 
-def test_a_word_in_more_than_half_the_chunks_alone_is_noise(tmp_path: Path) -> None:
+def test_a_word_in_more_than_half_the_chunks_is_noise_only_beside_specific_hits(tmp_path: Path) -> None:
     notes = tmp_path / "notes"
     notes.mkdir()
     for i, topic in enumerate(["apples", "pears", "plums"]):
@@ -159,7 +159,9 @@ def test_a_word_in_more_than_half_the_chunks_alone_is_noise(tmp_path: Path) -> N
     pw = Pathweaver.open(tmp_path / "store", overrides={"models": {"llm_backend": "none"}})
     try:
         pw.index([notes])
-        assert pw.reader.bm25_chunks("fruit", 5) == []  # in 3 of 4 chunks: FTS5's idf floor
+        # in 3 of 4 chunks (FTS5's idf floor): still the notes that hold it when nothing more specific matches
+        assert sorted(name for name, _, _ in by_place(pw, pw.reader.bm25_chunks("fruit", 5))) == [
+            "n0.md", "n1.md", "n2.md"]
         hits = by_place(pw, pw.reader.bm25_chunks("fruit pears", 5))
         assert [name for name, _, _ in hits][:1] == ["n1.md"]
     finally:

@@ -29,7 +29,7 @@ _FTS_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
 # A written word with its apostrophe parts ("don't", "Scrooge's"): stopwords are listed in that form.
 _WORD_RE = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*", re.UNICODE)
 # A chunk whose BM25 score is below this matched only words in more than half the chunks (FTS5 scores such a word
-# 1e-6 per occurrence): it shares nothing specific with the question, so it is noise, not a hit.
+# 1e-6 per occurrence): beside chunks that share something specific with the question it is noise, not a hit.
 MIN_BM25_SCORE = 1e-3
 # chunk id, score, cited path, title, start, end, locator, text, the note's path (``columns.CITED_DOC``)
 Bm25Row = tuple[int, float, str, str, int, int, str, str, str]
@@ -46,6 +46,13 @@ def bm25_words(text: str) -> list[str]:
     kept = [w for w in _WORD_RE.findall(POSSESSIVE_RE.sub("", (text or "").replace("\u2019", "'")))
             if not is_stopword(w.lower())]
     return fts_words(" ".join(kept))
+
+
+def specific(hits: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The hits above ``MIN_BM25_SCORE``, or all of them when none is: in a small store every word is in half the
+    chunks, and a note that holds the question's word is still a hit there."""
+    strong = [(c, s) for c, s in hits if s >= MIN_BM25_SCORE]
+    return strong or hits
 
 
 def fts_query(text: str) -> str:
@@ -231,20 +238,21 @@ class RecordReader:
 
     def bm25_chunks(self, text: str, k: int, index: Bm25Index | None = None) -> list[tuple[int, float]]:
         """Top ``k`` chunks by FTS5 BM25 of the question's content words (``bm25_words``) as (chunk id, score),
-        higher is better; punctuation-safe; none for a question of common words alone (``MIN_BM25_SCORE``). With
-        ``index`` (read at some store version) the same ranking and scores as FTS5 had at that version, from memory."""
+        higher is better; punctuation-safe; none for a question of stopwords alone. Chunks that match only words in
+        more than half the chunks are dropped when others match more (``specific``). With ``index`` (read at some
+        store version) the same ranking and scores as FTS5 had at that version, from memory."""
         words = bm25_words(text)
         if not words or k < 1:
             return []
         if index is not None:
             terms = query_terms(self.db.conn, words)
             if terms is not None:
-                return [(c, s) for c, s in index.top(terms, k) if s >= MIN_BM25_SCORE]
+                return specific(index.top(terms, k))
         rows = self.db.conn.execute(
             "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
             (" OR ".join(f'"{t}"' for t in words), int(k)),
         ).fetchall()
-        return [(int(r[0]), -float(r[1])) for r in rows if -float(r[1]) >= MIN_BM25_SCORE]
+        return specific([(int(r[0]), -float(r[1])) for r in rows])
 
     def bm25_rows(self, text: str, k: int, index: Bm25Index | None = None) -> list[Bm25Row]:
         """``bm25_chunks`` with each chunk's document path, title, span and text, as ``(chunk id, score, path,
