@@ -144,6 +144,9 @@ def test_migration_keeps_every_description_and_shrinks_the_file(tmp_path: Path, 
             conn.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
         want = descriptions(db)
         assert "not the sentence" in want.values()
+        with db.write(bump_version=False) as conn:  # and without schema 11's tables, read above
+            conn.execute("DROP TABLE embeds")
+            conn.execute("ALTER TABLE chunks DROP COLUMN cite_doc")
     size = (path / "pathweaver.db").stat().st_size
     with Database(path) as db:  # migrates
         assert db.get_meta("schema_version") == str(schema.SCHEMA_VERSION)
