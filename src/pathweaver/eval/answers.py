@@ -155,12 +155,7 @@ def run_answer_eval(
     finally:
         pw.close()
     out: dict[str, Any] = {
-        "dataset": data.name,
-        "split": split_name,
-        "method": f"answers:{answerer}:{method}" + (":decompose" if decompose else ""),
-        "answerer": answerer,
-        "k": top_k,
-        "n_questions": len(questions),
+        **_header(data.name, split_name, answerer, method, decompose, top_k, len(questions)),
         **summarize(rows),
         **latency_summary(seconds),
         "params": params or {},
@@ -172,6 +167,14 @@ def run_answer_eval(
     if details:
         out["questions"] = rows
     return out
+
+
+def _header(dataset: str, split_name: str, answerer: str, method: str, decompose: bool, top_k: int,
+            n_questions: int) -> dict[str, Any]:
+    """The fields that name an answer run, the same on every data set."""
+    return {"dataset": dataset, "split": split_name,
+            "method": f"answers:{answerer}:{method}" + (":decompose" if decompose else ""),
+            "answerer": answerer, "k": top_k, "n_questions": n_questions}
 
 
 def _notes_answers(folder: Path, split_name: str, method: str, top_k: int, params: dict[str, Any] | None,
@@ -189,12 +192,7 @@ def _notes_answers(folder: Path, split_name: str, method: str, top_k: int, param
     summary, rows, index = run_notes_answers(data, split_name, method, top_k, params, store_root, answer, progress,
                                              overrides, limit)
     out: dict[str, Any] = {
-        "dataset": data.name,
-        "split": split_name,
-        "method": f"answers:{answerer}:{method}" + (":decompose" if decompose else ""),
-        "answerer": answerer,
-        "k": top_k,
-        "n_questions": len(rows),
+        **_header(data.name, split_name, answerer, method, decompose, top_k, len(rows)),
         **summary,
         "params": params or {},
         "index": index,

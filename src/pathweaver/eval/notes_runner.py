@@ -18,7 +18,7 @@ from typing import Any
 from pathweaver.config import ConfigError
 from pathweaver.eval import intervals, metrics
 from pathweaver.eval.notes import RETRIEVAL_KINDS, NotesQuestion, NotesSet, notes_split
-from pathweaver.eval.runner import ProgressFn, latency_summary
+from pathweaver.eval.runner import ProgressFn, checked_split, latency_summary
 
 CORPUS_DIR = "corpus"
 
@@ -96,14 +96,7 @@ def by_kind(questions: Sequence[NotesQuestion], rankings: Sequence[Sequence[str]
 
 
 def _questions(data: NotesSet, split_name: str, top_k: int, limit: int | None) -> list[NotesQuestion]:
-    if top_k < 1:
-        raise ConfigError(f"top_k must be at least 1, got {top_k}")
-    questions = notes_split(data.questions, split_name)
-    if limit is not None:
-        questions = questions[: max(0, limit)]
-    if not questions:
-        raise ConfigError(f"split {split_name!r} of {data.name} has no questions")
-    return questions
+    return checked_split(notes_split(data.questions, split_name), data.name, split_name, top_k, limit)
 
 
 def run_notes_eval(data: NotesSet, split_name: str, method: str, top_k: int, params: dict[str, Any] | None,

@@ -19,7 +19,7 @@ import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from pathweaver.eval.datasets import Dataset, Question, load_dataset, split
 from pathweaver.eval.ledger import Ledger
 from pathweaver.eval.notes import is_notes_set, load_notes
 
+Q = TypeVar("Q")
 ProgressFn = Callable[[int, int, str], None]
 TITLES_FILE = "titles.json"
 FILE_DIGITS = 6
@@ -79,16 +80,20 @@ def title_of(doc_path: str, titles: Sequence[str]) -> str:
     return titles[int(stem)]
 
 
-def split_questions(data: Dataset, split_name: str, top_k: int, limit: int | None) -> tuple[Dataset, list[Question]]:
-    """``data`` and the questions of ``split_name`` (the first ``limit`` of them), or a clear error."""
+def checked_split(questions: list[Q], data_name: str, split_name: str, top_k: int, limit: int | None) -> list[Q]:
+    """The first ``limit`` of a split's ``questions``, or a clear error for a bad ``top_k`` or an empty split."""
     if top_k < 1:
         raise ConfigError(f"top_k must be at least 1, got {top_k}")
-    questions = split(data.questions, split_name)
     if limit is not None:
         questions = questions[: max(0, limit)]
     if not questions:
-        raise ConfigError(f"split {split_name!r} of {data.name} has no questions")
-    return data, questions
+        raise ConfigError(f"split {split_name!r} of {data_name} has no questions")
+    return questions
+
+
+def split_questions(data: Dataset, split_name: str, top_k: int, limit: int | None) -> tuple[Dataset, list[Question]]:
+    """``data`` and the questions of ``split_name`` (the first ``limit`` of them), or a clear error."""
+    return data, checked_split(split(data.questions, split_name), data.name, split_name, top_k, limit)
 
 
 def open_store(store_root: Path, name: str, passages: Sequence[tuple[str, str]],
