@@ -8,14 +8,13 @@ import contextlib
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from test_server_http import ACCEPT, INIT, START_S
+from test_server_http import ACCEPT, INIT, stop, wait_listening
 from test_server_stdio import serve_args, server_env, write_notes
 
 ATTACKER = "attacker.example"
@@ -40,21 +39,10 @@ def http_server(base: Path, host: str, ip: str) -> Iterator[int]:
         proc = subprocess.Popen(cmd, env=server_env(PATHWEAVER_SERVER_TOKEN=""), stdout=errlog,
                                 stderr=subprocess.STDOUT)
         try:
-            deadline = time.monotonic() + START_S
-            while True:
-                if proc.poll() is not None:
-                    raise AssertionError(f"server exited ({proc.returncode}): {log.read_text()[-2000:]}")
-                with contextlib.suppress(OSError), socket.create_connection((ip, port), timeout=0.5):
-                    break
-                assert time.monotonic() < deadline, "server did not start listening"
-                time.sleep(0.3)
+            wait_listening(proc, port, log, ip)
             yield port
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)
 
 
 def post(url: str, body: object, **headers: str) -> httpx.Response:
