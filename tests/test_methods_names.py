@@ -125,7 +125,8 @@ def test_pathrag_reaches_passages_through_names() -> None:
     assert result.paths[0].reliability == pytest.approx(1.095)
     with pytest.raises(ConfigError, match="preset=paper"):  # the paper's ends come only with its preset
         run_method(_env(snap), q, "pathrag", 3, {"targets": "retrieved"})
-    assert "mentioned in" in result.paths[0].text
+    # a name edge reads as the mention it is, with the sentence that names the other document
+    assert "--[mentions: Inherent Vice is a film directed by Paul Thomas Anderson.]-->" in result.paths[0].text
     # passages: the two mentioning passages and the three documents on the path, ties by dense cosine
     assert [c.passage for c in result.chunks] == [2, 0, 1]
     assert result.backfill_share() == 0.0
