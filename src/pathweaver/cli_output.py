@@ -41,7 +41,7 @@ def progress_bar(args: argparse.Namespace) -> Iterator[Callable[[int, int, str],
 
 
 def fmt_report(data: dict[str, Any]) -> str:
-    keys = ("added", "updated", "deleted", "unchanged", "skipped")
+    keys = ("added", "updated", "renamed", "deleted", "unchanged", "skipped")
     lines = [", ".join(f"{k} {data[k]}" for k in keys) + f" in {data['seconds']:.1f}s"]
     lines += [f"  skipped {s['path']!r}: {s['reason']}" for s in data.get("skipped_files", [])]
     return "\n".join(lines)

@@ -21,7 +21,7 @@ from pathweaver.extract.graph import (
 )
 from pathweaver.ingest.embeds import embedded_targets
 from pathweaver.ingest.graph_inputs import GraphInputs
-from pathweaver.ingest.linking import NO_NAMES, LinkerCache, apply_names, names_of, names_to_prepare
+from pathweaver.ingest.linking import NO_NAMES, DocNames, LinkerCache, apply_names, names_of, names_to_prepare
 from pathweaver.ingest.parsed import ParseError
 from pathweaver.ingest.parsers import parse_file
 from pathweaver.ingest.prepare import Prepared
@@ -94,6 +94,24 @@ def withhold_outdated(db: Database) -> StartupPass:
                 w.update_document_stat(conn, doc_id, new_mtime, new_size)
             delete_documents(conn, drop)
     return out
+
+
+RENAME_BATCH = 500  # renames settled per transaction: bounds the derived graphs held at once
+
+
+@dataclass
+class _Rename:
+    """One planned rename: the document, its new entry, what its file now says, and its graph when re-derived."""
+
+    doc: KnownDoc
+    entry: FileEntry
+    title: str
+    headings: list[tuple[int, str]]
+    links: list[str]
+    names: DocNames
+    same: bool
+    graph: DocGraph | None
+    keys: dict[int, int]
 
 
 class DocumentWriter:
@@ -219,16 +237,28 @@ class DocumentWriter:
         gw.ensure_relations(conn, [(k, r.kind, r.sentence) for k, r in zip(keys, graph.relations, strict=True)],
                            [(k, chunk_ids[r.chunk], r.start, r.end) for k, r in zip(keys, graph.relations, strict=True)])
 
-    def rename(self, doc: KnownDoc, entry: FileEntry, deferred: bool) -> bool:
-        """Move ``doc`` to ``entry.path`` without re-embedding; False if the content changed meanwhile."""
+    def rename_many(self, moves: Sequence[tuple[KnownDoc, FileEntry]], deferred: bool) -> list[tuple[KnownDoc, FileEntry]]:
+        """Move each document to its entry's path without re-embedding, ``RENAME_BATCH`` at a time, each batch in
+        one transaction whose name layer is settled once (``apply_names`` of all its documents: the vocabulary is
+        read twice a batch, not twice a file, and the result is the same). Returns the moves whose content changed
+        meanwhile (not renamed)."""
+        stale: list[tuple[KnownDoc, FileEntry]] = []
+        for i in range(0, len(moves), RENAME_BATCH):
+            part = [self._plan_rename(doc, entry, deferred) for doc, entry in moves[i:i + RENAME_BATCH]]
+            stale += [m for m, plan in zip(moves[i:i + RENAME_BATCH], part, strict=True) if plan is None]
+            self._write_renames([p for p in part if p is not None], deferred)
+        return stale
+
+    def _plan_rename(self, doc: KnownDoc, entry: FileEntry, deferred: bool) -> _Rename | None:
+        """What renaming ``doc`` writes, read and derived before the transaction; None if its content changed."""
         try:
             with open_regular(entry.path) as f:
                 data = f.read()
             parsed = parse_file(Path(entry.path), data)
         except (OSError, ParseError):
-            return False
+            return None
         if hashlib.sha1(data).hexdigest() != doc.content_hash:
-            return False
+            return None
         same = ix.document_structure(self.db.conn, doc.id) == (
             parsed.title, [list(h) for h in parsed.headings], list(parsed.links))
         graph, keys = None, {}
@@ -241,22 +271,34 @@ class DocumentWriter:
             keys = {c.key: c.key for c in chunks}
             self.inputs.doc_graph_vectors(graph)  # caches what the snapshot makes their vectors from
         names = names_of(parsed.title, parsed.aliases, parsed.headings, parsed.link_texts)
-        ensure = None if deferred else self._name_entities(names_to_prepare(self.db.conn, doc.id, names))
+        return _Rename(doc, entry, parsed.title, parsed.headings, parsed.links, names, same, graph, keys)
+
+    def _write_renames(self, plans: Sequence[_Rename], deferred: bool) -> None:
+        if not plans:
+            return
+        ensure = None
+        if not deferred:  # the union of each file's superset is a superset of what the batch may add
+            prepare: set[str] = set()
+            for p in plans:
+                prepare |= names_to_prepare(self.db.conn, p.doc.id, p.names)
+            ensure = self._name_entities(prepare)
         with self.db.write() as conn:
-            w.rename_document(conn, doc.id, entry.path, entry.mtime, entry.size, parsed.title, parsed.headings,
-                              parsed.links)
-            if ensure is None:
-                gw.set_doc_names(conn, doc.id, names.names, names.links)
-            else:
-                apply_names(conn, {doc.id: names}, [], ensure, self._linker)
-            if not same:
-                with document_change(conn, [doc.id]):
-                    gw.clear_chunk_derived(conn, list(keys) or ix.document_chunk_ids(conn, doc.id))
-                    if graph is None:
+            for p in plans:
+                w.rename_document(conn, p.doc.id, p.entry.path, p.entry.mtime, p.entry.size, p.title, p.headings,
+                                  p.links)
+                if ensure is None:
+                    gw.set_doc_names(conn, p.doc.id, p.names.names, p.names.links)
+            if ensure is not None:
+                apply_names(conn, {p.doc.id: p.names for p in plans}, [], ensure, self._linker)
+            for p in plans:
+                if p.same:
+                    continue
+                with document_change(conn, [p.doc.id]):
+                    gw.clear_chunk_derived(conn, list(p.keys) or ix.document_chunk_ids(conn, p.doc.id))
+                    if p.graph is None:
                         w.set_meta(conn, "refresh_pending", "1")
                     else:
-                        self._write_graph(conn, graph, keys)
-        return True
+                        self._write_graph(conn, p.graph, p.keys)
 
     def _stored_chunks(self, doc_id: int) -> list[ChunkInput]:
         return [ChunkInput(*row) for _, row in ix.stored_chunks(self.db.conn, doc_id)]

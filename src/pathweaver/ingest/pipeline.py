@@ -238,8 +238,8 @@ class Indexer:
         n_indexed = sum(1 for d in known.values() if d.status == "indexed") - len(scan.deleted) + len(scan.new)
         first = n_work > 0 and self._count("chunks") == 0
         deferred = first or (n_work > 0 and n_work > self.settings.extract.auto_refresh_ratio * max(1, n_indexed))
-        for doc in scan.deleted:
-            if self._alone(report, doc.path, self._writer.delete, doc):
+        for doc in scan.deleted:  # a skipped file's row goes too, but it was never a document: not counted
+            if self._alone(report, doc.path, self._writer.delete, doc) and doc.status == "indexed":
                 report.deleted += 1
         for entry in scan.skipped:
             if self._alone(report, entry.path, self._writer.write_skipped, entry, known.get(entry.path)):
@@ -248,13 +248,12 @@ class Indexer:
             with self.db.write() as conn:
                 for doc, entry in scan.touched:
                     w.update_document_stat(conn, doc.id, entry.mtime, entry.size)
-        for doc, entry in scan.renamed:
-            if self._writer.rename(doc, entry, deferred):
-                report.renamed += 1
-            else:  # the content changed after the scan: a plain delete + add
-                self._writer.delete(doc)
-                report.deleted += 1
-                scan.new.append(entry)
+        stale = self._writer.rename_many(scan.renamed, deferred)
+        report.renamed += len(scan.renamed) - len(stale)
+        for doc, entry in stale:  # the content changed after the scan: a plain delete + add
+            self._writer.delete(doc)
+            report.deleted += 1
+            scan.new.append(entry)
         work = in_batch_order(scan.new + scan.changed)
         new_paths = {e.path for e in scan.new}
         done = 0
