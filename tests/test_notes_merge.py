@@ -39,6 +39,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Pathweaver:
     for i, topic in enumerate(["tulips", "violins", "granite", "comets", "owls", "tea", "chess", "glaciers",
                                "looms", "saffron", "kites", "coral", "ferns", "anvils"]):
         (notes / f"topic{i}.md").write_text(f"# {topic.title()}\n\nA short note about {topic}.\n", "utf-8")
+    (notes / "cartography.md").write_text('---\ntitle: "Nautical cartography"\ndate: 2024-01-01\n---\n', "utf-8")
     pw = Pathweaver.open(root / "store", overrides={"models": {"llm_backend": "none"},
                                                     "ingest": {"chunk_tokens": 48, "chunk_overlap": 0}})
     pw.index([notes])
@@ -71,3 +72,15 @@ def test_search_returns_distinct_notes(service: Pathweaver, mode: str) -> None:
 def test_fewer_relevant_notes_than_k(service: Pathweaver) -> None:
     hits = service.search("Where is the lighthouse, and who sells bread?", mode="bm25", k=5)
     assert sorted(Path(c["doc"]).name for c in hits) == ["bakery.md", "lighthouse.md"]  # no other holds the words
+
+
+def test_a_stub_note_is_found_by_its_title_and_cited_there(service: Pathweaver) -> None:
+    """A note of front matter alone (a title to fill in later) is a note all the same: its title finds it, and the
+    citation points at the title in the file."""
+    result = service.retrieve("nautical cartography", method="hybrid", top_k=3)
+    snap = service.snapshot()
+    best = result.chunks[0].passage
+    assert Path(snap.chunk_docs[best]).name == "cartography.md"
+    hits = service.search("nautical cartography", k=1)
+    start, end = hits[0]["span"]
+    assert Path(hits[0]["doc"]).read_text("utf-8")[start:end] == "Nautical cartography"

@@ -18,7 +18,7 @@ PINNED: dict[str, dict[str, Any]] = {
     # HippoRAG 2 / AGRAG §III-C: d = 0.5, passage nodes × 0.05 over every passage, k_a = 5 facts, specificity,
     # Contains edges of weight 1, AGRAG's statistical graph alone, the plain PPR ranking
     "ppr": {"damping": 0.5, "passage_weight": 0.05, "top_triples": 5, "dense_pool": 0, "specificity": True,
-            "contains_weight": "one", "name_seeds": 0.0, "name_links": 0.0, "name_passages": 0.0,
+            "contains_weight": "one", "name_seeds": 0.0, "hybrid_pool": 0, "name_links": 0.0, "name_passages": 0.0,
             "statistical": 1.0, "proper_names": 0.0, "document_decay": 1.0, "unlinked": 1.0},
     # PathRAG Implementation Details: N = 40, K = 15, α = 0.7; keyword nodes alone, paths between retrieved nodes
     "pathrag": {"top_nodes": 40, "top_paths": 15, "alpha": 0.7, "theta": 0.001, "max_hops": 3, "paths": "flow",

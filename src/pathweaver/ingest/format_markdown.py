@@ -214,6 +214,9 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
         is_plain = not _LIST_RE.match(raw) and not _QUOTE_RE.match(raw)
         prev = (start, line) if is_plain and len(line) < 200 else None
     body = "\n".join(out).rstrip()
+    if not body.strip():
+        # a stub note (front matter alone, common in a zettelkasten) is still found by the names it gives itself
+        body = "\n".join(_dedupe([fm_title, *aliases]))
     return ParsedDocument(body, fm_title or h1 or stem_title(path), headings, _dedupe(links), aliases=aliases,
                           link_texts=list(dict.fromkeys(link_texts)), embeds=embeds, heading_levels=levels,
                           blocks=blocks)

@@ -10,8 +10,9 @@ Personalisation (HippoRAG 2 style, generalising AGRAG Eq. 11): the query is mapp
 entity the query names (HippoRAG 1's query-entity linking) gets += ``name_seeds``; each weight is divided by the
 number of passages mentioning the entity (HippoRAG 2's specificity). Passage nodes get their min-max
 normalised dense similarity × ``passage_weight``: HippoRAG 2 and AGRAG use 0.05 over every passage (the paper
-preset, ``presets.py``); pathweaver's default gives the dense top ``dense_pool`` = 5 full weight (1.0), beside the
-name layer (the named documents' passages, passage name links). Chunks are ranked by their passage node's PPR
+preset, ``presets.py``); pathweaver's default gives the dense top ``dense_pool`` = 5 full weight (1.0), and the
+hybrid top ``hybrid_pool`` = 5 as well when the question names no document, beside the name layer (the named
+documents' passages, passage name links). Chunks are ranked by their passage node's PPR
 score, then (pathweaver's default) a top-k set selection (``selection.py``).
 """
 
@@ -29,7 +30,15 @@ from pathweaver.numeric.parallel import SparseRows
 from pathweaver.retrieval.graphs import entity_passage_counts, has_names, node_space_graph, transition_rows
 from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, query_names
 from pathweaver.retrieval.namegraph import passages_of
-from pathweaver.retrieval.seeds import dense_scores, minmax, top_entities, top_indices, top_triples
+from pathweaver.retrieval.seeds import (
+    HybridParams,
+    dense_scores,
+    hybrid_chunk_scores,
+    minmax,
+    top_entities,
+    top_indices,
+    top_triples,
+)
 from pathweaver.retrieval.selection import document_keys, passage_links, select_passages
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
@@ -215,6 +224,11 @@ class PPRParams:
     # personalise only the top-n passages by dense score (0 = all passages, HippoRAG 2); with the name layer the
     # top 5 at full weight (passage_weight 1) were best on dev (issue 23)
     dense_pool: int = 5
+    # a question that names no document also seeds the hybrid top ``hybrid_pool`` passages (AGRAG Eq. 21's dense
+    # + BM25 score, each passage keeping the larger of its two seeds; 0 = dense alone): a question about one's
+    # notes seldom writes a note's title, and its own words find the note then (ours, issue 37; 10 lost 2 more
+    # points on musique dev, docs/design-notes.md)
+    hybrid_pool: int = 5
     relation_weight: Literal["count", "one"] = "count"  # relation edge weight (graphs.node_space_graph)
     # passage↔entity weight: HippoRAG 2 uses 1; the mention count was better on 2wiki dev, so it is our default
     contains_weight: Literal["one", "count"] = "count"
@@ -251,8 +265,10 @@ class PPRParams:
     def validate(self) -> None:
         if not 0.0 <= self.damping < 1.0:
             raise ConfigError(f"ppr damping must be in [0, 1), got {self.damping}")
-        if min(self.passage_weight, self.top_triples, self.seed_entities, self.dense_pool, self.name_seeds) < 0:
-            raise ConfigError("ppr passage_weight, top_triples, seed_entities, dense_pool and name_seeds must be >= 0")
+        if min(self.passage_weight, self.top_triples, self.seed_entities, self.dense_pool, self.name_seeds,
+               self.hybrid_pool) < 0:
+            raise ConfigError("ppr passage_weight, top_triples, seed_entities, dense_pool, hybrid_pool and name_seeds "
+                              "must be >= 0")
         if self.tol <= 0 or self.max_iter < 1 or self.coarse_tol < 0:
             raise ConfigError(f"ppr tol must be > 0, coarse_tol >= 0 and max_iter >= 1, got {self.tol}, "
                               f"{self.coarse_tol}, {self.max_iter}")
@@ -308,6 +324,9 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
         idx = top_indices(dense, params.dense_pool) if params.dense_pool else np.arange(n_p)
         pw = minmax(dense[idx]) * params.passage_weight
         reset[n_e + idx] = pw
+    if n_p and params.passage_weight > 0 and params.hybrid_pool and not named:
+        idx, seeds = _hybrid_top(env, query, params.hybrid_pool)
+        reset[n_e + idx] = np.maximum(reset[n_e + idx], minmax(seeds) * params.passage_weight)
     if params.name_passages > 0:
         for ent in named:
             own = np.asarray(passages_of(snap, ent), dtype=np.int64)
@@ -320,6 +339,14 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
         else:
             reset[:] = 1.0
     return reset, info
+
+
+def _hybrid_top(env: RetrievalEnv, query: Query, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``n`` best passages by AGRAG's hybrid score (``seeds.hybrid_chunk_scores`` over hybrid's own pool) and
+    their scores, best first."""
+    scores = hybrid_chunk_scores(env, query, HybridParams().pool(n))
+    best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:n]
+    return np.array([p for p, _ in best], dtype=np.int64), np.array([s for _, s in best], dtype=np.float64)
 
 
 class _WalkLayers(NamedTuple):

@@ -51,7 +51,8 @@ PAPER: dict[str, Preset] = {
     "hybrid": Preset(statistical_graph=False, differs=""),  # AGRAG Eq. 20-21 as written in both presets
     "ppr": Preset(
         params={"damping": 0.5, "passage_weight": 0.05, "top_triples": 5, "dense_pool": 0, "specificity": True,
-                "seed_entities": 0, "name_seeds": 0.0, "relation_weight": "count", "contains_weight": "one",
+                "seed_entities": 0, "name_seeds": 0.0, "hybrid_pool": 0, "relation_weight": "count",
+                "contains_weight": "one",
                 "name_links": 0.0, "name_passages": 0.0, "statistical": 1.0, "proper_names": 0.0, "name_parts": 0,
                 "document_decay": 1.0, "unlinked": 1.0},
         differs="statistical n-gram triples stand in for OpenIE facts; no LLM fact filter",
