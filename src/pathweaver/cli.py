@@ -28,12 +28,16 @@ EXIT_USER_ERROR = 2
 
 
 def _set_offline_env() -> None:
-    """Never wait on the network for a model name; keep BLAS from starving torch on small machines."""
+    """Never wait on the network for a model name; keep BLAS from starving torch on small machines; let torch's
+    idle OpenMP threads sleep instead of spinning, which on cores other programs also use cost the first index of
+    the demo notes 40% more CPU and 35% more time (docs/benchmarks.md, "Install"). Set before torch loads its
+    OpenMP runtime, which reads it once; a value the user set is kept."""
     for key, value in (
         ("HF_HUB_OFFLINE", "1"),
         ("TRANSFORMERS_OFFLINE", "1"),
         ("TOKENIZERS_PARALLELISM", "false"),
         ("OPENBLAS_NUM_THREADS", "1"),
+        ("OMP_WAIT_POLICY", "PASSIVE"),
     ):
         os.environ.setdefault(key, value)
 
