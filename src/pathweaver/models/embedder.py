@@ -34,6 +34,7 @@ from pathweaver.config import DEFAULT_EMBEDDING_MODEL
 from pathweaver.models import tokens
 from pathweaver.models.packing import encode_packed, fixed_packed, fixed_padded, packable
 from pathweaver.models.query_encoder import QueryEncoder
+from pathweaver.numeric import heap
 
 ONE_CACHE = 256  # single texts (questions) whose vectors ``encode_one`` keeps
 LIGHT_MAX_TEXTS = 256  # query-time calls of up to this many texts: one light pass each costs less than a model load
@@ -166,7 +167,7 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self.packed:  # a single text, or a few, go as one padded batch (``encode_packed``)
-            with self._lock, _autocast(low):
+            with self._lock, _autocast(low), heap.model_pass():
                 return encode_packed(self.model, texts, pad_when_cheaper=not low)
         return self._plain(texts, batch_size, low)
 
@@ -175,11 +176,11 @@ class Embedder:
         ``fixed_padded`` for a model that cannot be packed)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock, _autocast(low):
+        with self._lock, _autocast(low), heap.model_pass():
             return fixed_packed(self.model, texts) if self.packed else fixed_padded(self.model, texts)
 
     def _plain(self, texts: list[str], batch_size: int | None, low: bool = False) -> np.ndarray:
-        with self._lock, _autocast(low):
+        with self._lock, _autocast(low), heap.model_pass():
             vecs = self.model.encode(
                 texts,
                 batch_size=batch_size or self.batch_size,
