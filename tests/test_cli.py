@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -214,3 +215,19 @@ def test_ask_says_which_backend_wrote_the_answer(cli_store: tuple[Path, dict]) -
     assert data["llm"]["fallbacks"] == [] and "no MCP sampling" in data["llm"]["reason"]
     human = run_cli("--store", str(store), "ask", "Where was Marie Curie born?").stdout
     assert "\nbackend: extractive (no MCP sampling" in human
+
+
+def test_the_cli_lets_openmp_threads_sleep_unless_told_otherwise() -> None:
+    """``OMP_WAIT_POLICY`` is PASSIVE (idle torch threads sleep, not spin, on cores other programs share) before
+    anything loads torch's OpenMP runtime, which reads it once; a value already set is kept."""
+    code = ("import os, sys\n"
+            "from pathweaver import cli\n"
+            "cli._set_offline_env()\n"
+            "print('torch' in sys.modules, os.environ['OMP_WAIT_POLICY'])\n")
+    for given, want in ((None, "False PASSIVE"), ("ACTIVE", "False ACTIVE")):
+        env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+        if given:
+            env["OMP_WAIT_POLICY"] = given
+        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.strip() == want

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pathweaver.cli_output import emit, fmt_answer, fmt_chunks, fmt_report, progress_bar
 from pathweaver.config import CONFIG_FILE, DEFAULT_TOP_K, ConfigError, parse_param
+from pathweaver.numeric import heap
 from pathweaver.retrieval.registry import ANSWER_METHOD, RETRIEVE_METHOD
 
 if TYPE_CHECKING:
@@ -28,35 +29,18 @@ EXIT_USER_ERROR = 2
 
 
 def _set_offline_env() -> None:
-    """Never wait on the network for a model name; keep BLAS from starving torch on small machines."""
+    """Never wait on the network for a model name; keep BLAS from starving torch on small machines; let torch's
+    idle OpenMP threads sleep instead of spinning, which on cores other programs also use cost the first index of
+    the demo notes 40% more CPU and 35% more time (docs/benchmarks.md, "Install"). Set before torch loads its
+    OpenMP runtime, which reads it once; a value the user set is kept."""
     for key, value in (
         ("HF_HUB_OFFLINE", "1"),
         ("TRANSFORMERS_OFFLINE", "1"),
         ("TOKENIZERS_PARALLELISM", "false"),
         ("OPENBLAS_NUM_THREADS", "1"),
+        ("OMP_WAIT_POLICY", "PASSIVE"),
     ):
         os.environ.setdefault(key, value)
-
-
-MMAP_THRESHOLD = 1 << 20  # bytes; see ``_fixed_mmap_threshold``
-
-
-def _fixed_mmap_threshold() -> None:
-    """Blocks of 1 MiB and more get their own mappings, given back when freed (glibc only; elsewhere nothing).
-
-    glibc raises its threshold to the size of each large block freed (up to 32 MiB), so after a snapshot read
-    frees its multi-MB column strings the next arrays of that size come from the heap, which never shrinks, and a
-    cold query's peak memory grows (docs/design-notes.md, "Heap growth")."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-    import ctypes.util
-
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD (malloc.h); fixing it turns the adjustment off
-    except (OSError, AttributeError):
-        pass
 
 
 # -- helpers -------------------------------------------------------------------------------------------------
@@ -507,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command. As the program (``argv`` None) it also stops on SIGINT/SIGTERM within seconds and ends
     without the interpreter's shutdown when threads are left (``_exit_now``)."""
     _set_offline_env()
-    _fixed_mmap_threshold()
+    heap.fix_mmap_threshold()
     parser = build_parser()
     args = parser.parse_args(argv)
     process = argv is None
