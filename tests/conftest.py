@@ -44,6 +44,14 @@ def corpus_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def embedder():  # type: ignore[no-untyped-def]
+    """The real embedder (all-MiniLM-L6-v2), loaded once."""
+    from pathweaver.models.embedder import get_embedder
+
+    return get_embedder()
+
+
+@pytest.fixture(scope="session")
 def indexed(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A ``Pathweaver`` over a store that indexed the corpus copy (read-only use by tests, please)."""
     from pathweaver.service import Pathweaver

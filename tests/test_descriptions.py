@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from pathweaver.ingest.pipeline import Indexer
-from pathweaver.models.embedder import get_embedder
 from pathweaver.store import graph_writes as gw
 from pathweaver.store import schema
 from pathweaver.store import writes as w
@@ -21,11 +20,6 @@ from pathweaver.store.records import RELATION_ROWS
 from test_incremental import random_step, settings
 
 CORPUS = Path(__file__).parent / "corpus"
-
-
-@pytest.fixture(scope="module")
-def embedder():  # type: ignore[no-untyped-def]
-    return get_embedder()
 
 
 def descriptions(db: Database) -> dict[tuple[str, str, str], str]:

@@ -12,16 +12,10 @@ import pytest
 from pathweaver.config import Settings
 from pathweaver.ingest import documents
 from pathweaver.ingest.pipeline import Indexer
-from pathweaver.models.embedder import get_embedder
 from pathweaver.store.db import Database
 from pathweaver.store.reads import StoreReader
 
 CORPUS = Path(__file__).parent / "corpus"
-
-
-@pytest.fixture(scope="module")
-def embedder():  # type: ignore[no-untyped-def]
-    return get_embedder()
 
 
 def settings(store: Path) -> Settings:

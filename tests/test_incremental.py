@@ -11,7 +11,6 @@ import pytest
 from pathweaver.config import Settings
 from pathweaver.ingest import synonym_pass
 from pathweaver.ingest.pipeline import Indexer
-from pathweaver.models.embedder import get_embedder
 from pathweaver.models.precision import resolve_precision
 from pathweaver.store.db import Database
 from pathweaver.store.reads import StoreReader
@@ -35,11 +34,6 @@ TITLES = ["Marie Curie", "Warsaw (city)", "Paris", "Pierre Curie", "Polonium"]
 EXTRAS = ["", "", "\n\nSee [[Marie Curie|Madame Curie]].", "\n\nSee [[Paris|here]] and [[Polonium|Element 84]].",
           "\n\n## Radium Institute\n\nRadium glows.", "\n\n## Early Life\n\nBorn in Warsaw.",
           "\n\n## Usage\n\nA note.", "\n\n## Later years\n\nIn Paris."]
-
-
-@pytest.fixture(scope="module")
-def embedder():  # type: ignore[no-untyped-def]
-    return get_embedder()
 
 
 def settings(store: Path, entities: str = "statistical") -> Settings:

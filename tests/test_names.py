@@ -13,18 +13,12 @@ from pathweaver.extract.names import NameLinker, document_names, proper_form
 from pathweaver.ingest.linking import names_of
 from pathweaver.ingest.parsers import parse_file
 from pathweaver.ingest.pipeline import Indexer
-from pathweaver.models.embedder import get_embedder
 from pathweaver.retrieval.keywords import linked_entities, question_names
 from pathweaver.retrieval.pathrag import PathRAGParams, query_nodes
 from pathweaver.retrieval.registry import run_method
 from pathweaver.retrieval.types import Query, RetrievalEnv
 from pathweaver.store.db import Database
 from pathweaver.store.reads import StoreReader
-
-
-@pytest.fixture(scope="module")
-def embedder():  # type: ignore[no-untyped-def]
-    return get_embedder()
 
 
 def settings(store: Path) -> Settings:
