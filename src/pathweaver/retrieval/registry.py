@@ -55,6 +55,10 @@ PANK_PAPER_BASE = "hybrid"
 # the parameters that turn a method's final top-k set selection off, leaving its ranking: a fused pank plan reads
 # each list's ranks as its confidence, and a set selection moves passages down for their document's sake
 PLAIN_RANKING: dict[str, dict[str, Any]] = {"ppr": {"document_decay": 1.0, "unlinked": 1.0}}
+# what a plan's sub-questions run with besides: ppr's dense seeds alone, as a sub-question's words are mostly the
+# planner's and an earlier hop's answer (hybrid seeds there cost musique dev 0.54 -> 0.50; the whole question keeps
+# them)
+SUB_QUESTION: dict[str, dict[str, Any]] = {"ppr": {"hybrid_pool": 0}}
 # what ``retrieve`` and a retrieval ``eval`` use when no method is named: AGRAG's hybrid seeds (Eq. 20-21)
 RETRIEVE_METHOD = "hybrid"
 
@@ -84,9 +88,10 @@ def pank_base(name: str) -> str | None:
     return base
 
 
-def plain_ranking(base: str, params: dict[str, Any] | None) -> dict[str, Any] | None:
-    """``params`` for ``base`` with its set selection off (``PLAIN_RANKING``); a value the caller set wins."""
-    plain = PLAIN_RANKING.get(base)
+def plain_ranking(base: str, params: dict[str, Any] | None, sub_question: bool = True) -> dict[str, Any] | None:
+    """``params`` for ``base`` inside a fused plan: its set selection off (``PLAIN_RANKING``), and for a
+    sub-question ``SUB_QUESTION``'s settings too; a value the caller set wins."""
+    plain = {**PLAIN_RANKING.get(base, {}), **(SUB_QUESTION.get(base, {}) if sub_question else {})}
     return {**plain, **(params or {})} if plain else params
 
 

@@ -238,11 +238,12 @@ class QuerySide(StoreAccess):
             return RetrievalResult(method=method, chunks=root.chunks,
                                    info={"plan_nodes": 1, "base": base, "preset": preset,
                                          "params": root.info.get("params", {})})
+        whole = plain_ranking(base, params, sub_question=False)
         params = plain_ranking(base, params)
         if preset == "paper":  # PankRAG fuses the sub-questions' lists alone: the whole question is not retrieved
             root_hits, used = None, self._used_params(base, top_k, params)
         else:
-            root = self.retrieve(text, base, top_k, params, keywords)
+            root = self.retrieve(text, base, top_k, whole, keywords)
             root_hits, used = list(root.chunks), root.info.get("params", {})
         env = self.env()
         trace = execute_plan(plan, lambda q: self.retrieve(q, base, top_k, params), env.encode, llm, env.snapshot,
