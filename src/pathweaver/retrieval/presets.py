@@ -96,8 +96,8 @@ PAPER: dict[str, Preset] = {
 DEFAULT_DIFFERS: dict[str, str] = {
     "dense": "", "bm25": "", "hybrid": "",
     "ppr": "walks the names people wrote (titles, links) as well: named documents' passages seed it, passage name "
-           "links x3, the dense top 5 at full weight (paper: every passage x0.05), 1 seed triple (paper: 5), top-k "
-           "set selection",
+           "links x3, the dense top 5 at full weight (paper: every passage x0.05) and the hybrid top 5 when the "
+           "question names no document, 1 seed triple (paper: 5), top-k set selection",
     "pathrag": "N = 10 led by the question's named documents and the top dense documents, directed name edges, "
                "paths may end wherever a named node's flow reached, named nodes' text units beside the paths, "
                "dense back-fill",
