@@ -40,6 +40,7 @@ from pathweaver.ingest.graph_inputs import GraphInputs
 from pathweaver.ingest.ignore import IgnoreRules, iter_files
 from pathweaver.ingest.invariance import recorded_invariance
 from pathweaver.ingest.linking import LinkerCache
+from pathweaver.ingest.parsers import PARSE_RULES
 from pathweaver.ingest.prepare import Prepared, Preparer, in_batch_order
 from pathweaver.ingest.refresh import Refresher, vector_settings_changed
 from pathweaver.ingest.scanner import (
@@ -115,7 +116,9 @@ class Indexer:
         root_strs = [str(r) for r in roots]
         confine = self._confinement(root_strs if exact else [*self._stored_roots(), *root_strs])
         found = self._admitted(walk(roots, ing, confine))
-        scan = diff(found, self._known(), (lambda p: True) if exact else (lambda p: under(p, root_strs)))
+        retry = self.db.get_meta("parse_rules") != str(PARSE_RULES)
+        scan = diff(found, self._known(), (lambda p: True) if exact else (lambda p: under(p, root_strs)),
+                    retry_skipped=retry)
         if not force:
             self._spare_live_servers(scan.deleted)
         report = self._apply(scan, progress)
@@ -123,6 +126,8 @@ class Indexer:
             old = self._stored_roots()
             keep = [] if exact else [r for r in old if r not in root_strs]
             w.set_meta(conn, "roots", json.dumps(sorted(keep + [str(r) for r in roots if r.is_dir()])))
+            if retry:
+                w.set_meta(conn, "parse_rules", str(PARSE_RULES))
         report.seconds = time.perf_counter() - start
         return report
 

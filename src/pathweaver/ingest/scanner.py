@@ -135,8 +135,9 @@ def _safe_hash(path: str) -> str | None:
 
 
 def diff(found: dict[str, FileEntry], known: dict[str, KnownDoc], in_scope: Callable[[str], bool],
-         hasher: Callable[[str], str | None] = _safe_hash) -> ScanResult:
-    """Classify ``found`` files against ``known`` rows; known rows ``in_scope`` but not found are deleted."""
+         hasher: Callable[[str], str | None] = _safe_hash, retry_skipped: bool = False) -> ScanResult:
+    """Classify ``found`` files against ``known`` rows; known rows ``in_scope`` but not found are deleted. With
+    ``retry_skipped`` every file skipped before is read again (the parsers changed since)."""
     out = ScanResult()
     for path in sorted(found):
         entry = found[path]
@@ -151,7 +152,7 @@ def diff(found: dict[str, FileEntry], known: dict[str, KnownDoc], in_scope: Call
             out.new.append(entry)
         elif doc.status == "skipped":
             walk_reason = doc.reason.startswith(WALK_REASONS)
-            (out.unchanged if same_stat and not walk_reason else out.changed).append(entry)
+            (out.unchanged if same_stat and not walk_reason and not retry_skipped else out.changed).append(entry)
         elif same_stat:
             out.unchanged.append(entry)
         else:
