@@ -36,6 +36,7 @@ from pathweaver.retrieval.seeds import (
     hybrid_chunk_scores,
     minmax,
     top_entities,
+    top_hits,
     top_indices,
     top_triples,
 )
@@ -325,8 +326,11 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
         pw = minmax(dense[idx]) * params.passage_weight
         reset[n_e + idx] = pw
     if n_p and params.passage_weight > 0 and params.hybrid_pool and not named:
-        idx, seeds = _hybrid_top(env, query, params.hybrid_pool)
-        reset[n_e + idx] = np.maximum(reset[n_e + idx], minmax(seeds) * params.passage_weight)
+        best = top_hits(hybrid_chunk_scores(env, query, HybridParams().pool(params.hybrid_pool), dense),
+                        params.hybrid_pool)
+        idx = np.array([h.passage for h in best], dtype=np.int64)
+        seeds = minmax(np.array([h.score for h in best], dtype=np.float64)) * params.passage_weight
+        reset[n_e + idx] = np.maximum(reset[n_e + idx], seeds)
     if params.name_passages > 0:
         for ent in named:
             own = np.asarray(passages_of(snap, ent), dtype=np.int64)
@@ -339,14 +343,6 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
         else:
             reset[:] = 1.0
     return reset, info
-
-
-def _hybrid_top(env: RetrievalEnv, query: Query, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``n`` best passages by AGRAG's hybrid score (``seeds.hybrid_chunk_scores`` over hybrid's own pool) and
-    their scores, best first."""
-    scores = hybrid_chunk_scores(env, query, HybridParams().pool(n))
-    best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:n]
-    return np.array([p for p, _ in best], dtype=np.int64), np.array([s for _, s in best], dtype=np.float64)
 
 
 class _WalkLayers(NamedTuple):
