@@ -244,9 +244,10 @@ class DocumentWriter:
         meanwhile (not renamed)."""
         stale: list[tuple[KnownDoc, FileEntry]] = []
         for i in range(0, len(moves), RENAME_BATCH):
-            part = [self._plan_rename(doc, entry, deferred) for doc, entry in moves[i:i + RENAME_BATCH]]
-            stale += [m for m, plan in zip(moves[i:i + RENAME_BATCH], part, strict=True) if plan is None]
-            self._write_renames([p for p in part if p is not None], deferred)
+            batch = moves[i:i + RENAME_BATCH]
+            plans = [self._plan_rename(doc, entry, deferred) for doc, entry in batch]
+            stale += [m for m, plan in zip(batch, plans, strict=True) if plan is None]
+            self._write_renames([p for p in plans if p is not None], deferred)
         return stale
 
     def _plan_rename(self, doc: KnownDoc, entry: FileEntry, deferred: bool) -> _Rename | None:
