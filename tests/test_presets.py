@@ -97,3 +97,16 @@ def test_the_paper_graph_needs_the_statistical_entities(corpus_dir: Path, tmp_pa
             pw.retrieve(QUESTION, "pathrag", 3, {"preset": "paper"})
     finally:
         pw.close()
+
+
+def test_an_empty_store_names_the_preset_it_would_run(tmp_path: Path) -> None:
+    """Nothing indexed yet: no chunks, but the method block still says which preset and parameters were asked for,
+    and a bad parameter is still an error."""
+    from pathweaver.service import Pathweaver
+
+    with Pathweaver.open(tmp_path / "empty", overrides={"models": {"llm_backend": "none"}}) as pw:
+        out = pw.retrieve_json(QUESTION, "pathrag", 3, {"preset": "paper"})
+        assert out["chunks"] == [] and out["method"]["preset"] == "paper"
+        assert {k: out["method"]["params"][k] for k in PINNED["pathrag"]} == PINNED["pathrag"]
+        with pytest.raises(ConfigError, match="alpha"):
+            pw.retrieve(QUESTION, "pathrag", 3, {"alpha": -3.0})

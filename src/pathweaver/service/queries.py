@@ -163,9 +163,9 @@ class QuerySide(StoreAccess):
             query = self.query(text, keywords)
             env = self.env(snapshot)
             merged = self.method_params(method, params)
-            if env.snapshot.n_passages == 0:
-                checked_method(method, top_k, merged)  # bad input is an error on an empty store too
-                result = RetrievalResult(method=method, chunks=[])
+            if env.snapshot.n_passages == 0:  # bad input is an error on an empty store too (``_used_params``)
+                used = self._used_params(method, top_k, params)
+                result = RetrievalResult(method=method, chunks=[], info={"preset": used["preset"], "params": used})
             else:
                 result = run_method(env, query, method, top_k, merged)
                 self._remember_run(method, _LatestRun(query, top_k, merged, time.perf_counter() - start))
