@@ -40,6 +40,7 @@ from pathweaver.retrieval.lego_paths import (
     path_text,
     sbr_paths,
 )
+from pathweaver.retrieval.linked import LINKED_NOTES, check_linked_notes
 from pathweaver.retrieval.namegraph import best_passage, name_edges, nearest_own_passage
 from pathweaver.retrieval.ppr import COARSE_TOL
 from pathweaver.retrieval.seeds import dense_scores, top_indices
@@ -105,7 +106,12 @@ class LegoParams:
     # paths' passages alone, as the paper: only through the paper preset, which then drops the back-fill)
     fill: str = "subgraph"
 
+    # notes linked to or from the top note that may take a slot where they answer what it leaves out (ours, issue
+    # 37; retrieval/linked.py; 0 = off, the paper preset)
+    linked_notes: int = LINKED_NOTES
+
     def validate(self) -> None:
+        check_linked_notes("lego", self.linked_notes)
         if self.extractor not in EXTRACTORS:
             raise ConfigError(
                 f"unknown LEGO extractor {self.extractor!r}; choose one of: {', '.join(EXTRACTORS)}"

@@ -54,6 +54,7 @@ from pathweaver.retrieval.graphs import (
     transition_rows,
 )
 from pathweaver.retrieval.keywords import NAME_PARTS, query_names
+from pathweaver.retrieval.linked import LINKED_NOTES, check_linked_notes
 from pathweaver.retrieval.mcmi_graph import PSEUDO, cost_graph, neighbourhood
 from pathweaver.retrieval.namegraph import passages_of
 from pathweaver.retrieval.ppr import COARSE_TOL, personalized_pagerank
@@ -101,7 +102,12 @@ class MCMIParams:
     # mode, a hybrid chunk the MCMI subgraph did not reach is reported as a back-fill
     chunks: str = "auto"
 
+    # notes linked to or from the top note that may take a slot where they answer what it leaves out (ours, issue
+    # 37; retrieval/linked.py; 0 = off, the paper preset)
+    linked_notes: int = LINKED_NOTES
+
     def validate(self) -> None:
+        check_linked_notes("mcmi", self.linked_notes)
         if self.chunks not in CHUNK_MODES:
             raise ConfigError(f"mcmi chunks must be one of {CHUNK_MODES}, got {self.chunks!r}")
         if self.name_links < 0 or not 0.0 <= self.statistical <= 1.0:
