@@ -134,6 +134,9 @@ class PathRAGParams:
     # notes linked to or from the top note that may take a slot where they answer what it leaves out (ours, issue
     # 37; retrieval/linked.py; 0 = off, the paper preset)
     linked_notes: int = LINKED_NOTES
+    # a question that names no document: the method's notes take turns with hybrid's (ours, issue 37;
+    # retrieval/turns.py; off in the paper preset)
+    hybrid_turns: bool = True
 
     def validate(self) -> None:
         check_linked_notes("pathrag", self.linked_notes)

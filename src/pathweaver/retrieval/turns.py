@@ -1,0 +1,39 @@
+"""A question that names no note: the graph method's notes take turns with hybrid's (ours, issue 37).
+
+A person asking about their own notes seldom writes a note's title; then the graph methods have no named node to
+start from, and their walks, flows and paths start from what the question's words found and drift to the notes
+that many others mention (an index, a changelog). Hybrid's ranking (AGRAG Eq. 20-21, dense + BM25) is what the
+question's own words find; AGRAG hands both to its reader, and MCMI's chunk list already alternates the two. So
+where the question names no document, the method's notes and hybrid's take turns, the method's first; a hybrid
+note the method did not reach counts as back-fill. A question that names a document (the multi-hop sets' titles)
+keeps the method's own list.
+"""
+
+from __future__ import annotations
+
+from pathweaver.retrieval.keywords import NAME_PARTS, query_names
+from pathweaver.retrieval.notes import per_note
+from pathweaver.retrieval.seeds import HybridParams, hybrid_retrieve
+from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
+
+
+def hybrid_turns(env: RetrievalEnv, query: Query, result: RetrievalResult, top_k: int,
+                 name_parts: int = NAME_PARTS) -> RetrievalResult:
+    """``result`` (merged per note) taking turns with hybrid's notes where ``query`` names no document."""
+    if query_names(env, query.text, name_parts):
+        return result
+    docs = env.snapshot.chunk_docs
+    hybrid = per_note(lambda k: hybrid_retrieve(env, query, k, HybridParams()), docs, top_k).chunks
+    own = {docs[h.passage] for h in result.chunks}
+    out: list[ChunkHit] = []
+    seen: set[str] = set()
+    for i in range(max(len(result.chunks), len(hybrid))):
+        for hit, mine in ((result.chunks[i:i + 1], True), (hybrid[i:i + 1], False)):
+            for h in hit:
+                if docs[h.passage] not in seen and len(out) < top_k:
+                    seen.add(docs[h.passage])
+                    out.append(h if mine or docs[h.passage] in own else
+                               ChunkHit(h.passage, h.score, True, list(h.merged)))
+    result.chunks = out
+    result.info["hybrid_turns"] = True
+    return result
