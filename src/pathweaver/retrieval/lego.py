@@ -203,7 +203,9 @@ def retrieve_paths(
     snap = env.snapshot
     if params.path_module == "sbr":
         return sbr_paths(snap, sub, seeds, params.sbr_targets, params.top_k_paths)
-    scorer = PathScorer(snap, env.encode, query.vec, passage_scores)
+    # a rerun on the same question (per-note widening) embeds no path text twice
+    scorer = PathScorer(snap, env.encode, query.vec, passage_scores,
+                        query.memo.setdefault(f"lego_text_scores:{snap.version}", {}))
     if params.path_module == "osar":
         return osar_paths(snap, sub, seeds, scorer, params.max_hop, params.top_k_paths, params.max_candidates)
     prune = PruneRule(params.prune_rule, params.prune_percentile) if params.dynamic_pruning else None

@@ -1,12 +1,15 @@
-"""A question that names no note: the graph method's notes take turns with hybrid's (ours, issue 37).
+"""A question about linked notes that names none of them: the graph method's notes take turns with hybrid's (ours,
+issue 37).
 
 A person asking about their own notes seldom writes a note's title; then the graph methods have no named node to
 start from, and their walks, flows and paths start from what the question's words found and drift to the notes
-that many others mention (an index, a changelog). Hybrid's ranking (AGRAG Eq. 20-21, dense + BM25) is what the
-question's own words find; AGRAG hands both to its reader, and MCMI's chunk list already alternates the two. So
-where the question names no document, the method's notes and hybrid's take turns, the method's first; a hybrid
-note the method did not reach counts as back-fill. A question that names a document (the multi-hop sets' titles)
-keeps the method's own list.
+that many others link to or mention (an index, a changelog, an "about" page). Hybrid's ranking (AGRAG Eq. 20-21,
+dense + BM25) is what the question's own words find; AGRAG hands both to its reader, and MCMI's chunk list already
+alternates the two. So where the store's documents link each other with links their writers put there (a vault,
+a docs folder: ``GraphSnapshot.doc_links``) and the question names none of them, the method's notes and hybrid's
+take turns, the method's first; a hybrid note the method did not reach counts as back-fill. A question that names
+a document, and any store without written links (passage sets such as MuSiQue's, whose unnamed questions the
+graph methods answer better than hybrid), keeps the method's own list.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalR
 
 def hybrid_turns(env: RetrievalEnv, query: Query, result: RetrievalResult, top_k: int,
                  name_parts: int = NAME_PARTS) -> RetrievalResult:
-    """``result`` (merged per note) taking turns with hybrid's notes where ``query`` names no document."""
-    if query_names(env, query.text, name_parts):
+    """``result`` (merged per note) taking turns with hybrid's notes where the store's documents link each other and
+    ``query`` names none of them."""
+    if not env.snapshot.doc_links or query_names(env, query.text, name_parts):
         return result
     docs = env.snapshot.chunk_docs
     hybrid = per_note(lambda k: hybrid_retrieve(env, query, k, HybridParams()), docs, top_k).chunks
