@@ -29,15 +29,21 @@ def hybrid_turns(env: RetrievalEnv, query: Query, result: RetrievalResult, top_k
     docs = env.snapshot.chunk_docs
     hybrid = per_note(lambda k: hybrid_retrieve(env, query, k, HybridParams()), docs, top_k).chunks
     own = {docs[h.passage] for h in result.chunks}
+    lists = [list(result.chunks), [h if docs[h.passage] in own else ChunkHit(h.passage, h.score, True, list(h.merged))
+                                   for h in hybrid]]
     out: list[ChunkHit] = []
     seen: set[str] = set()
-    for i in range(max(len(result.chunks), len(hybrid))):
-        for hit, mine in ((result.chunks[i:i + 1], True), (hybrid[i:i + 1], False)):
-            for h in hit:
-                if docs[h.passage] not in seen and len(out) < top_k:
-                    seen.add(docs[h.passage])
-                    out.append(h if mine or docs[h.passage] in own else
-                               ChunkHit(h.passage, h.score, True, list(h.merged)))
+    turn = 0
+    while len(out) < top_k and any(lists):
+        # each turn takes the next note of its list that is not in yet
+        queue = lists[turn % 2]
+        while queue and docs[queue[0].passage] in seen:
+            queue.pop(0)
+        if queue:
+            hit = queue.pop(0)
+            seen.add(docs[hit.passage])
+            out.append(hit)
+        turn += 1
     result.chunks = out
     result.info["hybrid_turns"] = True
     return result
