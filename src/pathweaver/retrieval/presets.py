@@ -92,21 +92,24 @@ PAPER: dict[str, Preset] = {
     ),
 }
 
+# what every graph method's default adds on notes that link each other (retrieval/turns.py, retrieval/linked.py)
+NOTES_DIFFERS = ("; on linked notes, a question that names no note takes turns with hybrid's notes, and a note linked "
+                 "to or from the top note may take a slot")
 # What pathweaver's default variant of each method changes against its paper (one line each; README, tools, JSON).
 DEFAULT_DIFFERS: dict[str, str] = {
     "dense": "", "bm25": "", "hybrid": "",
     "ppr": "walks the names people wrote (titles, links) as well: named documents' passages seed it, passage name "
            "links x3, the dense top 5 at full weight (paper: every passage x0.05) and the hybrid top 5 when the "
-           "question names no document, 1 seed triple (paper: 5), top-k set selection",
+           "question names no document, 1 seed triple (paper: 5), top-k set selection" + NOTES_DIFFERS,
     "pathrag": "N = 10 led by the question's named documents and the top dense documents, directed name edges, "
                "paths may end wherever a named node's flow reached, named nodes' text units beside the paths, "
-               "dense back-fill",
+               "dense back-fill" + NOTES_DIFFERS,
     "mcmi": "Eq. 11 over the name layer with the question's names as terminals; chunks alternate walk-influence "
-            "passages with the hybrid chunks (paper: hybrid chunks alone)",
+            "passages with the hybrid chunks (paper: hybrid chunks alone)" + NOTES_DIFFERS,
     "pooling": "base scorer is ppr (paper: SubgraphRAG's MLP), name triples join, passages score "
-               "base^0.5 x pooled^0.5 over all coarse triples",
+               "base^0.5 x pooled^0.5 over all coarse triples" + NOTES_DIFFERS,
     "lego": "walks the name edges beside the triples, a name edge brings the named document's passage, the "
-            "extracted subgraph fills before dense back-fill",
+            "extracted subgraph fills before dense back-fill" + NOTES_DIFFERS,
     "pank": "runs over ppr and fuses the whole question's ranking with the sub-questions' (paper: LightRAG "
             "retrieval per sub-question)",
 }
