@@ -71,8 +71,9 @@ def follow_links(snapshot: GraphSnapshot, qvec: np.ndarray, result: RetrievalRes
     if rest is None:
         return result
     own = _document_passages(snapshot)
-    candidates = sorted(((float(snapshot.chunk_vecs[p] @ rest), p) for d in linked for p in own.get(d, ())),
-                        key=lambda c: (-c[0], c[1]))
+    pool = np.array([p for d in linked for p in own.get(d, ())], dtype=np.int64)
+    near = snapshot.chunk_vecs[pool] @ rest.astype(snapshot.chunk_vecs.dtype)
+    candidates = [(float(near[i]), int(pool[i])) for i in np.lexsort((pool, -near))]
     placed: list[dict[str, str]] = []
     taken: set[str] = set()
     for score, passage in candidates:
@@ -85,7 +86,7 @@ def follow_links(snapshot: GraphSnapshot, qvec: np.ndarray, result: RetrievalRes
         if score <= weakest:
             break
         placed.append({"note": docs[passage], "linked_with": docs[top], "replaced": docs[chunks[at].passage]})
-        chunks[at] = ChunkHit(passage, chunks[at].score)
+        chunks[at] = ChunkHit(passage, chunks[at].score)  # the slot's score, so the list's scores stay in order
         taken.add(docs[passage])
     if placed:
         result.info["linked_notes"] = placed
