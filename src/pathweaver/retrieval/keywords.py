@@ -53,16 +53,22 @@ def linked_entities(snapshot: GraphSnapshot, text: str) -> list[int]:
 NAME_PARTS = 3  # default ``name_parts`` of the methods: a last word ending more names than this links none
 PART_MIN_CHARS = 3  # a name part shorter than this ("Al", "Jr") identifies nobody
 PART_MAX_WORDS = 3  # names longer than this are titles of works and events, not people called by a surname
+# what a name must be to be called by its last word: a document's title or alias (a heading such as "Use Homebrew"
+# names a section, and a Homebrew note writing "Homebrew" alone means the program, not that section)
+PART_KINDS = frozenset({"title", "alias"})
 
 
 def _surnames(snapshot: GraphSnapshot) -> dict[str, list[int]]:
-    """{last word: the document-name entities of two to ``PART_MAX_WORDS`` words ending in it}, once per
+    """{last word: the document titles and aliases of two to ``PART_MAX_WORDS`` words ending in it}, once per
     snapshot."""
 
     def build() -> dict[str, list[int]]:
         assert snapshot.ties is not None
+        kinds = snapshot.entity_kinds
         parts: dict[str, list[int]] = {}
         for e in np.unique(snapshot.ties.tocoo().col).tolist():
+            if kinds and kinds[e] not in PART_KINDS:
+                continue
             words = [s.word for s in word_spans(snapshot.entity_names[e])]
             if 2 <= len(words) <= PART_MAX_WORDS and len(words[-1]) >= PART_MIN_CHARS \
                     and all(w.isalpha() and w not in STOPWORDS for w in words):

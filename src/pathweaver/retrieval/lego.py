@@ -40,6 +40,7 @@ from pathweaver.retrieval.lego_paths import (
     path_text,
     sbr_paths,
 )
+from pathweaver.retrieval.linked import LINKED_NOTES, check_linked_notes
 from pathweaver.retrieval.namegraph import best_passage, name_edges, nearest_own_passage
 from pathweaver.retrieval.ppr import COARSE_TOL
 from pathweaver.retrieval.seeds import dense_scores, top_indices
@@ -105,7 +106,15 @@ class LegoParams:
     # paths' passages alone, as the paper: only through the paper preset, which then drops the back-fill)
     fill: str = "subgraph"
 
+    # notes linked to or from the top note that may take a slot where they answer what it leaves out (ours, issue
+    # 37; retrieval/linked.py; 0 = off, the paper preset)
+    linked_notes: int = LINKED_NOTES
+    # a question that names no document: the method's notes take turns with hybrid's (ours, issue 37;
+    # retrieval/turns.py; off in the paper preset)
+    hybrid_turns: bool = True
+
     def validate(self) -> None:
+        check_linked_notes("lego", self.linked_notes)
         if self.extractor not in EXTRACTORS:
             raise ConfigError(
                 f"unknown LEGO extractor {self.extractor!r}; choose one of: {', '.join(EXTRACTORS)}"
@@ -194,7 +203,9 @@ def retrieve_paths(
     snap = env.snapshot
     if params.path_module == "sbr":
         return sbr_paths(snap, sub, seeds, params.sbr_targets, params.top_k_paths)
-    scorer = PathScorer(snap, env.encode, query.vec, passage_scores)
+    # a rerun on the same question (per-note widening) embeds no path text twice
+    scorer = PathScorer(snap, env.encode, query.vec, passage_scores,
+                        query.memo.setdefault(f"lego_text_scores:{snap.version}", {}))
     if params.path_module == "osar":
         return osar_paths(snap, sub, seeds, scorer, params.max_hop, params.top_k_paths, params.max_candidates)
     prune = PruneRule(params.prune_rule, params.prune_percentile) if params.dynamic_pruning else None

@@ -61,15 +61,16 @@ def triple_text(snapshot: GraphSnapshot, a: int, r: int, b: int) -> str:
 class PathScorer:
     """EEM scores against the query: cos(encode(text), query), cached per text for one query. Triple scores use
     the stored relation vectors when the snapshot has them (they embed the same triple text); a name triple
-    scores its passage's cosine in ``passage_scores`` when given (the naive scorer SAE-EEMs ranks it by)."""
+    scores its passage's cosine in ``passage_scores`` when given (the naive scorer SAE-EEMs ranks it by). ``cache``
+    may carry the text scores over from an earlier run on the same question and snapshot."""
 
     def __init__(self, snapshot: GraphSnapshot, encode: EncodeFn, qvec: np.ndarray,
-                 passage_scores: np.ndarray | None = None) -> None:
+                 passage_scores: np.ndarray | None = None, cache: dict[str, float] | None = None) -> None:
         self.snapshot = snapshot
         self.encode = encode
         self.qvec = np.asarray(qvec, dtype=np.float32)
         self.passage_scores = passage_scores
-        self._cache: dict[str, float] = {}
+        self._cache: dict[str, float] = {} if cache is None else cache  # text -> its score against ``qvec``
         rv = snapshot.rel_vecs
         self._rel_vecs = (
             rv.shape[0] == snapshot.n_relations and rv.ndim == 2 and rv.shape[1] == self.qvec.shape[0]

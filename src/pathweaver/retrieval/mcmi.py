@@ -54,6 +54,7 @@ from pathweaver.retrieval.graphs import (
     transition_rows,
 )
 from pathweaver.retrieval.keywords import NAME_PARTS, query_names
+from pathweaver.retrieval.linked import LINKED_NOTES, check_linked_notes
 from pathweaver.retrieval.mcmi_graph import PSEUDO, cost_graph, neighbourhood
 from pathweaver.retrieval.namegraph import passages_of
 from pathweaver.retrieval.ppr import COARSE_TOL, personalized_pagerank
@@ -101,7 +102,15 @@ class MCMIParams:
     # mode, a hybrid chunk the MCMI subgraph did not reach is reported as a back-fill
     chunks: str = "auto"
 
+    # notes linked to or from the top note that may take a slot where they answer what it leaves out (ours, issue
+    # 37; retrieval/linked.py; 0 = off, the paper preset)
+    linked_notes: int = LINKED_NOTES
+    # a question that names no document: the method's notes take turns with hybrid's (ours, issue 37;
+    # retrieval/turns.py; off in the paper preset)
+    hybrid_turns: bool = True
+
     def validate(self) -> None:
+        check_linked_notes("mcmi", self.linked_notes)
         if self.chunks not in CHUNK_MODES:
             raise ConfigError(f"mcmi chunks must be one of {CHUNK_MODES}, got {self.chunks!r}")
         if self.name_links < 0 or not 0.0 <= self.statistical <= 1.0:

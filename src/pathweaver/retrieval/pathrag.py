@@ -46,6 +46,7 @@ from pathweaver.config import ConfigError
 from pathweaver.numeric.parallel import matmul
 from pathweaver.retrieval.graphs import cached, documents_link, pair_relations, relation_passages
 from pathweaver.retrieval.keywords import DEFAULT_KEYWORDS, NAME_PARTS, query_names, statistical_keywords
+from pathweaver.retrieval.linked import LINKED_NOTES, check_linked_notes
 from pathweaver.retrieval.namegraph import (
     mention_sentence,
     name_edges,
@@ -130,7 +131,15 @@ class PathRAGParams:
     unnamed: str = "anchor"
     units_per_node: int = 1
 
+    # notes linked to or from the top note that may take a slot where they answer what it leaves out (ours, issue
+    # 37; retrieval/linked.py; 0 = off, the paper preset)
+    linked_notes: int = LINKED_NOTES
+    # a question that names no document: the method's notes take turns with hybrid's (ours, issue 37;
+    # retrieval/turns.py; off in the paper preset)
+    hybrid_turns: bool = True
+
     def validate(self) -> None:
+        check_linked_notes("pathrag", self.linked_notes)
         if (self.top_nodes is not None and self.top_nodes < 1) or self.top_paths < 1:
             raise ConfigError(
                 f"pathrag needs top_nodes >= 1 and top_paths >= 1, got {self.top_nodes}, {self.top_paths}"

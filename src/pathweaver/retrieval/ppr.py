@@ -29,6 +29,7 @@ from pathweaver.config import ConfigError
 from pathweaver.numeric.parallel import SparseRows
 from pathweaver.retrieval.graphs import entity_passage_counts, has_names, node_space_graph, transition_rows
 from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, query_names
+from pathweaver.retrieval.linked import LINKED_NOTES, check_linked_notes
 from pathweaver.retrieval.namegraph import passages_of
 from pathweaver.retrieval.seeds import (
     HybridParams,
@@ -263,7 +264,15 @@ class PPRParams:
     unlinked: float = 0.5
     select_pool: int = 20
 
+    # notes linked to or from the top note that may take a slot where they answer what it leaves out (ours, issue
+    # 37; retrieval/linked.py; 0 = off, the paper preset)
+    linked_notes: int = LINKED_NOTES
+    # a question that names no document: the method's notes take turns with hybrid's (ours, issue 37;
+    # retrieval/turns.py; off in the paper preset)
+    hybrid_turns: bool = True
+
     def validate(self) -> None:
+        check_linked_notes("ppr", self.linked_notes)
         if not 0.0 <= self.damping < 1.0:
             raise ConfigError(f"ppr damping must be in [0, 1), got {self.damping}")
         if min(self.passage_weight, self.top_triples, self.seed_entities, self.dense_pool, self.name_seeds,

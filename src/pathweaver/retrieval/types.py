@@ -38,6 +38,9 @@ class Query:
         self.keywords = list(keywords or [])
         self._vec = vec
         self._embed = embed
+        # what a method computed from this question alone, kept for its reruns on the same question (the per-note
+        # widening of ``notes.per_note`` runs a method again at 3x and 9x k): LEGO's embedded path texts
+        self.memo: dict[str, Any] = {}
 
     @property
     def vec(self) -> np.ndarray:

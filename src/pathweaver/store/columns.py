@@ -1,8 +1,9 @@
 """Bulk column reads of whole tables (numpy arrays and shared strings), the chunk rows with their citations, and
-id-to-position lookups: what a snapshot is built from."""
+id-to-position lookups, and the links between documents: what a snapshot is built from."""
 
 from __future__ import annotations
 
+import json
 import warnings
 from dataclasses import dataclass
 
@@ -136,3 +137,28 @@ def _chunk_rows(conn: Connection) -> _Chunks:
     return _Chunks(np.array([r[0] for r in rows], dtype=np.int64), [r[1] for r in rows], [r[2] for r in rows],
                    [r[3] for r in rows], np.array([[r[4], r[5]] for r in rows], dtype=np.int64).reshape(len(rows), 2),
                    [r[6] for r in rows], [r[7] for r in rows])
+
+
+def _link_key(path: str) -> str:
+    """The key a note's file and a link's target meet on: the file name without its suffix, case-folded (the
+    parser keeps a link's target so: ``[[Note]]``, ``[text](Note.md)``)."""
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return (name.rsplit(".", 1)[0] if "." in name else name).strip().casefold()
+
+
+def _document_links(conn: Connection) -> dict[str, tuple[str, ...]]:
+    """{document path: the paths of the indexed documents it links to, sorted}, each target resolved as Obsidian
+    resolves a link name: the file of that name, case-insensitively, the shortest path first; a link to itself or
+    to nothing indexed is left out, and so is a document that links to nothing."""
+    rows = conn.execute("SELECT path, links FROM documents WHERE status = 'indexed' ORDER BY path").fetchall()
+    files: dict[str, str] = {}
+    for path, _ in sorted(rows, key=lambda r: (len(r[0]), r[0])):
+        files.setdefault(_link_key(path), path)
+    out: dict[str, tuple[str, ...]] = {}
+    for path, links in rows:
+        targets = {files.get(_link_key(t)) for t in json.loads(links or "[]") if isinstance(t, str) and t.strip()}
+        targets.discard(None)
+        targets.discard(path)
+        if targets:
+            out[path] = tuple(sorted(t for t in targets if t is not None))
+    return out

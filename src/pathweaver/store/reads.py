@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
 from pathweaver.store.cache import cache_for
-from pathweaver.store.columns import _chunk_rows, _index_of, _read_columns, _shared
+from pathweaver.store.columns import _chunk_rows, _document_links, _index_of, _read_columns, _shared
 from pathweaver.store.composed import composed_search
 from pathweaver.store.db import Connection, Database, connect
 from pathweaver.store.graphvecs import recipe_of, relation_vectors
@@ -136,6 +136,7 @@ class StoreReader(RecordReader):
             entity_ids, (names, kinds) = ents.ints[:, 0], ents.texts
             kinds = _shared(kinds)
             chunks = _chunk_rows(conn)
+            doc_links = _document_links(conn)
             rels = _read_columns(conn, "relations", ["id", "src_id", "dst_id"], ("label",), order=1)
             rel_ids, r_arr, labels = rels.ints[:, 0], rels.ints[:, 1:], _shared(rels.texts[0])
             syns = _read_columns(conn, "synonyms", ["a_id", "b_id"], reals=("cos",), order=2)
@@ -201,6 +202,7 @@ class StoreReader(RecordReader):
             rel_vecs=rel_vecs,
             chunk_vecs=chunk_vecs.astype(np.float32, copy=False),
             entity_kinds=kinds,
+            doc_links=doc_links,
         )
 
     def _graph_vectors(self, previous: GraphSnapshot | None, dim: int, entity_ids: np.ndarray, names: list[str],

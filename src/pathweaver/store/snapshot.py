@@ -146,6 +146,9 @@ class GraphSnapshot:
     # nearest composed entities and relations without their tables (``store.composed.ComposedSearch``, made on
     # first use; its value None where the store's vectors are not composed); None = none
     composed: Lazy | None = None
+    # {document path: the paths of the documents it links to} (wiki and Markdown links, embeds; ``columns``); {} =
+    # none
+    doc_links: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # derived
     entity_index: dict[str, int] = field(default_factory=dict)
     chunk_index: dict[int, int] = field(default_factory=dict)  # store chunk id -> passage index
