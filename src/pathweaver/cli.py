@@ -116,11 +116,23 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_compact(args: argparse.Namespace) -> int:
-    from pathweaver.config import resolve_store_dir
-    from pathweaver.store.db import Database
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from pathweaver.config import is_postgres_url
+    from pathweaver.store.pg.migrate import migrate
 
-    with Database(resolve_store_dir(args.store)) as db:
+    if not is_postgres_url(args.target):
+        raise ConfigError(f"migrate copies a SQLite store into PostgreSQL: TARGET must be a postgresql:// URL, "
+                          f"got {args.target!r}")
+    counts = migrate(Path(args.source), args.target)
+    emit(args, counts, lambda d: "\n".join(f"{table:>18} {n:>10,} rows" for table, n in d.items()))
+    return 0
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    from pathweaver.config import resolve_store_dir, resolve_store_url
+    from pathweaver.store.backend import open_database
+
+    with open_database(resolve_store_url(args.store) or resolve_store_dir(args.store)) as db:
         before = db.path.stat().st_size
         after = db.compact()
     emit(args, {"store": str(db.path), "bytes_before": before, "bytes_after": after},
@@ -251,9 +263,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from pathweaver.config import resolve_store_dir
+    from pathweaver.config import resolve_store_dir, resolve_store_url
+    from pathweaver.store.backend import refuse_postgres
 
     store = resolve_store_dir(args.store)
+    if not args.history:
+        refuse_postgres(resolve_store_url(args.store))  # eval builds its store: never silently in ./.pathweaver
     if args.history:
         from pathweaver.eval.ledger import Ledger
 
@@ -314,7 +329,7 @@ def _add_retrieval_flags(p: argparse.ArgumentParser, default_method: str | None,
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pathweaver", description="Local graph-RAG over watched folders, with MCP tools.")
-    parser.add_argument("--store", help="store directory (default: $PATHWEAVER_STORE, else ./.pathweaver)")
+    parser.add_argument("--store", help="store directory or postgresql:// URL (default: $PATHWEAVER_STORE, else ./.pathweaver)")
     parser.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override a setting (repeatable)")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -340,6 +355,12 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("--json", action="store_true")
         p.set_defaults(fn=fn)
+
+    p = sub.add_parser("migrate", help="copy a SQLite store into an empty PostgreSQL store (pgvector)")
+    p.add_argument("source", metavar="SQLITE_STORE", help="the store directory")
+    p.add_argument("target", metavar="URL", help="postgresql://user@host:port/db")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_migrate)
 
     p = sub.add_parser("retrieve", help="retrieve chunks, paths or a subgraph for a question")
     p.add_argument("text")

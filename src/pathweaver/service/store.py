@@ -11,6 +11,7 @@ from typing import Any, Self
 from pathweaver.config import ConfigError, Settings
 from pathweaver.models.embedder import Embedder, get_embedder
 from pathweaver.numeric import parallel
+from pathweaver.store.backend import refuse_postgres
 from pathweaver.store.db import Database, StoreError
 from pathweaver.store.reads import NEIGHBOR_HOPS, NEIGHBOR_LIMIT, StoreReader
 from pathweaver.store.snapshot import GraphSnapshot
@@ -22,6 +23,7 @@ class StoreAccess:
     def __init__(self, settings: Settings, readonly: bool = False) -> None:
         self.settings = settings
         self.readonly = readonly
+        refuse_postgres(settings.store_url)
         parallel.set_threads(settings.models.query_threads)  # one pool per process: the last store opened sets it
         if readonly and not settings.db_path.exists():
             raise StoreError(
