@@ -9,9 +9,9 @@ import argparse
 import json
 from pathlib import Path
 
-from pathweaver.config import resolve_store_dir
 from pathweaver.eval.ledger import Ledger
 from pathweaver.eval.report import render_report
+from pathweaver.locations import EVAL_STORE_ROOT, explicit_store
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--doc", default=str(ROOT / "docs" / "benchmarks.md"))
     parser.add_argument("--img", default=str(ROOT / "docs" / "img"))
     args = parser.parse_args(argv)
-    ledger = Ledger(Path(args.ledger)) if args.ledger else Ledger.for_store(resolve_store_dir(args.store))
+    ledger = Ledger(Path(args.ledger)) if args.ledger else Ledger.for_store(explicit_store(args.store) or Path(EVAL_STORE_ROOT))
     rows = ledger.history(dataset=args.dataset)
     out = render_report(rows, Path(args.doc), Path(args.img))
     print(json.dumps({"ledger": str(ledger.path), **out}, indent=2))

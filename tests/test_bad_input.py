@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 import os
 from pathlib import Path
 
@@ -58,15 +57,15 @@ def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     secret = folder / "secret.txt"
     secret.write_text("Top secret text about Warsaw.", encoding="utf-8")
     if os.geteuid() == 0:
-        print("running as root: chmod 000 does not block reads, so open() is made to raise PermissionError")
-        real_open = builtins.open
+        print("running as root: chmod 000 does not block reads, so os.open() is made to raise PermissionError")
+        real_open = os.open
 
         def guarded(file, *args, **kwargs):  # type: ignore[no-untyped-def]
             if str(file) == str(secret):
                 raise PermissionError(13, "Permission denied", str(file))
             return real_open(file, *args, **kwargs)
 
-        monkeypatch.setattr(builtins, "open", guarded)
+        monkeypatch.setattr(os, "open", guarded)
     else:
         secret.chmod(0)
     with Database(tmp_path / "store") as db:
@@ -137,3 +136,32 @@ def test_reads_are_capped_one_byte_past_the_limit(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(prepare.os, "fstat", lambda fd: os.stat_result((*real(fd)[:6], 10, *real(fd)[7:])))
     assert read_capped(big, 10_000) == b"y" * 5000  # stat said 10 bytes: the rest is read on
     assert read_capped(big, 1000) == b"y" * 1001
+
+
+def test_files_skipped_under_older_parse_rules_are_read_again(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store made before its parsers could read a file (a stub note was once "empty document") reads it on its
+    next full scan after an upgrade, and only then: its stat alone would leave the skip standing."""
+    from pathweaver.ingest import parsers
+    from pathweaver.ingest.parsed import ParseError
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "good.txt").write_text(GOOD, encoding="utf-8")
+    (notes / "stub.md").write_text('---\ntitle: "Nautical cartography"\n---\n', encoding="utf-8")
+
+    def refuse(path: Path, data: bytes) -> object:
+        raise ParseError("empty document")
+
+    with Database(tmp_path / "store") as db:
+        indexer = Indexer(db, Settings(store_dir=tmp_path / "store"), get_embedder())
+        with monkeypatch.context() as m:  # the older parser, and the rules it was stamped with
+            m.setitem(parsers._PARSERS, ".md", refuse)
+            m.setattr("pathweaver.ingest.pipeline.PARSE_RULES", parsers.PARSE_RULES - 1)
+            indexer.index_paths([notes])
+        assert reasons(db) == {"stub.md": "empty document"}
+        indexer.index_paths([notes])
+        assert reasons(db) == {} and StoreReader(db).stats()["documents"] == 2
+        assert db.get_meta("parse_rules") == str(parsers.PARSE_RULES)
+        again = indexer.index_paths([notes])
+        assert again.added == again.updated == 0 and again.unchanged == 2

@@ -135,3 +135,34 @@ def test_retrieval_after_a_delete_ranks_by_the_postings_from_the_first_query(sto
         index = fresh.reader.bm25_index(fresh.reader.db.version())
         expected = [(snap.chunk_index[c], s) for c, s in fresh.reader.bm25_chunks(QUESTIONS[0], 5, index)]
         assert first == expected and first == fresh.env(snap).bm25_chunks(QUESTIONS[0], 5)
+
+
+def test_stopwords_do_not_rank_and_common_words_alone_find_nothing(store: tuple[Path, Pathweaver]) -> None:
+    notes, pw = store
+    index = pw.reader.bm25_index(pw.reader.db.version())
+    for idx in (None, index):
+        assert pw.reader.bm25_chunks("What is it that they were doing there, and how?", 5, idx) == []
+        # the same hits, the same scores, with or without the question's stopwords
+        plain = pw.reader.bm25_chunks("polonium discovered", 5, idx)
+        assert plain and pw.reader.bm25_chunks("Who was it that discovered the polonium?", 5, idx) == plain
+        assert pw.reader.bm25_chunks("Polonium's discovery", 5, idx) == pw.reader.bm25_chunks("polonium discovery",
+                                                                                             5, idx)
+    assert pw.search("how was it that they did this", mode="bm25") == []
+
+
+def test_a_word_in_more_than_half_the_chunks_is_noise_only_beside_specific_hits(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i, topic in enumerate(["apples", "pears", "plums"]):
+        (notes / f"n{i}.md").write_text(f"# Note {i}\n\nA note about {topic} and fruit.\n")
+    (notes / "other.md").write_text("# Other\n\nNothing of the kind, only bread.\n")
+    pw = Pathweaver.open(tmp_path / "store", overrides={"models": {"llm_backend": "none"}})
+    try:
+        pw.index([notes])
+        # in 3 of 4 chunks (FTS5's idf floor): still the notes that hold it when nothing more specific matches
+        assert sorted(name for name, _, _ in by_place(pw, pw.reader.bm25_chunks("fruit", 5))) == [
+            "n0.md", "n1.md", "n2.md"]
+        hits = by_place(pw, pw.reader.bm25_chunks("fruit pears", 5))
+        assert [name for name, _, _ in hits][:1] == ["n1.md"]
+    finally:
+        pw.close()

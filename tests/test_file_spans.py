@@ -153,3 +153,27 @@ def test_file_spans_and_locator_directly(folder: Path) -> None:
     marks = [(0, "page 1"), (10, "page 2"), (30, "page 4")]
     assert locator(marks, 0, 5) == "page 1" and locator(marks, 12, 40) == "page 2 to page 4"
     assert locator([], 0, 5) == ""
+
+
+def test_html_spans_skip_head_style_and_script(tmp_path: Path) -> None:
+    """The body's words also stand in the title, the style sheet, a script, a comment and an attribute: every
+    chunk's span lies in the body text (it once began inside ``<title>`` and took in the ``<style>`` block)."""
+    raw = (
+        "<!DOCTYPE html>\n<html><head><title>Radium glows green</title>\n"
+        "<style>/* Radium glows green */ .glows { color: green }</style></head>\n"
+        "<body><!-- Radium glows green --><script>let Radium = 'glows green';</script>\n"
+        '<p class="Radium glows green">Radium glows green in the dark.</p>\n'
+        "<p title='a > b'>" + "Salts of radium give off light. " * 30 + "</p>\n</body></html>"
+    )
+    path = tmp_path / "radium.html"
+    path.write_text(raw, encoding="utf-8")
+    doc = parse_file(path, path.read_bytes())
+    assert doc.source == raw and doc.title == "Radium glows green"
+    body = raw.index('<p class=')
+    chunks = [(0, len(doc.text)), (0, 30), (doc.text.rindex("Salts"), len(doc.text))]
+    spans = file_spans(doc.text, raw, chunks, doc.hidden)
+    assert raw[spans[0][0]:].startswith("Radium glows green in the dark.") and spans[0][0] > body
+    for (start, end), (t0, t1) in zip(spans, chunks, strict=True):
+        cited = raw[start:end]
+        assert start > body and "<style" not in cited and "<script" not in cited and "<title" not in cited, cited
+        assert in_order(words(doc.text[t0:t1]), cited), (cited, doc.text[t0:t1])

@@ -75,6 +75,8 @@ def test_migration_drops_the_stored_vectors_and_keeps_the_snapshot(store: tuple[
             conn.execute("DROP TABLE link_names")
             conn.execute("DROP TABLE entity_norms")  # and schema 8's
             conn.execute("DROP TABLE relation_norms")
+            conn.execute("DROP TABLE embeds")  # and schema 11's
+            conn.execute("ALTER TABLE chunks DROP COLUMN cite_doc")
             conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
         sources = db.conn.execute("SELECT relation_id, chunk_id, start, end, sentence FROM relation_sources "
                                   "ORDER BY relation_id, chunk_id").fetchall()

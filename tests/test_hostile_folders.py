@@ -141,6 +141,7 @@ def linked(tmp_path: Path) -> dict[str, Path]:
     (notes / "real" / "inside.md").write_text("# Inside\n\nThe okapi note.\n", encoding="utf-8")
     (notes / "key.txt").symlink_to(outside / ".ssh" / "id_rsa.txt")
     (notes / "linked-docs").symlink_to(outside / "docs")
+    (notes / "up.md").symlink_to(Path("..") / "home" / "docs" / "leak.md")  # out by a relative '..' target
     (notes / "alias.md").symlink_to(notes / "real" / "inside.md")
     return {"notes": notes, "outside": outside}
 
@@ -154,6 +155,7 @@ def test_symlinks_out_of_the_watched_folder_are_skipped(tmp_path: Path, linked: 
         texts = " ".join(t for (t,) in db.conn.execute("SELECT text FROM chunks"))
     assert rows[str(notes / "key.txt")] == ("skipped", OUTSIDE_REASON)
     assert rows[str(notes / "linked-docs")] == ("skipped", OUTSIDE_REASON)
+    assert rows[str(notes / "up.md")] == ("skipped", OUTSIDE_REASON)
     assert rows[str(notes / "alias.md")][0] == "indexed"  # its target is inside the watched folder
     assert "walrus" not in texts and "narwhal" not in texts and "okapi" in texts
     assert {"path": str(notes / "key.txt"), "reason": OUTSIDE_REASON} in report.skipped_files

@@ -11,7 +11,6 @@ import pytest
 from pathweaver.config import Settings
 from pathweaver.ingest import synonym_pass
 from pathweaver.ingest.pipeline import Indexer
-from pathweaver.models.embedder import get_embedder
 from pathweaver.models.precision import resolve_precision
 from pathweaver.store.db import Database
 from pathweaver.store.reads import StoreReader
@@ -25,6 +24,7 @@ POOL = [
     "Krakow was the capital of Poland before Warsaw. Krakow has an old university.",
     "# Paris\n\nParis is the capital of France. The Sorbonne is a university in Paris.",
     "# Nobel Prize\n\nMarie Curie won the Nobel Prize in Physics and the Nobel Prize in Chemistry.",
+    "Curie kept radium salts by her bed. ^b1",
 ]
 
 
@@ -34,11 +34,6 @@ TITLES = ["Marie Curie", "Warsaw (city)", "Paris", "Pierre Curie", "Polonium"]
 EXTRAS = ["", "", "\n\nSee [[Marie Curie|Madame Curie]].", "\n\nSee [[Paris|here]] and [[Polonium|Element 84]].",
           "\n\n## Radium Institute\n\nRadium glows.", "\n\n## Early Life\n\nBorn in Warsaw.",
           "\n\n## Usage\n\nA note.", "\n\n## Later years\n\nIn Paris."]
-
-
-@pytest.fixture(scope="module")
-def embedder():  # type: ignore[no-untyped-def]
-    return get_embedder()
 
 
 def settings(store: Path, entities: str = "statistical") -> Settings:
@@ -57,7 +52,13 @@ def fresh_graph(folder: Path, store: Path, embedder, entities: str = "statistica
 def random_step(rng: random.Random, folder: Path) -> tuple[set[Path], set[Path]]:
     """One random change; returns the (changed, removed) sets a watcher would report."""
     files = sorted(folder.iterdir())
-    op = rng.choice(["add", "add", "modify", "retitle", "rename", "delete"]) if files else "add"
+    op = rng.choice(["add", "add", "modify", "retitle", "rename", "delete", "embed"]) if files else "add"
+    if op == "embed":  # a note that embeds another note, a section or a block of it (issue 37)
+        notes = [f.stem for f in files if f.suffix == ".md"] + ["missing"]
+        path = folder / f"e{rng.randrange(1000)}.md"
+        path.write_text(rng.choice(POOL) + "\n\n![[" + rng.choice(notes) + rng.choice(["", "#Paris", "#^b1"]) + "]]\n",
+                        encoding="utf-8")
+        return {path}, set()
     if op == "retitle":  # a title added or changed, with aliases added, changed or dropped (issue 23)
         target = folder / rng.choice([f.name for f in files if f.suffix == ".md"] or ["t.md"])
         aliases = rng.sample(["Curie", "Vistula", "Sorbonne", "Radium"], rng.randint(0, 2))
@@ -107,6 +108,7 @@ def test_incremental_then_refresh_equals_fresh_index(seed: int, entities: str, t
     assert got["relations"] == want["relations"]
     assert got["mentions"] == want["mentions"]
     assert got["synonyms"] == want["synonyms"]
+    assert got["chunks"] == want["chunks"] and got["embeds"] == want["embeds"]
     for key in ("doc_names", "link_names", "name_rows", "name_mentions"):
         assert got[key] == want[key], key
     if any(folder.iterdir()):

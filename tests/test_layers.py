@@ -13,14 +13,14 @@ PACKAGE = SRC / "pathweaver"
 # Lowest first; a module may import its own layer and the layers below it (docs/architecture.md, "Layers").
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),
-    ("config", "text", "numeric", "results"),
+    ("config", "text", "numeric", "results", "locations", "jsonc"),
     ("store", "models"),
     ("extract",),
     ("ingest",),
     ("retrieval", "viz"),
     ("planner", "extractive", "answer"),
     ("service", "doctor"),
-    ("cli", "cli_output", "server", "eval", "config_template", "export", "demo"),
+    ("cli", "cli_output", "server", "eval", "config_template", "export", "demo", "connect"),
 )
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # The facade: only the applications on top reach the service.

@@ -13,18 +13,12 @@ from pathweaver.extract.names import NameLinker, document_names, proper_form
 from pathweaver.ingest.linking import names_of
 from pathweaver.ingest.parsers import parse_file
 from pathweaver.ingest.pipeline import Indexer
-from pathweaver.models.embedder import get_embedder
 from pathweaver.retrieval.keywords import linked_entities, question_names
 from pathweaver.retrieval.pathrag import PathRAGParams, query_nodes
 from pathweaver.retrieval.registry import run_method
 from pathweaver.retrieval.types import Query, RetrievalEnv
 from pathweaver.store.db import Database
 from pathweaver.store.reads import StoreReader
-
-
-@pytest.fixture(scope="module")
-def embedder():  # type: ignore[no-untyped-def]
-    return get_embedder()
 
 
 def settings(store: Path) -> Settings:
@@ -117,8 +111,8 @@ def test_link_texts_and_headings_written_as_names() -> None:
         b"# Boogie Nights\n\nBy [[Paul Thomas Anderson|PTA]], see [[Paul Thomas Anderson|here]] and "
         b"[[Paul Thomas Anderson|his work]]; [Magnolia](magnolia.md) too.\n\n## Project Apollo\n\nx\n\n"
         b"## Early life\n\ny\n\n## Usage\n\nz\n"))
-    assert doc.link_texts == [("Paul Thomas Anderson", "PTA"), ("Paul Thomas Anderson", "here"),
-                              ("Paul Thomas Anderson", "his work"), ("magnolia", "Magnolia")]
+    assert doc.link_texts == [("Paul Thomas Anderson", "PTA", True), ("Paul Thomas Anderson", "here", True),
+                              ("Paul Thomas Anderson", "his work", True), ("magnolia", "Magnolia", True)]
     got = names_of(doc.title, doc.aliases, doc.headings, doc.link_texts)
     # "here" and "his work" are not written as names, "Magnolia" is its target's own name, "Early life" is
     # not in name form and "Usage" is one word: none of them names anything
@@ -126,6 +120,22 @@ def test_link_texts_and_headings_written_as_names() -> None:
     assert got.names == {"boogie nights": "title", "project apollo": "heading"}
     assert proper_form("The Lord of the Rings") and proper_form("The Master (2012 film)")
     assert not proper_form("his film") and not proper_form("Nolan's film") and not proper_form("1999")
+
+
+def test_generic_display_texts_name_nothing_and_escaped_pipes_parse() -> None:
+    """A one-word display text where every text starts with a capital (a table cell, a list item, a button) names
+    nothing; the same word capitalised inside a sentence, or written with inner capitals, does."""
+    doc = parse_file(Path("t.md"), (
+        b"# Settings\n\n| Field | Kind |\n|---|---|\n| [[Data types\\|Date]] | [[Data types\\|Number]] |\n"
+        b"| [[Lists\\|List]] | [[Attachments\\|File]] |\n\n"
+        b"- [[Command palette|Open]]\n- [[Embeds|Image]]\n\n"
+        b"Sync your vault with [[Obsidian Sync|Sync]], hosted by [[Amazon Web Services|AWS]] on "
+        b"[[GitHub Pages|GitHub]]. [[Help|Learn more]]\n"))
+    assert ("Data types", "Date", False) in doc.link_texts and ("Lists", "List", False) in doc.link_texts
+    assert {"Data types", "Lists", "Attachments", "Command palette", "Embeds"} <= set(doc.links)
+    assert "Date | Number" in doc.text and "\\" not in doc.text
+    got = names_of(doc.title, doc.aliases, doc.headings, doc.link_texts)
+    assert got.links == {("obsidian sync", "sync"), ("amazon web services", "aws"), ("github pages", "github")}
 
 
 def test_link_texts_and_headings_link_incrementally(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]

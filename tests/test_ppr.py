@@ -208,13 +208,25 @@ def test_personalisation_hippo_style() -> None:
     snap = _snapshot()
     q = Query("q", np.array([1.0, 0.0, 0.0], dtype=np.float32))
     env = RetrievalEnv(snap, lambda t, k: [], lambda texts: np.zeros((len(texts), 3)))
-    hippo = {"passage_weight": 0.05, "dense_pool": 0}  # HippoRAG 2's passage reset (the default is issue 23's)
+    hippo = {"passage_weight": 0.05, "dense_pool": 0, "hybrid_pool": 0}  # HippoRAG 2's (the default: issues 23, 37)
     reset, info = personalization(env, q, PPRParams(top_triples=3, name_seeds=0.0, **hippo))
     # top triples by cos: r0 1.0, r1 1.0, r2 0.6. Entity weights: e0 = 1 + 1 = 2, e1 = 1 + 1 + 0.6 = 2.6,
     # e2 = 0.6; divided by passage counts (e0: 1, e1: 2, e2: 1): e0 2.0, e1 1.3, e2 0.6.
     # Passages: dense cos p0 1.0, p1 0.0 -> min-max 1, 0 -> x 0.05.
     assert [r for r, _ in info.triples] == [0, 1, 2]
     assert reset == pytest.approx([2.0, 1.3, 0.6, 0.0, 0.05, 0.0])
+
+
+def test_a_question_that_names_no_document_seeds_the_hybrid_top_passages() -> None:
+    snap = _snapshot()
+    q = Query("which words find it", np.array([1.0, 0.0, 0.0], dtype=np.float32))
+    env = RetrievalEnv(snap, lambda t, k: [(1, 5.0)], lambda texts: np.zeros((len(texts), 3)))
+    plain = {"top_triples": 0, "name_seeds": 0.0, "passage_weight": 1.0}
+    dense, _ = personalization(env, q, PPRParams(hybrid_pool=0, **plain))
+    hybrid, _ = personalization(env, q, PPRParams(hybrid_pool=2, **plain))
+    assert dense[4:] == pytest.approx([1.0, 0.0])  # dense cos p0 1.0, p1 0.0, min-max
+    # AGRAG Eq. 21: p0 (dense 1, no BM25 hit) and p1 (dense 0, the only BM25 hit) both score 0.5, min-max -> 1
+    assert hybrid[4:] == pytest.approx([1.0, 1.0])
 
 
 def test_name_seeds_link_the_entities_a_query_names() -> None:
@@ -236,7 +248,7 @@ def test_ppr_scores_match_dense_reference_solve() -> None:
     snap = _snapshot()
     q = Query("q", np.array([1.0, 0.0, 0.0], dtype=np.float32))
     env = RetrievalEnv(snap, lambda t, k: [], lambda texts: np.zeros((len(texts), 3)))
-    hippo = {"passage_weight": 0.05, "dense_pool": 0}  # HippoRAG 2's passage reset (the default is issue 23's)
+    hippo = {"passage_weight": 0.05, "dense_pool": 0, "hybrid_pool": 0}  # HippoRAG 2's (the default: issues 23, 37)
     params = PPRParams(top_triples=3, tol=1e-12, max_iter=500, **hippo)
     scores, _ = ppr_scores(env, q, params)
     # Reference (AGRAG Eq. 10 at its fixed point): (I - d P) x = (1 - d) r, P = W D^-1 from the hand weights.

@@ -105,8 +105,13 @@ def test_ppr_gives_the_bridge_a_slot_beside_the_named_document() -> None:
 
 
 def test_plain_ranking_turns_only_the_selection_off_and_yields_to_the_caller() -> None:
-    # what a fused pank plan asks its base for: the walk's ranking, with every other setting as given
-    assert plain_ranking("ppr", {"damping": 0.3}) == {"document_decay": 1.0, "unlinked": 1.0, "damping": 0.3}
+    # what a fused pank plan asks its base for: the walk's ranking, with every other setting as given; its
+    # sub-questions seed ppr by dense similarity alone
+    assert plain_ranking("ppr", {"damping": 0.3}, sub_question=False) == {"document_decay": 1.0, "unlinked": 1.0,
+                                                                          "damping": 0.3}
+    assert plain_ranking("ppr", {"damping": 0.3}) == {"document_decay": 1.0, "unlinked": 1.0, "hybrid_pool": 0,
+                                                      "damping": 0.3}
+    assert plain_ranking("ppr", {"hybrid_pool": 5})["hybrid_pool"] == 5
     assert plain_ranking("ppr", {"unlinked": 0.25})["unlinked"] == 0.25
     given = {"alpha": 0.5}
     assert plain_ranking("hybrid", given) is given and plain_ranking("mcmi", None) is None

@@ -36,15 +36,24 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_listening(proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
+def wait_listening(proc: subprocess.Popen[bytes], port: int, log: Path, ip: str = "127.0.0.1") -> None:
     deadline = time.monotonic() + START_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"server exited ({proc.returncode}): {log.read_text()[-2000:]}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+        with contextlib.suppress(OSError), socket.create_connection((ip, port), timeout=0.5):
             return
         time.sleep(0.3)
     raise AssertionError("server did not start listening")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Terminate the server, and kill it if it has not ended in 20 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 @pytest.fixture(scope="module")
@@ -63,11 +72,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             wait_listening(proc, port, log)
             yield {"url": f"http://127.0.0.1:{port}/mcp", "base": base}
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)
 
 
 def http_session(url: str, token: str):  # type: ignore[no-untyped-def]

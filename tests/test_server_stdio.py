@@ -200,6 +200,7 @@ def test_index_status_reports_store_and_folders(env: dict[str, Any]) -> None:
     assert status["roots"] == [str(env["notes"])]
     assert status["state"] in ("watching", "indexing")
     assert status["llm"] == {"setting": "auto", "backend": "sampling", "reason": "the MCP client offers sampling"}
+    assert status["store"] == str((env["base"] / "store").resolve())
 
 
 def test_search_and_retrieval_tools(env: dict[str, Any]) -> None:
@@ -209,16 +210,20 @@ def test_search_and_retrieval_tools(env: dict[str, Any]) -> None:
     assert {"doc", "chunk_id", "span", "score", "text"} <= set(hits[0])
 
     paths = c.ok("retrieve_paths", {"question": "How is Ada Lovelace related to the Analytical Engine?"})
-    assert paths["method"] == "pathrag" and paths["chunks"]
+    assert paths["method"]["name"] == "pathrag" and paths["method"]["preset"] == "default" and paths["chunks"]
     for p in paths["paths"]:
         assert len(p["nodes"]) == len(p["relations"]) + 1
     rel = [p["reliability"] for p in paths["paths"]]
     assert rel == sorted(rel)  # PathRAG prompt order: ascending reliability, best path last
+    paper = c.ok("retrieve_paths", {"question": "How is Ada Lovelace related to the Analytical Engine?",
+                                    "preset": "paper"})
+    assert paper["method"]["preset"] == "paper" and paper["method"]["params"]["top_nodes"] == 40
+    assert paper["method"]["params"]["targets"] == "retrieved" and paper["info"]["backfill_share"] == 0.0
 
     mcmi = c.ok(
         "build_mcmi", {"question": "Who designed the Analytical Engine?", "k_triples": 3, "k_chunks": 2}
     )
-    assert mcmi["method"] == "mcmi" and len(mcmi["chunks"]) <= 2
+    assert mcmi["method"]["name"] == "mcmi" and len(mcmi["chunks"]) <= 2
     assert mcmi["subgraph"] is not None and mcmi["subgraph"]["text"]
     assert mcmi["triples"] and all("description" not in t for t in mcmi["triples"])  # the smaller default
     raw = c.call("build_mcmi", {"question": "Who designed the Analytical Engine?", "k_triples": 3, "k_chunks": 2,
@@ -287,6 +292,27 @@ def test_answer_uses_client_sampling(env: dict[str, Any]) -> None:
     assert out["llm"]["backend"] == "sampling" and out["llm"]["model"] == "test-sampler"
     assert out["llm"]["reason"] == "the MCP client offers sampling"
     assert out["citations"] and {"doc", "chunk_id", "span"} <= set(out["citations"][0])
+    assert out["supported"] is True
+
+
+def test_answer_without_a_model_says_when_the_notes_dont_say(env: dict[str, Any]) -> None:
+    """A client without sampling and no configured model: the answer tool's ``supported`` tells an answer from
+    the notes from "The notes don't say.", through the tool's published output schema."""
+    tools = {t.name: t for t in env["client"].run(env["client"].session.list_tools).tools}
+    assert "supported" in tools["answer"].output_schema["properties"]
+    with (
+        open(env["base"] / "plain.log", "w") as errlog,
+        mcp_client(stdio_session(env["base"] / "plain-store", [env["notes"]], errlog, sampling=False)) as c,
+    ):
+        c.wait_indexed()
+        out = c.ok("answer", {"question": "Who wrote the first published algorithm for the Analytical Engine?"})
+        assert out["backend"] == "extractive" and out["supported"] is True
+        # the cited evidence names her; the span the answer picks from it is a known defect (it says "Bernoulli")
+        assert "[" in out["answer"] and any("Ada Lovelace" in (c.get("text") or c.get("title") or "")
+                                            for c in out["citations"])
+        out = c.ok("answer", {"question": "Is the migration plan approved?"})
+        assert out["backend"] == "extractive" and out["supported"] is False
+        assert out["answer"].startswith("The notes don't say.") and "yes" not in out["answer"].lower()
 
 
 def test_a_slow_model_sends_progress_notifications(env: dict[str, Any]) -> None:

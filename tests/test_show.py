@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -70,10 +71,19 @@ def test_paths_draw_nodes_edges_and_citations() -> None:
     result = {"chunks": [], "subgraph": None, "paths": [{
         "nodes": ["A", "B", "C"], "relations": ["r1", "r2"], "reliability": 0.4, "text": "",
         "citations": [{"doc": "a.md", "title": "a", "chunk_id": 7, "span": [0, 3]}]}]}
+    result["paths"].append({"nodes": ["D", "B"], "relations": ["a much longer relation label here"],
+                            "reliability": 0.9, "text": "", "citations": []})
     els = build_elements(result, None, ShowParams())
     kinds = sorted(e["data"]["kind"] for e in els if e["group"] == "edges")
-    assert kinds == ["cites", "path", "path"]
-    assert sum(e["group"] == "nodes" for e in els) == 4
+    assert kinds == ["path", "path", "path"]  # the cited chunks are listed beside the drawing, not drawn
+    nodes = [e for e in els if e["group"] == "nodes"]
+    # one row per path, the most reliable on top; "B" is drawn in each row it is on
+    rows = {e["data"]["label"]: e["position"] for e in nodes if e["position"]["y"] == 0}
+    assert set(rows) == {"D", "B"} and rows["D"]["x"] == 0
+    assert sorted(e["data"]["label"] for e in nodes if e["position"]["y"] > 0) == ["A", "B", "C"]
+    # a long label keeps its two nodes further apart than a short one does
+    second = sorted(e["position"]["x"] for e in nodes if e["position"]["y"] > 0)
+    assert rows["B"]["x"] > second[1] - second[0] > 0
 
 
 def test_bad_params_are_refused() -> None:
@@ -176,3 +186,86 @@ def test_mcmi_picture_shows_the_film_its_director_and_his_birthplace(tmp_path: P
     drawn = [label for label in labels if label.startswith("[")]
     assert drawn == ["[1] Inherent Vice (film)", "[2] Paul Thomas Anderson", "[3] Studio City"]
     assert all(label in page for label in drawn)
+
+
+VAULT = {
+    "Sync.md": "# Sync\n\nObsidian Sync keeps a vault the same on every device. Sync stores vaults in the "
+               "[[Data regions]] the user picks, and keeps [[Version history]] for a year.\n",
+    "Data regions.md": "# Data regions\n\nEuropean vaults are kept in Frankfurt. The [[Sync]] service offers "
+                       "Frankfurt, Oregon and Singapore.\n",
+    "Version history.md": "# Version history\n\nVersion history keeps every change of a note. [[Sync]] keeps a "
+                          "year of it; [[File recovery]] keeps snapshots on the device.\n",
+    "File recovery.md": "# File recovery\n\nFile recovery saves snapshots of notes every five minutes, on the "
+                        "device, for [[Version history]] and [[Sync]] alike.\n",
+    "Publish.md": "# Publish\n\nObsidian Publish hosts notes as a website. It is separate from [[Sync]].\n",
+}
+
+
+def label_report(page: str, tmp_path: Path, name: str, shot: Path | None = None) -> tuple[int, int]:
+    """(labels drawn, pairs of them that overlap), as the page measures them in headless Chromium."""
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    html_file = tmp_path / f"{name}.html"
+    html_file.write_text(page, encoding="utf-8")
+    common = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+              "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-extensions",
+              f"--user-data-dir={tmp_path / ('profile-' + name)}", "--host-resolver-rules=MAP * ~NOTFOUND",
+              "--virtual-time-budget=5000", "--window-size=1400,900"]
+    dom = subprocess.run([*common, "--dump-dom", html_file.as_uri()], capture_output=True, text=True, timeout=180)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    labels = re.search(r'data-labels="(\d+)"', dom.stdout)
+    overlaps = re.search(r'data-label-overlaps="(\d+)"', dom.stdout)
+    assert labels and overlaps, dom.stdout[-2000:]
+    if shot is not None:
+        shot.unlink(missing_ok=True)
+        subprocess.run([*common, f"--screenshot={shot}", html_file.as_uri()], capture_output=True, text=True,
+                       timeout=180, check=True)
+    return int(labels.group(1)), int(overlaps.group(1))
+
+
+def test_a_notes_question_is_drawn_best_path_first_with_no_overlapping_labels(tmp_path: Path) -> None:
+    """Issue 37: the paths of a notes question as rows, the most reliable first, every name edge labelled as a
+    mention with the sentence that names the other note, labels that do not overlap, the chunks listed beside."""
+    from pathweaver.service import Pathweaver
+    from pathweaver.viz.show import render_for_question
+
+    notes = tmp_path / "vault"
+    notes.mkdir()
+    for name, text in VAULT.items():
+        (notes / name).write_text(text, "utf-8")
+    pw = Pathweaver.open(tmp_path / "store", overrides={"models": {"llm_backend": "none"}})
+    question = "Where does Sync keep European vaults, and how long is version history kept?"
+    try:
+        pw.index([notes])
+        shaped = pw.retrieve_json(question, method="pathrag", top_k=5)
+        page = render_for_question(pw, question, "pathrag", top_k=5)
+    finally:
+        pw.close()
+    assert shaped["paths"]
+    relations = {r for p in shaped["paths"] for r in p["relations"]}
+    assert relations and "synonym of" not in relations  # the notes' own links and mentions, no false synonyms
+    texts = [p["text"] for p in shaped["paths"]]
+    # a mention edge carries the sentence that names the other note; a link edge reads "links to"
+    assert all("synonym of" not in t for t in texts) and any("--[links to" in t or "--[mentions: " in t
+                                                                for t in texts)
+    # the list beside the drawing: the paths best first, then the chunks
+    listed = [float(x) for x in re.findall(r'<li class="path"><div class="meta">reliability ([0-9.]+)', page)]
+    assert listed and listed == sorted(listed, reverse=True)
+    assert page.count('<li class="chunk">') == len(shaped["chunks"])
+    ARTIFACTS.mkdir(exist_ok=True)
+    labels, overlaps = label_report(page, tmp_path, "notes", ARTIFACTS / "show-notes.png")
+    assert labels >= 3 and overlaps == 0
+    assert (ARTIFACTS / "show-notes.png").stat().st_size > 10_000
+
+
+def test_the_overlap_count_sees_overlapping_labels(tmp_path: Path) -> None:
+    """The check is real: a second node drawn where the first is gives two overlapping labels."""
+    result = {"chunks": [], "subgraph": None, "paths": [
+        {"nodes": ["Alpha", "Beta"], "relations": ["a label"], "reliability": 0.5, "text": "", "citations": []}]}
+    first = next(e for e in build_elements(result, None, ShowParams()) if e["group"] == "nodes")
+    twin = {**first, "data": {**first["data"], "id": "twin", "label": "Alpha twin"}}
+    page = render_html(result, None, "q", "pathrag").replace('"elements": [', '"elements": [' + json.dumps(twin)
+                                                              + ", ", 1)
+    labels, overlaps = label_report(page, tmp_path, "twin")
+    assert labels == 4 and overlaps >= 1

@@ -71,10 +71,14 @@ def test_malformed_lines_get_json_rpc_errors_with_their_id(tmp_path: Path) -> No
                     assert got.get("result") == {}, got
                 else:
                     assert got["error"]["code"] == code and got["error"]["message"], got
-            c.send(b"this is not json and has no id")
-            c.send(b"[1, 2, 3]")
+            c.send(b"this is not json and has no id")  # JSON-RPC 2.0 §5.1: answered under "id": null
+            got = c.reply()
+            assert got["id"] is None and got["error"]["code"] == -32700, got
+            c.send(b"[1, 2, 3]")  # a batch (§6) of three invalid requests: three errors, as the spec's example
+            got = c.reply()
+            assert [(e["id"], e["error"]["code"]) for e in got] == [(None, -32600)] * 3, got  # type: ignore[index]
             assert c.request({"jsonrpc": "2.0", "id": 6, "method": "ping"}) == {"jsonrpc": "2.0", "id": 6, "result": {}}
-            assert c.lines.empty()  # the two lines without an id got no reply
+            assert c.lines.empty()
             listed = c.request({"jsonrpc": "2.0", "id": 7, "method": "tools/list"})
             assert "index_status" in {t["name"] for t in listed["result"]["tools"]}
         finally:
@@ -82,5 +86,5 @@ def test_malformed_lines_get_json_rpc_errors_with_their_id(tmp_path: Path) -> No
             proc.stdin.close()
             proc.wait(timeout=60)
     log = errlog.read_text(errors="replace")
-    assert log.count("malformed JSON-RPC message on stdin") == 2, log
-    assert "this is not json" in log and "[1, 2, 3]" in log
+    assert log.count("malformed JSON-RPC message on stdin") == 1, log  # the line with no id is logged too
+    assert "this is not json" in log

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from pathweaver.extractive import extractive_answer, memo_encode
-from pathweaver.extractive.types import HopChunks
+from pathweaver.extractive.types import Answer, HopChunks
 from pathweaver.models.llm import EXTRACTIVE, NO_LLM, LLMBackend, LLMError
 from pathweaver.planner.decompose import Plan, rephrase
 from pathweaver.planner.decompose import decompose as make_plan
@@ -50,21 +50,20 @@ def prompt_messages(question: str, context: Context, layout: str, resolved: str 
 
 
 def _span_answer(context: Context, question: str, env: RetrievalEnv, resolved: dict[str, str],
-                 encode: EncodeFn | None = None, hop_chunks: HopChunks | None = None) -> tuple[str, str]:
-    """``extractive.extractive_answer`` of ``question`` over the context (with ``encode``, else the env's):
-    (the answer, it with its ``[n]`` marks); empty when the chunks hold none."""
-    text, cites = extractive_answer(
+                 encode: EncodeFn | None = None, hop_chunks: HopChunks | None = None) -> Answer:
+    """``extractive.extractive_answer`` of ``question`` over the context (with ``encode``, else the env's)."""
+    return extractive_answer(
         question, context, encode or env.encode, resolved=resolved or None, word_df=env.word_df,
         n_docs=env.snapshot.n_passages, hop_chunks=hop_chunks,
     )
-    return text, f"{text} {''.join(f'[{n}]' for n in dict.fromkeys(cites))}".strip() if text else ""
 
 
 def extractive_text(context: Context, question: str, env: RetrievalEnv, resolved: dict[str, str],
-                    hop_chunks: HopChunks | None = None) -> str:
-    """The extractive answer with its ``[n]`` citations: the one place ``ask`` answers a question without a
-    model."""
-    return _span_answer(context, question, env, resolved, hop_chunks=hop_chunks)[1] or NO_EVIDENCE
+                    hop_chunks: HopChunks | None = None) -> tuple[str, bool]:
+    """The extractive answer with its ``[n]`` citations, and whether the evidence decides it: the one place
+    ``ask`` answers a question without a model."""
+    answer = _span_answer(context, question, env, resolved, hop_chunks=hop_chunks)
+    return (answer.marked, answer.supported) if answer.parts else (NO_EVIDENCE, False)
 
 
 class HopRetrieval:
@@ -95,19 +94,24 @@ class HopRetrieval:
         return [(items[h.passage].text, items[h.passage].n, items[h.passage].title) for h in hop]
 
 
-def conjunction_text(context: Context, plan: Plan, env: RetrievalEnv) -> str:
+def conjunction_text(context: Context, plan: Plan, env: RetrievalEnv) -> tuple[str, bool]:
     """A question that asks two things answered part by part, each part's answer filling the "#n" of the parts
-    after it: "Jacob Marley [1]; his sole business partner [1]"."""
+    after it: "Jacob Marley [1]; Jacob Marley was his sole business partner [1]", and whether every part is
+    decided."""
     answers: dict[str, str] = {}
     marked: list[str] = []
+    supported = True
     encode = memo_encode(env.encode)  # the parts rank the same chunks' sentences
     for node_id in plan.order:
         node = plan.node(node_id)
         question = rephrase(node.question, answers, node.depends_on)
         resolved = {plan.node(d).question: answers[d] for d in node.depends_on if answers.get(d)}
-        answers[node_id], text = _span_answer(context, question, env, resolved, encode)
-        marked.append(text)
-    return "; ".join(t for t in marked if t) or NO_EVIDENCE
+        answer = _span_answer(context, question, env, resolved, encode)
+        answers[node_id] = answer.text if answer.supported else ""
+        marked.append(answer.marked)
+        supported = supported and answer.supported and bool(answer.parts)
+    text = "; ".join(t for t in marked if t)
+    return (text, supported) if text else (NO_EVIDENCE, False)
 
 
 def _resolved(trace: PlanTrace) -> dict[str, str]:
@@ -210,9 +214,10 @@ def ask(
     if backend == EXTRACTIVE:  # no model was asked for, so its absence is no fallback
         fallbacks = [f for f in fallbacks if not f.endswith(NO_LLM)]
     is_extractive = not answer
+    supported = bool(context.items)  # a model's answer says in its own words when the sources lack one
     if is_extractive:
-        answer = (conjunction_text(context, parts, env) if parts is not None
-                  else extractive_text(context, extract_q, env, extract_resolved, hops))
+        answer, supported = (conjunction_text(context, parts, env) if parts is not None
+                             else extractive_text(context, extract_q, env, extract_resolved, hops))
         if hops is not None:
             context = hops.context
     return AskOut.model_construct(
@@ -228,4 +233,5 @@ def ask(
         seconds=time.perf_counter() - start,
         backend=EXTRACTIVE if is_extractive else backend,  # who wrote the answer text
         extractive=is_extractive,
+        supported=supported,
     )

@@ -1,5 +1,5 @@
-"""``pathweaver`` command line: init, index, watch, refresh, stats, retrieve, plan, ask, doctor, serve, eval, export,
-show.
+"""``pathweaver`` command line: init, index, watch, refresh, stats, retrieve, plan, ask, doctor, serve, connect, eval,
+export, show.
 
 Heavy modules are imported inside each command, so ``pathweaver --help`` is instant. Errors the user can fix are
 printed as one line (``error: ...``) with exit status 2; ``--json`` output is one JSON object on stdout.
@@ -8,6 +8,7 @@ printed as one line (``error: ...``) with exit status 2; ``--json`` output is on
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pathweaver.cli_output import emit, fmt_answer, fmt_chunks, fmt_report, progress_bar
 from pathweaver.config import CONFIG_FILE, DEFAULT_TOP_K, ConfigError, parse_param
+from pathweaver.numeric import heap
 from pathweaver.retrieval.registry import ANSWER_METHOD, RETRIEVE_METHOD
 
 if TYPE_CHECKING:
@@ -27,35 +29,18 @@ EXIT_USER_ERROR = 2
 
 
 def _set_offline_env() -> None:
-    """Never wait on the network for a model name; keep BLAS from starving torch on small machines."""
+    """Never wait on the network for a model name; keep BLAS from starving torch on small machines; let torch's
+    idle OpenMP threads sleep instead of spinning, which on cores other programs also use cost the first index of
+    the demo notes 40% more CPU and 35% more time (docs/benchmarks.md, "Install"). Set before torch loads its
+    OpenMP runtime, which reads it once; a value the user set is kept."""
     for key, value in (
         ("HF_HUB_OFFLINE", "1"),
         ("TRANSFORMERS_OFFLINE", "1"),
         ("TOKENIZERS_PARALLELISM", "false"),
         ("OPENBLAS_NUM_THREADS", "1"),
+        ("OMP_WAIT_POLICY", "PASSIVE"),
     ):
         os.environ.setdefault(key, value)
-
-
-MMAP_THRESHOLD = 1 << 20  # bytes; see ``_fixed_mmap_threshold``
-
-
-def _fixed_mmap_threshold() -> None:
-    """Blocks of 1 MiB and more get their own mappings, given back when freed (glibc only; elsewhere nothing).
-
-    glibc raises its threshold to the size of each large block freed (up to 32 MiB), so after a snapshot read
-    frees its multi-MB column strings the next arrays of that size come from the heap, which never shrinks, and a
-    cold query's peak memory grows (docs/design-notes.md, "Heap growth")."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-    import ctypes.util
-
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD (malloc.h); fixing it turns the adjustment off
-    except (OSError, AttributeError):
-        pass
 
 
 # -- helpers -------------------------------------------------------------------------------------------------
@@ -81,18 +66,32 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
     return dict(parse_param(p) for p in (getattr(args, "param", None) or []))
 
 
-def _open(args: argparse.Namespace, readonly: bool = False) -> Pathweaver:
+def _store(args: argparse.Namespace, folders: list[str] | None = None) -> Path:
+    """``--store``, else ``$PATHWEAVER_STORE``, else the user data directory's store for ``folders`` (the paths a
+    command names), else its only store (``locations``); for a postgresql:// URL, the directory of its settings."""
+    from pathweaver.config import resolve_store_dir
+
+    return resolve_store_dir(args.store, folders=folders or ())
+
+
+def _location(args: argparse.Namespace, folders: list[str] | None = None) -> Path | str:
+    """The store a command opens: a postgresql:// URL as given, else ``_store``'s directory."""
+    from pathweaver.config import resolve_store_url
+
+    return resolve_store_url(args.store) or _store(args, folders)
+
+
+def _open(args: argparse.Namespace, readonly: bool = False, folders: list[str] | None = None) -> Pathweaver:
     from pathweaver.service import Pathweaver
 
-    return Pathweaver.open(args.store, _overrides(args), readonly=readonly)
+    return Pathweaver.open(_location(args, folders), _overrides(args), readonly=readonly)
 
 
 # -- commands ------------------------------------------------------------------------------------------------
 def cmd_init(args: argparse.Namespace) -> int:
-    from pathweaver.config import resolve_store_dir
     from pathweaver.config_template import default_config_text
 
-    store = resolve_store_dir(args.store)
+    store = _store(args)
     store.mkdir(parents=True, exist_ok=True)
     target = store / CONFIG_FILE
     if target.exists() and not args.force:
@@ -103,8 +102,9 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    with _open(args) as pw, progress_bar(args) as progress:
-        report = pw.index([Path(p) for p in args.paths], exact=not args.keep_others, progress=progress)
+    with _open(args, folders=args.paths) as pw, progress_bar(args) as progress:
+        report = pw.index([Path(p) for p in args.paths], exact=not args.keep_others, progress=progress,
+                          force=args.force)
     emit(args, report.to_dict(), fmt_report)
     return 0
 
@@ -129,10 +129,9 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    from pathweaver.config import resolve_store_dir, resolve_store_url
     from pathweaver.store.backend import open_database
 
-    with open_database(resolve_store_url(args.store) or resolve_store_dir(args.store)) as db:
+    with open_database(_location(args)) as db:
         before = db.path.stat().st_size
         after = db.compact()
     emit(args, {"store": str(db.path), "bytes_before": before, "bytes_after": after},
@@ -159,14 +158,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_watch(args: argparse.Namespace) -> int:
     from pathweaver.ingest.watcher import FolderWatcher
 
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
     roots = [Path(p).resolve() for p in args.paths]
     missing = [str(p) for p in roots if not p.exists()]
     if missing:
         raise ConfigError(f"no such file or folder: {', '.join(missing)}")
-    with _open(args) as pw:
+    with _open(args, folders=args.paths) as pw:
 
         def on_batch(changed: set[Path], removed: set[Path]) -> None:
             rep = pw.apply_changes(changed, removed)
@@ -178,15 +174,14 @@ def cmd_watch(args: argparse.Namespace) -> int:
         watcher.start()
         try:
             with progress_bar(args) as progress:
-                report = pw.index(roots, exact=not args.keep_others, progress=progress)
+                report = pw.index(roots, exact=not args.keep_others, progress=progress, force=args.force)
             emit(args, report.to_dict(), fmt_report)
             if not args.json:
                 print(f"watching {', '.join(map(str, roots))}; Ctrl-C to stop", file=sys.stderr)
             sys.stdout.flush()
-            while not stop.wait(0.5):
-                pass
+            threading.Event().wait()  # until SIGINT or SIGTERM raises KeyboardInterrupt (``_stop_on_signals``)
         finally:
-            watcher.stop()
+            watcher.stop(flush=_stop_code is None)
     return 0
 
 
@@ -242,8 +237,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from pathweaver.config import load_settings
     from pathweaver.doctor import diagnose, format_report
+    from pathweaver.locations import DEFAULT_NAME, StoreChoiceError, stores_root
 
-    emit(args, diagnose(load_settings(args.store, _overrides(args))), format_report)
+    try:
+        store, choice = _location(args, args.watch), ""
+    except StoreChoiceError as exc:  # several stores: say so, and report the rest for the default one
+        store, choice = stores_root() / DEFAULT_NAME, str(exc)
+    emit(args, diagnose(load_settings(store, _overrides(args)), choice), format_report)
     return 0
 
 
@@ -251,7 +251,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from pathweaver.server.app import run_server
 
     run_server(
-        store_dir=args.store,
+        store_dir=_location(args, args.watch),
         watch=[Path(p) for p in args.watch or []],
         transport="http" if args.http else "stdio",
         host=args.host,
@@ -262,13 +262,47 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_connect(args: argparse.Namespace) -> int:
+    from pathweaver import connect
+
+    client = connect.client_named(args.client)
+    watch = [Path(p).expanduser().resolve() for p in args.watch or []]
+    store_flag = args.connect_store or args.store
+    store = _store(argparse.Namespace(store=store_flag), [str(p) for p in watch]).expanduser().resolve()
+    server = connect.entry(client, store, watch)
+    path = Path(args.config).expanduser() if args.config else client.path()
+    for folder in watch:
+        if not folder.is_dir():
+            print(f"warning: {folder} is not a folder; the server refuses to start until it is", file=sys.stderr)
+    if not args.write:
+        print(connect.snippet(client, args.name, server))
+        print(f"# {client.label}: add this to {path}, or run again with --write to merge it there", file=sys.stderr)
+        return 0
+    result = connect.write(path, client, args.name, server)
+    kept = f", {result.others} other server(s) kept" if result.others else ""
+    if result.action == "unchanged":
+        print(f"{result.path}: {args.name!r} is already this entry; nothing written")
+        return 0
+    print(f"{result.path}: {args.name!r} {result.action}{kept}")
+    if result.backup:
+        print(f"the previous file is in {result.backup}")
+    if result.comments_dropped:
+        print(f"note: the comments and trailing commas of {result.path} are not kept by this rewrite; "
+              f"{result.backup} has them")
+    print(f"restart {client.label} to start the server")
+    return 0
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
-    from pathweaver.config import resolve_store_dir, resolve_store_url
+    from pathweaver.config import resolve_store_url
+    from pathweaver.eval.summary import format_answers, format_retrieval
+    from pathweaver.locations import EVAL_STORE_ROOT, explicit_store
     from pathweaver.store.backend import refuse_postgres
 
-    store = resolve_store_dir(args.store)
-    if not args.history:
-        refuse_postgres(resolve_store_url(args.store))  # eval builds its store: never silently in ./.pathweaver
+    url = resolve_store_url(args.store)
+    if url and not args.history:
+        refuse_postgres(url)  # eval builds its store: never silently in a directory
+    store = _store(args) if url else explicit_store(args.store) or Path(EVAL_STORE_ROOT)
     if args.history:
         from pathweaver.eval.ledger import Ledger
 
@@ -286,7 +320,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             answerer=args.answerer, decompose=args.decompose, overrides=_overrides(args),
             record=not args.no_ledger, details=args.details,
         )
-        emit(args, data, lambda d: json.dumps(d, indent=2, default=str))
+        emit(args, data, format_answers)
         return 0
     from pathweaver.eval.runner import run_eval
 
@@ -294,7 +328,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         Path(args.dataset_dir), args.split, args.method or RETRIEVE_METHOD, args.top_k, _params(args), store,
         overrides=_overrides(args), record=not args.no_ledger,
     )
-    emit(args, data, lambda d: json.dumps(d, indent=2, default=str))
+    emit(args, data, format_retrieval)
     return 0
 
 
@@ -329,7 +363,11 @@ def _add_retrieval_flags(p: argparse.ArgumentParser, default_method: str | None,
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pathweaver", description="Local graph-RAG over watched folders, with MCP tools.")
-    parser.add_argument("--store", help="store directory or postgresql:// URL (default: $PATHWEAVER_STORE, else ./.pathweaver)")
+    parser.add_argument(
+        "--store",
+        help="store directory or postgresql:// URL (default: $PATHWEAVER_STORE, else one named after the folders the command names, in "
+             "the user data directory; commands without folders use the only store there; eval uses ./.pathweaver)",
+    )
     parser.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override a setting (repeatable)")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -344,6 +382,8 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("paths", nargs="+", metavar="PATH")
         p.add_argument("--keep-others", action="store_true", help="keep documents outside PATHs")
+        p.add_argument("--force", action="store_true",
+                       help="delete documents outside PATHs even where a running server serves them")
         p.add_argument("--json", action="store_true")
         p.set_defaults(fn=fn)
 
@@ -384,6 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_ask)
 
     p = sub.add_parser("doctor", help="what this installation uses: store, models, LLM backend and why, extras")
+    p.add_argument("--watch", action="append", metavar="DIR", help="the folders a server would watch (its store)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_doctor)
 
@@ -395,7 +436,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--token", default=None, help="bearer token required on every HTTP request")
     p.set_defaults(fn=cmd_serve)
 
-    p = sub.add_parser("eval", help="evaluate retrieval (or, with --answers, answers) on 2wiki, musique or hotpotqa")
+    from pathweaver.connect import CLIENTS, SERVER_NAME
+
+    p = sub.add_parser("connect", help="print (or --write) the MCP entry that starts this install for a client")
+    p.add_argument("client", choices=tuple(CLIENTS))
+    p.add_argument("--watch", action="append", metavar="DIR", help="a folder the server indexes and watches")
+    p.add_argument("--store", dest="connect_store", metavar="DIR",
+                   help="store directory (default: the one named after the --watch folders)")
+    p.add_argument("--write", action="store_true",
+                   help="merge the entry into the client's configuration file (keeping a .bak copy)")
+    p.add_argument("--config", metavar="PATH", help="that file, when not the client's usual one")
+    p.add_argument("--name", default=SERVER_NAME, help=f"the server's name in the client (default {SERVER_NAME})")
+    p.set_defaults(fn=cmd_connect)
+
+    p = sub.add_parser("eval", help="evaluate retrieval (or, with --answers, answers) on 2wiki, musique, hotpotqa "
+                                         "or a notes benchmark folder (datasets/notes)")
     p.add_argument("dataset_dir", nargs="?")
     p.add_argument("--split", choices=("dev", "test", "all"), default="dev")
     _add_retrieval_flags(p, None, f" (default: {RETRIEVE_METHOD}; with --answers, {ANSWER_METHOD} as ask uses)")
@@ -403,7 +458,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", help="with --history: only this dataset")
     p.add_argument("--no-ledger", action="store_true", help="do not append this run to the ledger")
     p.add_argument("--answers", action="store_true",
-                   help="score answers on the gold answers (exact match, token F1, answer support)")
+                   help="score answers on the gold answers (exact match, token F1, answer support; on a "
+                        "notes benchmark: key facts covered, and saying the notes don't say, per question kind)")
     p.add_argument("--answerer", choices=("ask", "extractive", "baseline"), default="ask",
                    help="with --answers: ask (configured backend), extractive, or baseline (best sentence of the "
                         "top dense chunk)")
@@ -427,20 +483,62 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+STOP_GRACE_S = 3.0  # after SIGINT or SIGTERM, the most a command unwinds before the process exits regardless
+_stop_code: int | None = None  # the exit status a stop signal asked for
+
+
+def _exit_now(code: int) -> None:
+    """Flush and end the process without the interpreter's shutdown, which aborts ("terminate called without an
+    active exception") when a native thread (torch's pool, a model call on a daemon thread) still runs."""
+    import logging
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    logging.shutdown()
+    os._exit(code)
+
+
+def _stop_on_signals() -> None:
+    """SIGINT (exit 130) and SIGTERM (exit 0) raise ``KeyboardInterrupt`` in the main thread, so open transactions
+    roll back and the command unwinds; a process still alive ``STOP_GRACE_S`` later (a thread inside a model call,
+    which cannot be interrupted) exits at once. Either way the store is intact: each file is one transaction."""
+
+    def on_signal(signum: int, frame: object) -> None:
+        global _stop_code
+        if _stop_code is None:
+            _stop_code = 130 if signum == signal.SIGINT else 0
+            timer = threading.Timer(STOP_GRACE_S, _exit_now, (_stop_code,))
+            timer.daemon = True
+            timer.start()
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. As the program (``argv`` None) it also stops on SIGINT/SIGTERM within seconds and ends
+    without the interpreter's shutdown when threads are left (``_exit_now``)."""
     _set_offline_env()
-    _fixed_mmap_threshold()
+    heap.fix_mmap_threshold()
     parser = build_parser()
     args = parser.parse_args(argv)
+    process = argv is None
+    if process:
+        _stop_on_signals()
     from pathweaver.errors import USER_ERRORS
 
     try:
-        return int(args.fn(args) or 0)
+        code = int(args.fn(args) or 0)
     except USER_ERRORS as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USER_ERROR
+        code = EXIT_USER_ERROR
     except KeyboardInterrupt:
-        return 130
+        code = 130 if _stop_code is None else _stop_code
+    if process and (_stop_code is not None or threading.active_count() > 1):
+        _exit_now(code)
+    return code
 
 
 if __name__ == "__main__":

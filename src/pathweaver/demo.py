@@ -149,7 +149,8 @@ async def run_demo(
 
 GENERATED_HINT = (
     "For generated answers, give pathweaver a model: connect a client that offers MCP sampling (its own model "
-    "writes the answer), or set models.openai_base_url to an OpenAI-compatible server (Ollama, LM Studio, vLLM), "
+    "writes the answer), or start Ollama or LM Studio (auto finds it on its usual port on 127.0.0.1), "
+    "or set models.openai_base_url to another OpenAI-compatible server (vLLM, llama-server), "
     "or models.llm_model_path to a GGUF file for llama.cpp, in <store>/pathweaver.toml or with "
     "`pathweaver --set models.openai_base_url=http://127.0.0.1:11434/v1 serve ...`. `pathweaver doctor` shows "
     "which backend is used and why."

@@ -1,6 +1,6 @@
 """``pathweaver doctor``: what this installation will use, and why, without loading any model.
 
-It reports the store, the embedding model, the LLM backend ``models.llm_backend`` resolves to (with and without an
+It reports the store (and where the default stores live), the embedding model, the LLM backend ``models.llm_backend`` resolves to (with and without an
 MCP client that offers sampling), and whether sqlite-vec, spaCy with its NER model, and llama-cpp-python are
 available. Each check that fails says so in its line; none raises.
 """
@@ -47,12 +47,22 @@ def _pg_store(url: str) -> dict[str, Any]:
     return out
 
 
-def _store(settings: Settings) -> dict[str, Any]:
+def _store(settings: Settings, choice: str) -> dict[str, Any]:
+    from pathweaver.locations import existing_stores, stores_root
+
     if settings.store_url:
         return _pg_store(settings.store_url)
-    out: dict[str, Any] = {"path": str(settings.store_dir.resolve()), "exists": settings.db_path.is_file()}
+    out: dict[str, Any] = {
+        "path": str(settings.store_dir.resolve()),
+        "exists": settings.db_path.is_file(),
+        "stores_root": str(stores_root()),
+        "stores": [str(s) for s in existing_stores()],
+    }
+    if choice:
+        out["error"] = choice
+        return out
     if not out["exists"]:
-        out["note"] = f"no store yet: `pathweaver --store {settings.store_dir} index PATH` makes one"
+        out["note"] = "no store yet: `pathweaver index PATH` or `pathweaver serve --watch FOLDER` makes one"
         return out
     from pathweaver.store.db import Database
 
@@ -108,20 +118,24 @@ def _spacy(settings: Settings) -> dict[str, Any]:
 
 
 def _llamacpp(settings: Settings) -> dict[str, Any]:
-    from pathweaver.models.llm_llamacpp import default_model_path
+    from pathweaver.models.llm_llamacpp import LLAMA_INSTALL, default_model_path
 
     bundled = default_model_path()
-    return {
-        "llama_cpp": _version("llama-cpp-python") or ("installed" if _installed("llama_cpp") else "not installed"),
+    version = _version("llama-cpp-python") or ("installed" if _installed("llama_cpp") else "")
+    out = {
+        "llama_cpp": version or "not installed",
         "model_path": settings.models.llm_model_path,
         "bundled_model": str(bundled) if bundled else "",
     }
+    if not version:
+        out["install"] = LLAMA_INSTALL
+    return out
 
 
-def diagnose(settings: Settings) -> dict[str, Any]:
-    """Every check as JSON-ready data."""
+def diagnose(settings: Settings, store_choice: str = "") -> dict[str, Any]:
+    """Every check as JSON-ready data; ``store_choice`` is why no single store could be chosen, if so."""
     return {
-        "store": _store(settings),
+        "store": _store(settings, store_choice),
         "embedder": _embedder(settings),
         "llm": _llm(settings),
         "sqlite_vec": _sqlite_vec(),
@@ -133,7 +147,9 @@ def diagnose(settings: Settings) -> dict[str, Any]:
 def format_report(d: dict[str, Any]) -> str:
     """``diagnose``'s result as lines a person reads."""
     store = d["store"]
-    if store.get("error"):
+    if store.get("error") and not store["exists"]:
+        store_line = store["error"]
+    elif store.get("error"):
         store_line = f"{store['path']} (cannot open: {store['error']})"
     elif store["exists"]:
         store_line = f"{store['path']} (built with {store.get('embedding_model') or '?'})"
@@ -152,8 +168,9 @@ def format_report(d: dict[str, Any]) -> str:
         ]
         if llm["backend"] == "extractive":
             llm_lines.append(
-                "  generated answers: use a client with MCP sampling, or set models.openai_base_url "
-                "(Ollama, LM Studio, vLLM), or models.llm_model_path (a GGUF file)"
+                "  generated answers: use a client with MCP sampling, or start Ollama or LM Studio (found on "
+                "their usual port), or set models.openai_base_url (vLLM, any OpenAI-compatible server), or "
+                "models.llm_model_path (a GGUF file)"
             )
     vec = d["sqlite_vec"]
     vec_line = f"available ({vec['version']})" if vec["available"] else f"NOT available: {vec['error']}"
@@ -161,6 +178,8 @@ def format_report(d: dict[str, Any]) -> str:
     ner = "installed" if sp["ner_model_installed"] else "not installed"
     lc = d["llamacpp"]
     lc_line = lc["llama_cpp"]
+    if lc.get("install"):
+        lc_line += f" (optional; compiles llama.cpp: {lc['install']})"
     if lc["bundled_model"]:
         lc_line += f"; bundled model {lc['bundled_model']} (used only with models.llm_backend = 'llamacpp')"
     return "\n".join(
@@ -171,5 +190,7 @@ def format_report(d: dict[str, Any]) -> str:
             f"sqlite-vec:   {vec_line}",
             f"spaCy:        {sp['spacy']}; NER model {sp['ner_model']}: {ner}",
             f"llama-cpp:    {lc_line}",
+            f"stores:       {store['stores_root']} holds the stores of commands without --store "
+            f"({len(store['stores'])} now)",
         ]
     )

@@ -25,6 +25,7 @@ class Citation(BaseModel):
 class ChunkOut(Citation):
     score: float
     text: str
+    merged_chunks: list[int] = []  # chunk ids of the same note's other retrieved chunks, merged into this one
 
 
 class PathOut(BaseModel):
@@ -50,10 +51,20 @@ class SubgraphOut(BaseModel):
     node_scores: dict[str, float] = {}
 
 
+class MethodOut(BaseModel):
+    """The method that ran: its name, its preset ("default": pathweaver's variant, "paper": the paper's method),
+    the parameters it ran with, and in one line what it does that its paper does not."""
+
+    name: str
+    preset: str = "default"
+    params: dict[str, Any] = {}
+    differs_from_paper: str = ""
+
+
 class RetrievalOut(BaseModel):
     """Chunks best first; PathRAG paths in prompt order (ascending reliability, best last); MCMI subgraph."""
 
-    method: str
+    method: MethodOut
     chunks: list[ChunkOut]
     paths: list[PathOut] = []
     subgraph: SubgraphOut | None = None
@@ -116,7 +127,11 @@ class AnswerLLM(BaseModel):
 class AskOut(BaseModel):
     """``Pathweaver.ask``: what ``ask --json`` prints; the ``answer`` tool serves its ``AnswerOut`` fields.
     ``context`` is ``retrieval.context.Context.to_dict()``, ``plan`` the plan trace's ``to_dict()`` with the
-    planner's ``trace``; ``backend`` says who wrote the answer text and ``extractive`` whether no model did."""
+    planner's ``trace``; ``backend`` says who wrote the answer text and ``extractive`` whether no model did.
+    ``supported`` is False when the answer says that the notes don't say: without a model, when the evidence does
+    not decide the question (the answer then reads "The notes don't say." and quotes the closest evidence) or
+    nothing was retrieved; a model's answer is True whenever it had evidence (it says in its own words when
+    that evidence lacks the answer)."""
 
     answer: str
     citations: list[AnswerCitation]
@@ -126,6 +141,7 @@ class AskOut(BaseModel):
     seconds: float = 0.0
     backend: str
     extractive: bool
+    supported: bool = True
 
 
 class RefreshOut(BaseModel):
@@ -146,9 +162,12 @@ class RefreshOut(BaseModel):
 class AnswerOut(BaseModel):
     """The answer with its citations; ``backend`` says who wrote it (``sampling``, ``openai``, ``llamacpp``, or
     ``extractive``: taken from the cited chunks without a model); ``llm`` has the configured backend, why it was
-    chosen, tokens and fallbacks."""
+    chosen, tokens and fallbacks. ``supported`` is False when the answer says that the notes don't say ("The
+    notes don't say." with the closest evidence, when the cited chunks do not decide the question, or nothing
+    was retrieved); True when it answers from the evidence."""
 
     answer: str
+    supported: bool = True
     backend: str = ""
     citations: list[Citation]
     context: Any = None
@@ -200,6 +219,7 @@ class StatusOut(BaseModel):
     last_report: dict[str, Any] | None = None
     last_error: str | None = None
     llm: dict[str, str] | None = None  # the backend answer and decompose_query use for this client, and why
+    store: str = ""  # the store directory's absolute path
 
 
 class FolderOut(BaseModel):

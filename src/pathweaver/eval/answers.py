@@ -9,6 +9,10 @@ EM and F1 only: a chunk cannot contain their answer.
 Answerers: ``ask`` (``Pathweaver.ask``, with the configured LLM backend), ``extractive`` (retrieve, then
 ``extractive.extractive_answer`` over the top-k chunks) and ``baseline`` (the sentence of the top dense chunk
 most similar to the question).
+
+On a notes benchmark folder (``eval.notes``) the gold is key facts, not answers: the scores are key-fact coverage
+over answerable questions and, over unanswerable ones, the share whose answer says that the notes don't say
+(``eval.notes_runner``), each per question kind with its Wilson 95% interval.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathweaver.config import DEFAULT_TOP_K, ConfigError
 from pathweaver.eval import metrics
 from pathweaver.eval.datasets import Dataset, Question, load_dataset
 from pathweaver.eval.ledger import Ledger
+from pathweaver.eval.notes import is_notes_set, load_notes
 from pathweaver.eval.runner import ProgressFn, latency_summary, open_store, split_questions
 
 ANSWERERS = ("ask", "extractive", "baseline")
@@ -57,14 +62,17 @@ def _extractive(pw: Any, question: str, method: str, top_k: int, params: dict[st
                          params=None if baseline else params)
     env = pw.env()
     context = build_context(env.snapshot, result, "chunks", max_items=max(top_k, 1), question=question)
+    supported = True
     if baseline:
         text, cites = baseline_answer(question, context, env.encode)
+        marked = f"{text} {''.join(f'[{n}]' for n in cites)}".strip()
     else:
-        text, cites = extractive_answer(question, context, env.encode, word_df=env.word_df,
-                                        n_docs=env.snapshot.n_passages)
-    marks = "".join(f"[{n}]" for n in cites)
+        answer = extractive_answer(question, context, env.encode, word_df=env.word_df,
+                                   n_docs=env.snapshot.n_passages)
+        marked, supported = answer.marked, answer.supported
     return {
-        "answer": f"{text} {marks}".strip(),
+        "answer": marked,
+        "supported": supported,
         "citations": context.citations,
         "context": context.to_dict(),
         "llm": {"backend": "baseline" if baseline else "extractive"},
@@ -125,6 +133,9 @@ def run_answer_eval(
     ``details`` adds every question's prediction and scores under ``"questions"``."""
     if answerer not in ANSWERERS:
         raise ConfigError(f"answerer must be one of {', '.join(ANSWERERS)}, got {answerer!r}")
+    if dataset is None and is_notes_set(Path(dataset_dir)):
+        return _notes_answers(Path(dataset_dir), split_name, method, top_k, params, Path(store_root), answerer,
+                              decompose, progress, overrides, record, limit, details)
     data, questions = split_questions(dataset or load_dataset(dataset_dir), split_name, top_k, limit)
     missing = [q.index for q in questions if not q.answers]
     if missing:
@@ -144,12 +155,7 @@ def run_answer_eval(
     finally:
         pw.close()
     out: dict[str, Any] = {
-        "dataset": data.name,
-        "split": split_name,
-        "method": f"answers:{answerer}:{method}" + (":decompose" if decompose else ""),
-        "answerer": answerer,
-        "k": top_k,
-        "n_questions": len(questions),
+        **_header(data.name, split_name, answerer, method, decompose, top_k, len(questions)),
         **summarize(rows),
         **latency_summary(seconds),
         "params": params or {},
@@ -158,6 +164,41 @@ def run_answer_eval(
     if record:
         row = {k: v for k, v in out.items() if k != "questions"}
         out["run_id"] = Ledger.for_store(store_root).append([{**row, "source": "eval-answers"}])[0]
+    if details:
+        out["questions"] = rows
+    return out
+
+
+def _header(dataset: str, split_name: str, answerer: str, method: str, decompose: bool, top_k: int,
+            n_questions: int) -> dict[str, Any]:
+    """The fields that name an answer run, the same on every data set."""
+    return {"dataset": dataset, "split": split_name,
+            "method": f"answers:{answerer}:{method}" + (":decompose" if decompose else ""),
+            "answerer": answerer, "k": top_k, "n_questions": n_questions}
+
+
+def _notes_answers(folder: Path, split_name: str, method: str, top_k: int, params: dict[str, Any] | None,
+                   store_root: Path, answerer: str, decompose: bool, progress: ProgressFn | None,
+                   overrides: dict[str, Any] | None, record: bool, limit: int | None, details: bool) -> dict[str, Any]:
+    """``run_answer_eval`` on a notes benchmark: key-fact coverage and "the notes don't say", per kind."""
+    from pathweaver.eval.notes_runner import run_notes_answers
+
+    def answer(pw: Any, question: str) -> dict[str, Any]:
+        if answerer == "ask":
+            return pw.ask(question, method=method, decompose=decompose, top_k=top_k, params=params)
+        return _extractive(pw, question, method, top_k, params, baseline=answerer == "baseline")
+
+    data = load_notes(folder)
+    summary, rows, index = run_notes_answers(data, split_name, method, top_k, params, store_root, answer, progress,
+                                             overrides, limit)
+    out: dict[str, Any] = {
+        **_header(data.name, split_name, answerer, method, decompose, top_k, len(rows)),
+        **summary,
+        "params": params or {},
+        "index": index,
+    }
+    if record:
+        out["run_id"] = Ledger.for_store(store_root).append([{**out, "source": "eval-answers"}])[0]
     if details:
         out["questions"] = rows
     return out

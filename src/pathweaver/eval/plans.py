@@ -1,5 +1,5 @@
-"""Agreement of plans with MuSiQue's gold ``question_decomposition``: node count, and dependency structure (the
-two DAGs are the same up to a renumbering of their nodes)."""
+"""Agreement of plans with MuSiQue's gold ``question_decomposition``: node count, dependency structure (the two DAGs
+are the same up to a renumbering of their nodes), and exact shape (the same edges with the nodes in the same order)."""
 
 from __future__ import annotations
 
@@ -54,11 +54,13 @@ def agreement(questions: Sequence[Question], planner: Callable[[str], Plan]) -> 
         gold = gold_edges(q.decomposition)
         mine = plan_edges(planner(q.text))
         rows.append({"index": q.index, "question": q.text, "gold_nodes": gold[0], "nodes": mine[0],
-                     "count_agrees": gold[0] == mine[0], "structure_agrees": same_structure(gold, mine)})
+                     "count_agrees": gold[0] == mine[0], "structure_agrees": same_structure(gold, mine),
+                     "shape_agrees": gold == mine})
     n = len(rows) or 1
     return {
         "n_questions": len(rows),
         "node_count_agreement": sum(r["count_agrees"] for r in rows) / n,
         "structure_agreement": sum(r["structure_agrees"] for r in rows) / n,
+        "shape_agreement": sum(r["shape_agrees"] for r in rows) / n,
         "rows": rows,
     }

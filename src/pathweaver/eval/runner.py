@@ -6,6 +6,10 @@ again as a ``# `` heading line (so the chunk text, and with it dense and BM25 sc
 the text. ``titles.json`` maps position -> passage id, and retrieved chunks are mapped back to passage ids through
 their document's file name. The store ``<store_root>/eval/<dataset>/store`` is
 re-indexed on every run, which costs little when nothing changed (the indexer skips unchanged files).
+
+Every all-evidence@k and recall@k figure comes with a 95% interval (``*_ci95``): Wilson score for all-evidence (a
+proportion), a percentile bootstrap over questions with a fixed seed for recall (``eval.intervals``). A notes
+benchmark folder (``questions.jsonl`` beside folders of notes, ``eval.notes``) is run by ``eval.notes_runner``.
 """
 
 from __future__ import annotations
@@ -15,15 +19,17 @@ import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from pathweaver.config import DEFAULT_TOP_K, ConfigError
-from pathweaver.eval import metrics
+from pathweaver.eval import intervals, metrics
 from pathweaver.eval.datasets import Dataset, Question, load_dataset, split
 from pathweaver.eval.ledger import Ledger
+from pathweaver.eval.notes import is_notes_set, load_notes
 
+Q = TypeVar("Q")
 ProgressFn = Callable[[int, int, str], None]
 TITLES_FILE = "titles.json"
 FILE_DIGITS = 6
@@ -74,16 +80,20 @@ def title_of(doc_path: str, titles: Sequence[str]) -> str:
     return titles[int(stem)]
 
 
-def split_questions(data: Dataset, split_name: str, top_k: int, limit: int | None) -> tuple[Dataset, list[Question]]:
-    """``data`` and the questions of ``split_name`` (the first ``limit`` of them), or a clear error."""
+def checked_split(questions: list[Q], data_name: str, split_name: str, top_k: int, limit: int | None) -> list[Q]:
+    """The first ``limit`` of a split's ``questions``, or a clear error for a bad ``top_k`` or an empty split."""
     if top_k < 1:
         raise ConfigError(f"top_k must be at least 1, got {top_k}")
-    questions = split(data.questions, split_name)
     if limit is not None:
         questions = questions[: max(0, limit)]
     if not questions:
-        raise ConfigError(f"split {split_name!r} of {data.name} has no questions")
-    return data, questions
+        raise ConfigError(f"split {split_name!r} of {data_name} has no questions")
+    return questions
+
+
+def split_questions(data: Dataset, split_name: str, top_k: int, limit: int | None) -> tuple[Dataset, list[Question]]:
+    """``data`` and the questions of ``split_name`` (the first ``limit`` of them), or a clear error."""
+    return data, checked_split(split(data.questions, split_name), data.name, split_name, top_k, limit)
 
 
 def open_store(store_root: Path, name: str, passages: Sequence[tuple[str, str]],
@@ -148,14 +158,20 @@ def score(rankings: Sequence[Sequence[str]], golds: Sequence[Sequence[str]], k: 
     n = len(rankings)
     if n == 0:
         raise ConfigError("no questions to score")
-    out = {
-        "recall_at_k": sum(metrics.recall_at_k(r, g, k) for r, g in zip(rankings, golds, strict=True)) / n,
-        "all_evidence_at_k": sum(metrics.all_evidence_at_k(r, g, k) for r, g in zip(rankings, golds, strict=True)) / n,
+    recall = [metrics.recall_at_k(r, g, k) for r, g in zip(rankings, golds, strict=True)]
+    every = [metrics.all_evidence_at_k(r, g, k) for r, g in zip(rankings, golds, strict=True)]
+    out: dict[str, Any] = {
+        "recall_at_k": sum(recall) / n,
+        "recall_at_k_ci95": intervals.mean_ci(recall),
+        "all_evidence_at_k": sum(every) / n,
+        "all_evidence_at_k_ci95": intervals.proportion_ci(every),
         "mrr": sum(metrics.mrr(r, g) for r, g in zip(rankings, golds, strict=True)) / n,
     }
     if k >= EXTRA_K:
-        out["all_evidence_at_8"] = sum(
-            metrics.all_evidence_at_k(r, g, EXTRA_K) for r, g in zip(rankings, golds, strict=True)) / n
+        at8 = [metrics.all_evidence_at_k(r, g, EXTRA_K) for r, g in zip(rankings, golds, strict=True)]
+        out["all_evidence_at_8"] = sum(at8) / n
+        out["all_evidence_at_8_ci95"] = intervals.proportion_ci(at8)
+    out["intervals"] = {"all_evidence": intervals.WILSON, "recall": intervals.BOOTSTRAP}
     return out
 
 
@@ -173,6 +189,15 @@ def run_eval(
     dataset: Dataset | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``method`` on one split; appends the run to the ledger unless ``record`` is false."""
+    if dataset is None and is_notes_set(Path(dataset_dir)):
+        from pathweaver.eval.notes_runner import run_notes_eval
+
+        out = run_notes_eval(load_notes(dataset_dir), split_name, method, top_k, params, Path(store_root), progress,
+                             overrides, limit)
+        if record:
+            row = {k: v for k, v in out.items() if k != "questions"}
+            out["run_id"] = Ledger.for_store(store_root).append([{**row, "source": "eval"}])[0]
+        return out
     data, questions = split_questions(dataset or load_dataset(dataset_dir), split_name, top_k, limit)
     pw, titles, report = open_store(Path(store_root), data.name, data.passages, overrides, progress,
                                     data.real_titles)
@@ -194,6 +219,8 @@ def run_eval(
         **score(rankings, [q.gold_titles for q in questions], top_k),
         **latency_summary(seconds),
         "backfill_share": backfill,  # chunks a graph method took from a dense or hybrid back-fill
+        # under top_k where a method serves only what it found (``preset = "paper"``: no back-fill)
+        "chunks_per_question": returned / len(questions) if questions else 0.0,
         "params": used,
         "index": report,
     }

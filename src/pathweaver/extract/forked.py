@@ -1,6 +1,6 @@
 """A pure, CPU-bound pass over a list, cut into parts that run side by side: one here, the rest in forked children.
 
-The spaCy pass holds the GIL, so threads do not run it side by side (docs/benchmarks.md, "s6-idx"); forked children
+The spaCy pass holds the GIL, so threads do not run it side by side (docs/benchmarks.md, "Indexing"); forked children
 do, and they share the loaded pipeline with this process instead of loading it again. Only Linux forks here (macOS
 and Windows children would have to re-import and re-load). The children's output is a convenience, never a
 dependency: a part whose child fails, dies or hangs is run here, so the result is always ``fn(items)``.

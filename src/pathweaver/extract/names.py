@@ -88,15 +88,30 @@ def heading_names(headings: Sequence[str]) -> list[str]:
     return out
 
 
-def link_names(link_texts: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
-    """(target name, display name) of each ``[[Target|display]]`` whose display text differs from its target, is
-    in ``proper_form`` and is ``linkable`` ("here", "this", "his film", "1999" name nothing)."""
+def link_names(link_texts: Sequence[tuple[str, str, bool]]) -> set[tuple[str, str]]:
+    """(target name, display name) of each ``[[Target|display]]`` (with whether it was written mid-sentence) whose
+    display text differs from its target, is ``linkable`` and ``names_something``."""
     out: set[tuple[str, str]] = set()
-    for target, display in link_texts:
+    for target, display, mid in link_texts:
         t, d = display_name(target), display_name(display)
-        if t and d and d != t and proper_form(display) and linkable(d):
+        if t and d and d != t and linkable(d) and names_something(display, mid):
             out.add((t, d))
     return out
+
+
+def names_something(display: str, mid_sentence: bool) -> bool:
+    """Whether a link's display text is written as a name: in ``proper_form``, and with two content words or more
+    ("Paul Thomas Anderson"), or one written as only names are: capitals past its first letter ("PTA", "GitHub"), or
+    a capital inside a sentence ("they love [[Stanley Kubrick|Kubrick]]"). A capitalised word where every text
+    starts with one (a list item, a table cell, a button: "List", "Open", "Learn more") says nothing."""
+    if not proper_form(display):
+        return False
+    body = without_disambiguator(display) or display
+    content = [body[s.start:s.end] for s in word_spans(body)
+               if s.word not in STOPWORDS and any(ch.isalpha() for ch in s.word)]
+    if len(content) >= 2:
+        return True
+    return any(ch.isupper() for ch in content[0][1:]) or mid_sentence
 
 
 def _key_words(spans: Sequence[WordSpan]) -> list[tuple[str, bool]]:

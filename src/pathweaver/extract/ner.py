@@ -3,8 +3,8 @@
 Only the pipes NER needs are kept: ``tok2vec`` and ``ner`` are loaded (no tagger, parser, lemmatizer or sentence
 splitter; sentences come from ``extract.relations.split_sentences``), then an embedding pipe that no loaded pipe
 listens to is dropped. The ``en_core_web_sm`` pipelines give ``ner`` an embedding layer of its own, so their
-``tok2vec`` feeds only the tagger and parser: running it cost about 30% of the NER pass for nothing (docs/benchmarks.md,
-"s6-idx"). Texts go through ``nlp.pipe`` in batches. The output of a text is a pure function of the text and the
+``tok2vec`` feeds only the tagger and parser: running it cost about 30% of the NER pass for nothing (docs/design-notes.md,
+"Named entities"). Texts go through ``nlp.pipe`` in batches. The output of a text is a pure function of the text and the
 pipeline, so it can be cached by text (``store.writes.ner_cache_get``) and an incremental index sees exactly what
 a fresh one sees.
 """

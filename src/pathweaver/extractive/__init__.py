@@ -1,11 +1,13 @@
-"""Extractive answers without a language model: the shortest span (else the sentence) of the cited chunks that
-answers a question, with its citation.
+"""Extractive answers without a language model: what the cited chunks say, with citations, or that they don't say.
 
-The question's expected answer type comes from its cues (who -> a name, when -> a date, where -> a place, how
-many -> a number, "Are both ...?" -> yes/no, "Which came first, A or B?" -> one of the options, decided by the
-dates the chunks give for each). Sentences are scored by their similarity to the question (the embedder, when
-given) and their idf-weighted word overlap with it; the best-scoring sentences are searched for spans of the
-expected type that the question does not already name.
+The question's expected answer type comes from its wh-word (who -> a name, when -> a date, how many -> a number,
+"Is X ...?" -> yes/no, "Which came first, A or B?" -> one of the options, decided by the dates the chunks give
+for each). Sentences (list items, table rows) are scored by their similarity to the question (the embedder, when
+given), the share of the question's idf weight they hold, and their chunk's rank. When the evidence does not
+decide (the best sentence is far from the question, the chunks lack the question's key words, no sentence
+states a yes/no question's claim, no date orders a choice's options), the answer says so (``NOT_SAID``) and
+quotes the closest sentence. Otherwise a question that asks for a name, date, number or place gets the best span
+of that type, and any other question (how, what, why) the best one to three sentences, each with its ``[n]``.
 """
 
 from __future__ import annotations
@@ -18,34 +20,65 @@ import numpy as np
 
 from pathweaver.extract.names import without_disambiguator
 from pathweaver.extractive.choices import choose_option, yes_no
-from pathweaver.extractive.questions import _ROLE, answer_type, options
-from pathweaver.extractive.sentences import _title_named, _tokens, content_words, passages_of, rank_sentences
+from pathweaver.extractive.questions import SPAN_TYPES, answer_type, options
+from pathweaver.extractive.sentences import (
+    _title_named,
+    _tokens,
+    capitalised,
+    content_words,
+    coverage,
+    passages_of,
+    rank_sentences,
+    split_sentences,
+    stems,
+)
 from pathweaver.extractive.spans import typed_spans
-from pathweaver.extractive.types import ChunksLike, ExtractiveParams, HopChunks, Passage, Sentence, WordDfFn
+from pathweaver.extractive.types import (
+    Answer,
+    ChunksLike,
+    ExtractiveParams,
+    HopChunks,
+    Passage,
+    Sentence,
+    WordDfFn,
+)
 from pathweaver.retrieval.types import EncodeFn
 
+NOT_SAID = "The notes don't say."
 
-def _span_answer(
-    question: str, passages: list[Passage], encode: EncodeFn | None, params: ExtractiveParams,
-    word_df: WordDfFn | None, n_docs: int,
-) -> tuple[str, list[int]]:
-    """The best typed span of the best sentences, else the best sentence."""
-    kind = answer_type(question)
-    if kind == "yesno":
-        return yes_no(question, passages)
-    ranked = rank_sentences(question, passages, encode, params, word_df, n_docs)
+
+def _not_said(ranked: list[Sentence]) -> Answer:
+    """The answer when the evidence does not decide: ``NOT_SAID`` and the closest sentence, cited."""
     if not ranked:
-        return "", []
-    if kind == "relation":
-        for sent in ranked[: params.max_sentences]:
-            role = _ROLE.search(sent.text)
-            if role:
-                return role.group("np"), [sent.passage.n]
+        return Answer(((NOT_SAID, ()),), supported=False)
+    best = ranked[0]
+    return Answer(((NOT_SAID, ()), (f'Closest evidence: "{best.text}"', (best.passage.n,))), supported=False)
+
+
+def _named(question: str) -> set[str]:
+    """The capitalised content words inside the question (not its first word): the names it asks about."""
+    return capitalised(question) & content_words(question)
+
+
+def decides(question: str, passages: list[Passage], ranked: list[Sentence], params: ExtractiveParams,
+            word_df: WordDfFn | None = None, n_docs: int = 0, embedded: bool = True) -> bool:
+    """Whether the evidence can answer ``question``: its best sentence is at least ``params.min_sim`` similar to
+    the question (when ``embedded``), the chunks hold ``params.min_coverage`` of the question's idf weight, and
+    every name the question writes."""
+    if not ranked or (embedded and ranked[0].sim < params.min_sim):
+        return False
+    texts = [p.text for p in passages]
+    have = stems(set().union(*(content_words(t) for t in texts)))
+    if not stems(_named(question)) <= have:
+        return False
+    return coverage(question, texts, word_df, n_docs) >= params.min_coverage
+
+
+def _typed_span(question: str, kind: str, ranked: list[Sentence], params: ExtractiveParams) -> tuple[str, list[int]] | None:
+    """The best span of the expected ``kind`` in the best sentences that the question does not already name."""
     qwords = set(_tokens(question))
     best: tuple[float, int, str, Sentence] | None = None
     for pos, sent in enumerate(ranked[: params.max_sentences]):
-        if params.span_sentence and kind == "other":
-            break
         for start, span, bonus in typed_spans(sent.text, kind, question):
             words = _tokens(span)
             shared = sum(w in qwords for w in words) / max(len(words), 1)
@@ -53,10 +86,64 @@ def _span_answer(
             cand = (score, -pos, span, sent)
             if best is None or cand[:2] > best[:2]:
                 best = cand
-    if best is not None:
-        return best[2], [best[3].passage.n]
+    return (best[2], [best[3].passage.n]) if best is not None else None
+
+
+def _answers(ranked: list[Sentence]) -> list[Sentence]:
+    """The sentences that can answer: not a question ("Why does X fail?", a FAQ's heading) and not a short line
+    without a full stop among sentences that have one (a title or heading); all of them when none is left."""
+    kept = [s for s in ranked if not s.text.endswith("?") and not (s.heading and len(s.text.split()) <= 8)]
+    return kept or ranked
+
+
+def _sentences(ranked: list[Sentence], params: ExtractiveParams) -> Answer:
+    """The best sentence and up to ``answer_sentences - 1`` more that score within ``sentence_margin`` of it,
+    each cited; sentences of one chunk in the chunk's order. A sentence that ends with a colon ("To stop a
+    formula from being upgraded:") brings the line after it (the command or list it introduces)."""
+    ranked = _answers(ranked)
     top = ranked[0]
-    return top.text, [top.passage.n]
+    chosen = [s for s in ranked[: params.answer_sentences] if s.score >= top.score - params.sentence_margin]
+    for s in list(chosen):
+        after = split_sentences(s.passage.text)[s.index + 1: s.index + 2] if s.text.endswith(":") else []
+        if after and all((c.passage.n, c.index) != (s.passage.n, s.index + 1) for c in chosen):
+            chosen.append(Sentence(after[0], s.passage, s.score, s.sim, s.index + 1))
+    first = {}  # a chunk's place is that of its best chosen sentence
+    for i, s in enumerate(chosen):
+        first.setdefault(s.passage.n, i)
+    chosen = sorted(chosen, key=lambda s: (first[s.passage.n], s.index))
+    return Answer(tuple((s.text, (s.passage.n,)) for s in chosen), supported=True)
+
+
+def _listed(ranked: list[Sentence], embedded: bool, params: ExtractiveParams) -> Answer | None:
+    """A "which notes ...?" question: the titles of the cited chunks whose best sentence clears the bar (at least
+    ``min_sim`` similar, or sharing a word without an embedder), each cited, in rank order; None when none does."""
+    best: dict[int, Sentence] = {}
+    for sent in ranked:
+        best.setdefault(sent.passage.n, sent)
+    keep = [s for s in best.values() if s.passage.title and (s.sim >= params.min_sim if embedded else s.score > 0)]
+    keep.sort(key=lambda s: s.passage.rank)
+    parts = tuple((title, tuple(s.passage.n for s in keep if s.passage.title == title))
+                  for title in dict.fromkeys(s.passage.title for s in keep))
+    return Answer(parts, supported=True) if parts else None
+
+
+def _hop_answer(question: str, passages: list[Passage], encode: EncodeFn | None, params: ExtractiveParams,
+                word_df: WordDfFn | None, n_docs: int, final: bool) -> tuple[str, list[int]]:
+    """One hop of a chain: its typed span; a name (any capitalised span) for an inner hop, whose answer fills
+    the next hop; else the best sentence."""
+    ranked = rank_sentences(question, passages, encode, params, word_df, n_docs)
+    if not ranked:
+        return "", []
+    kind = answer_type(question)
+    if kind not in SPAN_TYPES and not final:
+        kind = "name"
+    found = _typed_span(question, kind, ranked, params) if kind in SPAN_TYPES else None
+    if found is not None:
+        return found
+    if final:
+        answer = _sentences(ranked, params)
+        return answer.text, answer.cites
+    return ranked[0].text, [ranked[0].passage.n]
 
 
 def memo_encode(encode: EncodeFn | None) -> EncodeFn | None:
@@ -133,14 +220,14 @@ def _chain_answer(
             seen = {p.n for p in passages}
             fresh = [p for p in passages_of(hop_chunks(hop_q), params.max_chunks) if p.n not in seen]
             hop = [replace(p, rank=r) for r, p in enumerate(passages + fresh)]
-        found = bridge_title(hop_q, hop, encode, params, word_df, n_docs) if node_id != plan.final else None
-        text, c = found or _span_answer(hop_q, hop, encode, params, word_df, n_docs)
+        final = node_id == plan.final
+        found = bridge_title(hop_q, hop, encode, params, word_df, n_docs) if not final else None
+        text, c = found or _hop_answer(hop_q, hop, encode, params, word_df, n_docs, final)
         if not text:
             return None
         answers[node_id] = text
         cites += [n for n in c if n not in cites]
-    final = plan.final
-    return answers[final], cites
+    return answers[plan.final], cites
 
 
 def extractive_answer(
@@ -153,25 +240,43 @@ def extractive_answer(
     word_df: WordDfFn | None = None,
     n_docs: int = 0,
     hop_chunks: HopChunks | None = None,
-) -> tuple[str, list[int]]:
-    """The shortest span (else the sentence) of the chunks that answers ``question``, and the citation numbers
-    it comes from; ``("", [])`` when there is no chunk. ``resolved`` are a plan's answers to the question's
-    sub-questions (a comparison node compares them). ``encode`` (the embedder) joins the sentence score when
-    given; ``word_df`` and ``n_docs`` weigh question words by idf. A nested question ("Where was the director of
-    film X born?") is answered hop by hop when ``params.chain``."""
+) -> Answer:
+    """What the chunks say to ``question`` (``Answer``: its parts with their citation numbers, and whether the
+    evidence decides); no parts when there is no chunk. ``resolved`` are a plan's answers to the question's
+    sub-questions (a comparison node compares them). ``encode`` (the embedder) joins the sentence score and the
+    support bar when given; ``word_df`` and ``n_docs`` weigh question words by idf. A nested question that asks
+    for a name, date, number or place ("Where was the director of film X born?") is answered hop by hop when
+    ``params.chain``."""
     params = params or ExtractiveParams()
     passages = passages_of(chunks_or_context, params.max_chunks)
     if not passages:
-        return "", []
+        return Answer((), supported=False)
     question = " ".join(question.split())
+    encode = memo_encode(encode)  # the chain's hops rank the same sentences again
+    ranked = rank_sentences(question, passages, encode, params, word_df, n_docs)
+    if not ranked:
+        return Answer((), supported=False)
     kind = answer_type(question)
     if kind == "choice":
-        return choose_option(question, options(question), passages, resolved)
-    if kind != "yesno" and params.chain and not resolved:
+        picked = choose_option(question, options(question), passages, resolved)
+        return Answer(((picked[0], tuple(picked[1])),), supported=True) if picked else _not_said(ranked)
+    if not decides(question, passages, ranked, params, word_df, n_docs, embedded=encode is not None):
+        return _not_said(ranked)
+    if kind == "yesno":  # "Yes." or "No." and the sentence that states it
+        said = yes_no(question, ranked, params.min_sim if encode is not None else -1.0)
+        return Answer(((said[0], ()), *said[1]), supported=True) if said else _not_said(ranked)
+    if kind == "list":
+        listed = _listed(ranked, encode is not None, params)
+        return listed or _not_said(ranked)
+    if kind in SPAN_TYPES and params.chain and not resolved:
         chained = _chain_answer(question, passages, encode, params, word_df, n_docs, hop_chunks)
         if chained is not None:
-            return chained
-    return _span_answer(question, passages, encode, params, word_df, n_docs)
+            return Answer(((chained[0], tuple(chained[1])),), supported=True)
+    if kind in SPAN_TYPES:
+        span = _typed_span(question, kind, ranked, params)
+        if span is not None:
+            return Answer(((span[0], tuple(span[1])),), supported=True)
+    return _sentences(ranked, params)
 
 
 def baseline_answer(question: str, chunks_or_context: ChunksLike, encode: EncodeFn) -> tuple[str, list[int]]:

@@ -1,27 +1,15 @@
-"""Choice questions ("Which came first, A or B?") decided by the dates or roles the passages give each option, and
-yes/no questions by what the passages say of both."""
+"""Choice questions ("Which came first, A or B?") decided by the dates the passages give each option, and yes/no
+questions by a sentence that states what the question asks."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 
-from pathweaver.extractive.questions import (
-    _BIRTH,
-    _COUNTRY_ALIASES,
-    _COUNTRY_OF,
-    _DEATH,
-    _EARLIER,
-    _LATER,
-    _LONGER,
-    _NATIONALITY,
-    CAPSPAN_RE,
-    ROLES,
-    _clean_option,
-)
-from pathweaver.extractive.sentences import content_words
+from pathweaver.extractive.questions import _BIRTH, _DEATH, _EARLIER, _LATER, _LONGER, _clean_option
+from pathweaver.extractive.sentences import content_words, stems
 from pathweaver.extractive.spans import Date, dates_in
-from pathweaver.extractive.types import Passage
+from pathweaver.extractive.types import Passage, Sentence
 
 
 def _mentions(option: str, passages: list[Passage]) -> list[Passage]:
@@ -33,25 +21,6 @@ def _mentions(option: str, passages: list[Passage]) -> list[Passage]:
         want = content_words(option)
         named = [p for p in passages if want and len(want & content_words(p.text)) >= max(1, len(want) - 1)]
     return exact + named
-
-
-def _role(question: str) -> str | None:
-    for role in ROLES:
-        if re.search(rf"\b{role}s?\b", question, re.I):
-            return role
-    return None
-
-
-def _person_of(option: str, role: str, passages: list[Passage]) -> str | None:
-    """The person who holds ``role`` for the work ``option``, read from its passage ("directed by NAME")."""
-    verb = ROLES[role]
-    for p in _mentions(option, passages):
-        m = re.search(rf"{verb}\w*\s+(?:and\s+\w+\s+)?by\s+({CAPSPAN_RE.pattern})", p.text) or re.search(
-            rf"\b{role}\s+({CAPSPAN_RE.pattern})", p.text
-        )
-        if m:
-            return m.group(1)
-    return None
 
 
 def _life_dates(subject: str, passages: list[Passage]) -> tuple[Date | None, Date | None]:
@@ -89,23 +58,20 @@ def _date_value(value: str) -> tuple[int, int, int] | None:
 
 
 def choose_option(question: str, opts: list[str], passages: list[Passage],
-                  resolved: Mapping[str, str] | None = None) -> tuple[str, list[int]]:
+                  resolved: Mapping[str, str] | None = None) -> tuple[str, list[int]] | None:
     """The option a comparison question asks for, by the dates the passages (or resolved sub-answers) give each;
-    the last option when the passages do not decide."""
+    None when the passages do not date every option differently (no option is picked by default)."""
     died = bool(_DEATH.search(question))
     born = bool(_BIRTH.search(question))
     longer = bool(_LONGER.search(question))
     later = bool(_LATER.search(question)) and not _EARLIER.search(question)
     if re.search(r"\byounger\b|\byoungest\b", question, re.I):
         later = True
-    role = _role(question)
     values: list[tuple[float, ...] | None] = []
     cites: list[list[int]] = []
     res = list((resolved or {}).values())
     for i, opt in enumerate(opts):
         subject = opt
-        if role:
-            subject = _person_of(opt, role, passages) or opt
         key: tuple[float, ...] | None = None
         if len(res) == len(opts) and _date_value(res[i]):
             key = _date_value(res[i])
@@ -121,53 +87,51 @@ def choose_option(question: str, opts: list[str], passages: list[Passage],
             first = _first_date(subject, passages)
             key = first.key if first else None
         values.append(key)
-        about = _mentions(subject, passages) or _mentions(opt, passages)
+        about = _mentions(subject, passages)
         cites.append([about[0].n] if about else [])
     known = [(v, i) for i, v in enumerate(values) if v is not None]
-    if len(known) == len(opts):
+    if len(known) == len(opts) and len({v for v, _ in known}) > 1:
         pick = max(known)[1] if (later or longer) else min(known)[1]
-        if len({v for v, _ in known}) > 1:
-            return opts[pick], cites[pick]
-    return opts[-1], cites[-1]
+        return opts[pick], cites[pick]
+    return None
 
 
-def _countries(text: str) -> set[str]:
-    found = set()
-    for m in re.finditer(r"\b(?:" + "|".join(_NATIONALITY) + r")\b", text):
-        found.add(_COUNTRY_OF.get(m.group(0), m.group(0)))
-    for country, aliases in _COUNTRY_ALIASES.items():
-        if any(re.search(rf"\b{re.escape(a)}\b", text) for a in aliases):
-            found.add(country)
-    for country in set(_COUNTRY_OF.values()):
-        if re.search(rf"\b{re.escape(country)}\b", text):
-            found.add(country)
-    return found
+_NEGATION = re.compile(r"\b(?:not|never|no|none|cannot|neither|nor|without)\b|n['’]t\b", re.I)
+_BOTH = re.compile(r"^(?P<verb>are|were|do|did|have|had|can)\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s+both\s+(?P<rest>.+?)\??$",
+                   re.I)
+_SINGULAR = {"are": "is", "were": "was", "do": "does", "have": "has"}
 
 
-def yes_no(question: str, passages: list[Passage]) -> tuple[str, list[int]]:
-    """"Are A and B both X?" / "Were A and B of the same nationality?": yes when the passages about each item
-    agree (same country or nationality, or both name X), else no; "yes" when an item has no passage."""
-    q = " ".join(question.split())
-    m = re.match(r"^(?:are|is|was|were|do|does|did)\s+(?:both\s+)?(?:the\s+)?(?:\w+\s+){0,2}?(?P<a>.+?)\s+and\s+"
-                 r"(?P<b>.+?)(?:,)?\s+(?P<rest>(?:both|of the same|from the same|in the same|have the same|"
-                 r"located|the same|share|same|from|in|of|born|described|used|types?|american|british)\b.*?)\??$",
-                 q, re.I)
-    if not m:
-        return "yes", [passages[0].n] if passages else []
-    a, b, rest = _clean_option(m.group("a")), _clean_option(m.group("b")), m.group("rest")
-    role = _role(q)
-    items = [(_person_of(x, role, passages) or x) if role else x for x in (a, b)]
-    about = [_mentions(x, passages) for x in items]
-    cites = [ps[0].n for ps in about if ps]
-    if not all(about):
-        return "yes", cites
-    if re.search(r"\bsame\b", rest, re.I) or re.search(r"\bboth\b.*\bfrom\b", rest, re.I):
-        first = [_countries(ps[0].text[:400]) for ps in about]
-        if all(first):
-            return ("yes" if first[0] & first[1] else "no"), cites
-        return "yes", cites
-    wanted = content_words(re.sub(r"\b(?:both|located|described|used|types?)\b", " ", rest))
-    if not wanted:
-        return "yes", cites
-    have = [len(wanted & content_words(ps[0].text)) / len(wanted) for ps in about]
-    return ("yes" if min(have) >= 0.5 else "no"), cites
+def _stated(question: str, ranked: list[Sentence], min_sim: float, top: int) -> tuple[bool, Sentence] | None:
+    """(the answer is yes, the sentence) when one of the ``top`` best sentences holds every content word of the
+    yes/no ``question`` (by stem) and is at least ``min_sim`` similar to it: "no" when that sentence is negated
+    and the question is not; None when no sentence states it."""
+    asked = stems(content_words(question))
+    if not asked:
+        return None
+    negated_q = bool(_NEGATION.search(question))
+    for sent in ranked[:top]:
+        if sent.sim >= min_sim and asked <= stems(content_words(sent.text)):
+            return (bool(_NEGATION.search(sent.text)) == negated_q), sent
+    return None
+
+
+def yes_no(question: str, ranked: list[Sentence], min_sim: float,
+           top: int = 5) -> tuple[str, list[tuple[str, tuple[int, ...]]]] | None:
+    """"Yes." or "No." with the sentences that state it, each cited, only when a sentence clearly does
+    (``_stated``); "Are A and B both X?" needs a sentence for each. None when the evidence does not decide."""
+    q = " ".join(question.split()).rstrip("?")
+    m = _BOTH.match(q)
+    if m:
+        verb = _SINGULAR.get(m.group("verb").lower(), m.group("verb").lower())
+        parts = [_stated(f"{verb} {_clean_option(x)} {m.group('rest')}", ranked, min_sim, top)
+                 for x in (m.group("a"), m.group("b"))]
+        if any(p is None for p in parts):
+            return None
+        decided = [p for p in parts if p is not None]
+        said = list(dict.fromkeys((s.text, (s.passage.n,)) for _, s in decided))
+        return ("Yes." if all(y for y, _ in decided) else "No."), said
+    found = _stated(q, ranked, min_sim, top)
+    if found is None:
+        return None
+    return ("Yes." if found[0] else "No."), [(found[1].text, (found[1].passage.n,))]

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import re
 
-ANSWER_TYPES = ("yesno", "choice", "date", "number", "place", "person", "nationality", "relation", "other")
-# "What had Marley been to Scrooge?": the answer is the role a sentence gives one of them ("the business partner")
-_RELATION_Q = re.compile(r"^(?:what|who)\s+(?:had|has|was|is|were)\s+.+?\s+(?:been\s+)?to\s+.+$", re.I)
-_ROLE = re.compile(r"\b(?:was|were|is|had been)\s+(?P<np>(?:the|his|her|their|a|an)\s+(?:sole\s+)?(?:[a-z\-]+\s+){0,3}?"
-                   r"[a-z\-]+)(?=\s+(?:of|to|for|in|at|with)\b|\s*[,.;])")
+ANSWER_TYPES = ("yesno", "choice", "list", "date", "number", "place", "person", "name", "other")
+# The types answered by a short span when the evidence states one; the others by the best sentences.
+SPAN_TYPES = ("date", "number", "place", "person", "name")
 
 
 def _word_list(text: str) -> list[str]:
@@ -35,8 +33,9 @@ DATE_RE = re.compile(
 )
 NUMBER_RE = re.compile(
     r"\b(?:about |approximately |over |nearly |some )?\d[\d,]*(?:\.\d+)?(?:\s*(?:million|billion|thousand|hundred))?"
-    r"(?:\s+(?:square\s+)?(?:miles?|mi|km|kilometres?|kilometers?|metres?|meters?|feet|ft|years?|people|inhabitants|"
-    r"members|seats?|episodes?|books?|copies|acres|hectares|percent|%))?"
+    r"(?:\s*(?:square\s+)?(?:miles?|mi|km|kilometres?|kilometers?|metres?|meters?|feet|ft|years?|people|inhabitants|"
+    r"members|seats?|episodes?|books?|copies|acres|hectares|percent|%|[KMGT]i?B|bytes|ms|seconds?|minutes?|hours?|days?|weeks?|"
+    r"months?|times|users?|characters?|words?|lines?|files?|items?|euros?|dollars?|cents?)(?!\w))?"
 )
 _SMALL = r"(?:of|the|de|del|della|des|du|la|le|van|von|der|den|da|di|y|al|bin|ibn|and|&)"
 _NAMEWORD = r"(?:[A-Z][\w'’\-.]*[\w.]|[A-Z]|\d+(?:st|nd|rd|th)?)"
@@ -54,64 +53,6 @@ _LATER = re.compile(r"\b(?:later|last|latest|younger|youngest|after|recent|recen
 _LONGER = re.compile(r"\blived longer|lived the longest|longer life|died (?:at|when) (?:an )?older\b", re.I)
 _DEATH = re.compile(r"\b(?:die|died|death|dies|pass(?:ed)? away)\b", re.I)
 _BIRTH = re.compile(r"\b(?:born|birth|older|younger|oldest|youngest|age)\b", re.I)
-ROLES = {
-    "director": r"direct(?:ed|or)",
-    "composer": r"(?:compos(?:ed|er)|music (?:was )?(?:by|composed by)|score (?:by|composed by))",
-    "performer": r"(?:perform(?:ed|er)|recorded|sung|by (?:american|english|british|canadian) (?:singer|band|rapper))",
-    "producer": r"produc(?:ed|er)",
-    "author": r"(?:writ(?:ten|er)|author(?:ed)?)",
-    "writer": r"(?:writ(?:ten|er)|author(?:ed)?)",
-    "creator": r"creat(?:ed|or)",
-}
-# Relation cues of the question -> words that introduce the answer in a sentence.
-_CUES: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\b(?:born|birth|birthplace)\b", re.I), r"(?:born|birth)\b[^.;]*?\b(?:in|at)\s+$"),
-    (re.compile(r"\b(?:die|died|death)\b", re.I), r"(?:died|death)\b[^.;]*?\b(?:in|at)\s+$"),
-    (re.compile(r"\b(?:study|studied|educated|graduate|attend)", re.I), r"(?:stud|educat|graduat|attend)\w*\b[^.;]*?\b(?:at|from|in)\s+$"),
-    (re.compile(r"\bwork", re.I), r"(?:work|taught|professor|employ)\w*\b[^.;]*?\b(?:at|for|in)\s+$"),
-    (re.compile(r"\bdirect", re.I), r"direct\w*\s+by\s+$"),
-    (re.compile(r"\bcompos", re.I), r"(?:compos\w*|music)\s+by\s+$"),
-    (re.compile(r"\bperform", re.I), r"(?:perform\w*|recorded|sung|released)\s+by\s+$"),
-    (re.compile(r"\bproduc", re.I), r"produc\w*\s+by\s+$"),
-    (re.compile(r"\b(?:writ|author)", re.I), r"(?:written|authored)\s+by\s+$"),
-    (re.compile(r"\blocated\b", re.I), r"\blocated\b[^.;]*?\b(?:in|at|on|near)\s+$"),
-    (re.compile(r"\b(?:spouse|wife|husband|married)\b", re.I), r"marri\w*\s+(?:to\s+)?$|(?:wife|husband|spouse),?\s+$"),
-    (re.compile(r"\b(?:father|mother|son|daughter|child|parent)\b", re.I), r"(?:son|daughter|child|father|mother) of\s+$"),
-]
-_NATIONALITY = _word_list(
-    "Afghan Albanian Algerian American Argentine Argentinian Armenian Australian Austrian Azerbaijani Bangladeshi "
-    "Belarusian Belgian Bolivian Bosnian Brazilian British Bulgarian Burmese Cambodian Cameroonian Canadian "
-    "Chilean Chinese Colombian Croatian Cuban Czech Danish Dutch Ecuadorian Egyptian English Estonian Ethiopian "
-    "Filipino Finnish French Georgian German Ghanaian Greek Guatemalan Haitian Hungarian Icelandic Indian "
-    "Indonesian Iranian Iraqi Irish Israeli Italian Jamaican Japanese Jordanian Kazakh Kenyan Korean Kurdish "
-    "Latvian Lebanese Libyan Lithuanian Malaysian Maltese Mexican Moldovan Mongolian Moroccan Nepalese Nigerian "
-    "Norwegian Pakistani Palestinian Peruvian Polish Portuguese Romanian Russian Saudi Scottish Serbian "
-    "Singaporean Slovak Slovenian Somali Spanish Sri Swedish Swiss Syrian Taiwanese Thai Tunisian Turkish Ukrainian "
-    "Uruguayan Uzbek Venezuelan Vietnamese Welsh Yemeni Zimbabwean Soviet Yugoslav Prussian Ottoman Persian"
-)
-_COUNTRY_OF = {
-    "American": "United States", "British": "United Kingdom", "English": "England", "Scottish": "Scotland",
-    "Welsh": "Wales", "Dutch": "Netherlands", "French": "France", "German": "Germany", "Italian": "Italy",
-    "Spanish": "Spain", "Chinese": "China", "Japanese": "Japan", "Indian": "India", "Russian": "Russia",
-    "Soviet": "Soviet Union", "Canadian": "Canada", "Australian": "Australia", "Mexican": "Mexico",
-    "Polish": "Poland", "Swedish": "Sweden", "Danish": "Denmark", "Norwegian": "Norway", "Finnish": "Finland",
-    "Irish": "Ireland", "Greek": "Greece", "Turkish": "Turkey", "Iranian": "Iran", "Brazilian": "Brazil",
-    "Argentine": "Argentina", "Argentinian": "Argentina", "Egyptian": "Egypt", "Korean": "Korea",
-    "Filipino": "Philippines", "Swiss": "Switzerland", "Austrian": "Austria", "Hungarian": "Hungary",
-    "Czech": "Czech Republic", "Portuguese": "Portugal", "Belgian": "Belgium", "Ukrainian": "Ukraine",
-    "Pakistani": "Pakistan", "Bangladeshi": "Bangladesh", "Thai": "Thailand", "Vietnamese": "Vietnam",
-    "Nigerian": "Nigeria", "Romanian": "Romania", "Bulgarian": "Bulgaria", "Serbian": "Serbia",
-    "Croatian": "Croatia", "Israeli": "Israel", "Chilean": "Chile", "Colombian": "Colombia", "Peruvian": "Peru",
-    "Cuban": "Cuba", "Georgian": "Georgia", "Armenian": "Armenia", "Estonian": "Estonia", "Latvian": "Latvia",
-    "Lithuanian": "Lithuania", "Slovak": "Slovakia", "Slovenian": "Slovenia", "Icelandic": "Iceland",
-    "Indonesian": "Indonesia", "Malaysian": "Malaysia", "Taiwanese": "Taiwan", "Venezuelan": "Venezuela",
-    "Persian": "Iran", "Prussian": "Prussia", "Yugoslav": "Yugoslavia", "Ottoman": "Ottoman Empire",
-}
-_COUNTRY_ALIASES = {
-    "United States": ("United States", "U.S.", "USA", "America"),
-    "United Kingdom": ("United Kingdom", "UK", "Britain", "England", "Scotland", "Wales"),
-    "England": ("England", "United Kingdom", "Britain"),
-}
 _PLACE_NOUNS = {"city", "town", "country", "state", "county", "region", "village", "province", "island", "continent",
                 "neighborhood", "neighbourhood", "location", "borough", "district", "capital", "nation"}
 _PERSON_NOUNS = {"person", "man", "woman", "actor", "actress", "writer", "screenwriter", "director", "singer", "author",
@@ -127,30 +68,25 @@ _WH = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "
 
 
 def answer_type(question: str) -> str:
-    """The expected answer type of ``question`` (one of ``ANSWER_TYPES``), from its wording."""
+    """The expected answer type of ``question`` (one of ``ANSWER_TYPES``), from its wh-word and head noun."""
     q = " ".join(question.split())
     low = q.lower()
     if options(q):
         return "choice"
     if _YESNO_START.match(low):
         return "yesno"
-    if _RELATION_Q.match(q.rstrip("?")):
-        return "relation"
-    if re.search(r"\bnationality\b", low):
-        return "nationality"
+    if re.match(r"which\b.*\b(?:notes?|pages?|files?|documents?)\b|what\s+(?:[\w\-]+\s+){0,2}?(?:notes|pages|files|"
+                r"documents)\b", low):  # "Which notes ...?", "Which plugins have a note of their own?": the notes
+        return "list"
     if re.match(r"when\b", low) or re.search(r"(?-i:\bwhen\b)", q) or re.search(
-        r"\b(?:what year|which year|what date|what time|in what year|date of|year of|what decade|what century|"
-        r"how old)\b", low
+        r"\b(?:what year|which year|what date|in what year|date of|year of|what decade|what century)\b", low
     ):  # a capitalised "When" inside the question starts a title ("When The Stars Go Blue")
         return "date"
-    if re.search(r"\b(?:how many|how much|how long|how far|how tall|how high|how big|what percentage|"
-                 r"what population|population of|how large|seat how many|what number)\b", low):
+    if re.search(r"\b(?:how many|how much|how long|how far|how tall|how high|how big|how large|how old|"
+                 r"what percentage|what number)\b", low):
         return "number"
-    if re.search(r"\bnationality\b|\bwhat country is\b.*\bfrom\b", low):
-        return "nationality"
-    if re.search(r"\b(?:where|what city|which city|what town|which town|what country|which country|what state|"
-                 r"which state|what place|place of birth|place of death|birthplace|what region|which region|"
-                 r"what county|which county|what island|what river|located in what|in what city)\b", low):
+    if re.search(r"^where\b|\b(?:what|which|in what) (?:city|town|country|state|region|county|island|place)\b|"
+                 r"\bplace of (?:birth|death)\b|\bbirthplace\b", low):
         return "place"
     if re.search(r"^(?:who|whom|whose)\b|\b(?:who|whom)\b", low):
         return "person"
@@ -160,6 +96,9 @@ def answer_type(question: str) -> str:
         return "place"
     if m and m.group("n") in _PERSON_NOUNS:
         return "person"
+    if re.search(r"\bwhat (?:is|was|are|were) (?:the )?names? of\b|\bwhat (?:is|was|are|were) .+ called\b|"
+                 r"^which\s+[a-z]+\b", low):
+        return "name"
     return "other"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -29,23 +30,145 @@ def passages_of(chunks: ChunksLike, max_chunks: int) -> list[Passage]:
     return out
 
 
-def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text``; a line break also ends one (a title line stays apart)."""
-    out = []
+_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+_HEADING = re.compile(r"^\s*#{1,6}\s+")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+EMBED_CHARS = 300  # a sentence is embedded by its first characters: a batch costs as much as its longest text
+_WRAP = 60  # a prose line at least this long that ends mid-sentence was wrapped: it goes on on the next line
+
+
+def _cells(line: str) -> list[str]:
+    """The cells of a table row, written "| a | b |" or (as the Markdown parser leaves it) "a | b"; an escaped
+    pipe stays inside its cell."""
+    body = line.strip()
+    body = body[1:] if body.startswith("|") else body
+    body = body[:-1] if body.endswith("|") and not body.endswith("\\|") else body
+    return [" ".join(c.replace("\\|", "|").split()) for c in _CELL_SPLIT.split(body)]
+
+
+def _is_row(line: str) -> bool:
+    return bool(_CELL_SPLIT.search(line)) and len(_cells(line)) >= 2
+
+
+def _row_text(cells: list[str], header: list[str]) -> str:
+    """A table row as a sentence: "Header: cell; Header: cell" (the bare cells without a header)."""
+    if header and len(header) == len(cells):
+        return "; ".join(f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=True) if c)
+    return "; ".join(c for c in cells if c)
+
+
+def _blocks(text: str) -> list[tuple[str, list[str]]]:
+    """``text`` as ("table", rows) blocks of consecutive table rows and ("lines", lines) of everything else."""
+    out: list[tuple[str, list[str]]] = []
     for line in text.splitlines():
-        for a, b in sentences(line):
-            s = " ".join(line[a:b].split())
-            if len(s) > 3:
-                out.append(s)
+        if _TABLE_RULE.match(line) and line.strip():
+            continue
+        kind = "table" if _is_row(line) else "lines"
+        if out and out[-1][0] == kind and line.strip():
+            out[-1][1].append(line)
+        elif line.strip():
+            out.append((kind, [line]))
+        else:
+            out.append(("lines", []))  # a blank line ends a paragraph
+    return [b for b in out if b[1]]
+
+
+def _prose(lines: list[str]) -> list[str]:
+    """The lines of a paragraph joined where a long line was wrapped mid-sentence; a short line (a title, a list
+    item) stays one unit."""
+    out: list[str] = []
+    for raw in lines:
+        line = _HEADING.sub("", _LIST_MARK.sub("", raw)).strip()
+        prev = out[-1] if out else ""
+        wrapped = prev and not _LIST_MARK.match(raw) and not prev.endswith((".", "!", "?", ":", '"', "”")) and (
+            len(prev) >= _WRAP or (len(prev) >= 40 and line[:1].islower()))
+        if wrapped:
+            out[-1] = f"{prev} {line}"
+        else:
+            out.append(line)
     return out
 
 
+def units(text: str) -> list[tuple[str, bool]]:
+    """The answer units of ``text`` with whether each is a heading: a list item or a short line (a title) is a
+    unit of its own, a wrapped paragraph is read across its line breaks and split into sentences, and a table
+    row is one unit written with its column headers (the block's first row). A heading is a paragraph of one line
+    without closing punctuation."""
+    out: list[tuple[str, bool]] = []
+    for kind, lines in _blocks(text):
+        if kind == "table":
+            rows = [_cells(r) for r in lines]
+            header = rows[0] if len(rows) > 1 else []
+            out += [(t, False) for t in (_row_text(r, header) for r in rows[1 if header else 0:]) if len(t) > 3]
+            continue
+        prose = _prose(lines)
+        heading = len(prose) == 1 and not prose[0].endswith((".", "!", "?", ":", ";", '"', "”", ")"))
+        for line in prose:
+            pending = ""
+            for a, b in sentences(line):
+                s = " ".join(f"{pending} {line[a:b]}".split())
+                if s.count("(") > s.count(")"):  # "(d. 20 March 851)": a stop inside brackets ends no sentence
+                    pending = s
+                    continue
+                pending = ""
+                if len(s) > 3:
+                    out.append((s, heading))
+            if len(pending) > 3:
+                out.append((pending, heading))
+    return out
+
+
+def split_sentences(text: str) -> list[str]:
+    """The answer units of ``text`` (``units``) without their heading flags."""
+    return [t for t, _ in units(text)]
+
+
+_POSSESSIVE = re.compile(r"['’]s$")
+
+
 def _tokens(text: str) -> list[str]:
-    return [w.lower() for w in _WORD_RE.findall(text)]
+    """Lower-case words, a possessive's "'s" dropped ("Scrooge's" -> "scrooge")."""
+    return [_POSSESSIVE.sub("", w.lower()) for w in _WORD_RE.findall(text)]
+
+
+def capitalised(text: str) -> set[str]:
+    """The words of ``text`` written with a capital, after its first word (``_tokens`` form)."""
+    words = _WORD_RE.findall(text)
+    return {_POSSESSIVE.sub("", w.lower()) for w in words[1:] if w[0].isupper()}
 
 
 def content_words(text: str) -> set[str]:
     return {w for w in _tokens(text) if w not in STOPWORDS and w not in _WH and len(w) > 1}
+
+
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "ly", "s")
+
+
+def stem(word: str) -> str:
+    """A crude stem: one inflection off, then the first six letters ("syncs", "synced" and "sync" meet;
+    "configure" and "configuration"; "approved" and "approval")."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word[:6]
+
+
+def stems(words: set[str]) -> set[str]:
+    return {stem(w) for w in words}
+
+
+def coverage(question: str, texts: list[str], word_df: WordDfFn | None = None, n_docs: int = 0) -> float:
+    """The share of the question's content-word idf weight whose stems ``texts`` hold (1.0 for a question without
+    content words)."""
+    asked = content_words(question)
+    if not asked:
+        return 1.0
+    weight = _weights(asked, word_df, n_docs)
+    have = stems(set().union(*(content_words(t) for t in texts))) if texts else set()
+    total = sum(weight.values()) or 1.0
+    return sum(w for word, w in weight.items() if stem(word) in have) / total
 
 
 def _weights(words: set[str], word_df: WordDfFn | None, n_docs: int) -> dict[str, float]:
@@ -75,22 +198,31 @@ def rank_sentences(
     """Every sentence of ``passages``, best first: embed_weight * cosine + overlap_weight * the share of the
     question's idf weight it holds - rank_decay * chunk rank + title_bonus when the question names the chunk's
     title."""
-    cands = [(s, p) for p in passages for s in split_sentences(p.text)]
+    cands = [(s, p, i, h) for p in passages for i, (s, h) in enumerate(units(p.text))]
     if not cands:
         return []
     asked = content_words(question)
     weight = _weights(asked, word_df, n_docs)
     total = sum(weight.values()) or 1.0
-    overlap = np.array([sum(weight[w] for w in asked & content_words(s)) / total for s, _ in cands])
+    asked_stems = {w: stem(w) for w in asked}
+    overlap = np.array([sum(weight[w] for w in asked if asked_stems[w] in stems(content_words(s))) / total
+                        for s, _, _, _ in cands])
+    if encode is not None and params.embed_weight and len(cands) > params.embed_max:
+        # embedding is what an answer costs: only the sentences best by words and chunk rank are embedded
+        pre = params.overlap_weight * overlap - params.rank_decay * np.array([c[1].rank for c in cands])
+        keep = np.sort(np.argsort(-pre, kind="stable")[: params.embed_max])
+        cands = [cands[i] for i in keep]
+        overlap = overlap[keep]
     sims = np.zeros(len(cands))
     if encode is not None and params.embed_weight:
-        vecs = np.asarray(encode([s for s, _ in cands]))
+        vecs = np.asarray(encode([c[0][:EMBED_CHARS] for c in cands]))
         qv = np.asarray(encode([question]))[0]
         sims = vecs @ qv
     score = params.embed_weight * sims + params.overlap_weight * overlap
-    score -= params.rank_decay * np.array([p.rank for _, p in cands])
+    score -= params.rank_decay * np.array([c[1].rank for c in cands])
     asked_all = set(_tokens(question))
     named = {p.n: _title_named(p, asked_all) for p in passages}
-    score += params.title_bonus * np.array([named[p.n] for _, p in cands])
+    score += params.title_bonus * np.array([named[c[1].n] for c in cands])
     order = np.argsort(-score, kind="stable")
-    return [Sentence(cands[i][0], cands[i][1], float(score[i])) for i in order]
+    return [Sentence(cands[i][0], cands[i][1], float(score[i]), float(sims[i]), cands[i][2], cands[i][3])
+            for i in order]

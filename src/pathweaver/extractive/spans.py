@@ -7,12 +7,9 @@ import re
 from dataclasses import dataclass
 
 from pathweaver.extractive.questions import (
-    _COUNTRY_OF,
-    _CUES,
     _DEATH,
     _MONTH_NUM,
     _MONTHS,
-    _NATIONALITY,
     _NOT_PERSON,
     _PERSON_STOP,
     _SMALL,
@@ -21,7 +18,7 @@ from pathweaver.extractive.questions import (
     DATE_RE,
     NUMBER_RE,
 )
-from pathweaver.extractive.sentences import _tokens
+from pathweaver.extractive.sentences import _tokens, stem
 from pathweaver.text import STOPWORDS
 
 
@@ -61,19 +58,32 @@ def _cap_spans(sentence: str) -> list[tuple[int, str]]:
             words = words[:-1]
         if not words or (len(words) == 1 and words[0].isdigit()):
             continue
-        span = " ".join(words)
-        out.append((m.start() + m.group(0).find(words[0]), span))
+        span = re.sub(r"['’]s$", "", " ".join(words))  # "Marley's face": the name is "Marley"
+        start = m.start() + m.group(0).find(words[0])
+        out.append((start, span))
+        joined = re.split(r"\s+(?:and|&)\s+", span)
+        if len(joined) > 1:  # "Emperor Lothair I and Ermengarde of Tours": each name alone as well
+            for part in joined:
+                out.append((start + span.find(part), part))
     return out
 
 
-def _cue_pattern(question: str) -> list[str]:
-    return [cue for trigger, cue in _CUES if trigger.search(question)]
+def _cued(before: str, question_stems: set[str]) -> float:
+    """How well the words just before a span echo the question ("born in" before a place for "Where was X
+    born?", "face of" before a name for "Whose face did Scrooge see?"): 1 when the nearest content word before
+    it is a question word, 0.5 when the one before that is, else 0. Only lower-case words count: a name the
+    question shares is no cue."""
+    clause = re.split(r"[()\[\],;:.!?]", before)[-1]  # the cue is in the span's own clause
+    words = [w for w in re.findall(r"[^\W\d_]+", clause) if w.islower() and w not in STOPWORDS][-2:]
+    if words and stem(words[-1]) in question_stems:
+        return 1.0
+    return 0.5 if len(words) == 2 and stem(words[0]) in question_stems else 0.0
 
 
 def typed_spans(sentence: str, kind: str, question: str) -> list[tuple[int, str, float]]:
     """Spans of ``sentence`` of the expected ``kind`` that the question does not name: (start, text, bonus)."""
     qwords = set(_tokens(question))
-    cues = _cue_pattern(question)
+    qstems = {stem(w) for w in qwords if w not in STOPWORDS}
     asked = re.search(r"\b(?:what|which)\s+(?:[\w\-']+\s+){0,5}?(?P<n>[a-z]+)\b(?=\s+(?:is|was|were|are|did|does|do|has|had|"
                       r"can|could|that|which|who|of|in|to|for|with|by|from)\b|\s*\??$)", question.lower())
     head = asked.group("n") if asked and asked.group("n") not in STOPWORDS else ""
@@ -92,33 +102,25 @@ def typed_spans(sentence: str, kind: str, question: str) -> list[tuple[int, str,
             if not died and re.search(r"\b(?:born|b\.)\s*(?:on|in)?\s*$|\(\s*$", before):
                 bonus += 0.2
             text = str(d.key[0]) if year_only and d.key[1] else d.text  # "What year ...?" asks for the year alone
-            out.append((d.start, text, bonus))
+            out.append((d.start, text, bonus + _cued(sentence[max(0, d.start - 60): d.start], qstems)))
         return out
     if kind == "number":
         for m in NUMBER_RE.finditer(sentence):
             text = m.group(0).strip()
             if text and not _in_question(text, qwords) and not re.fullmatch(r"1\d{3}|20\d{2}", text):
-                out.append((m.start(), text, 0.1 * (" " in text)))
+                cue = _cued(sentence[max(0, m.start() - 60): m.start()], qstems)
+                out.append((m.start(), text, 0.1 * (" " in text) + cue))
         return out
-    if kind == "nationality":
-        for m in re.finditer(r"\b(?:" + "|".join(_NATIONALITY) + r")\b", sentence):
-            out.append((m.start(), m.group(0), 0.2))
     for start, span in _cap_spans(sentence):
         if _in_question(span, qwords):
             continue
         low_words = {w.lower() for w in span.split()}
-        if kind == "person" and (low_words & _NOT_PERSON or any(ch.isdigit() for ch in span)
-                                 or span in _COUNTRY_OF or span in _NATIONALITY):  # "Canadian" names no one
+        if kind == "person" and (low_words & _NOT_PERSON or any(ch.isdigit() for ch in span)):
             continue
         before = sentence[max(0, start - 60): start]
-        bonus = 0.0
-        if any(re.search(c, before, re.I) for c in cues):
-            bonus += 1.0
-        if kind == "place":
-            if span in _COUNTRY_OF or span in _NATIONALITY:
-                continue
-            if re.search(r"\b(?:in|at|from|near|of)\s+$", before):
-                bonus += 0.3
+        bonus = _cued(before, qstems)
+        if kind == "place" and re.search(r"\b(?:in|at|from|near|of)\s+$", before):
+            bonus += 0.3
         if kind == "person" and re.search(r"\bby\s+$", before):
             bonus += 0.2
         if head and head in low_words:  # "which war" -> "World War II"

@@ -8,6 +8,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pathweaver.extract.graph import (
@@ -18,18 +19,20 @@ from pathweaver.extract.graph import (
     Structure,
     derive_document,
 )
+from pathweaver.ingest.embeds import embedded_targets
 from pathweaver.ingest.graph_inputs import GraphInputs
-from pathweaver.ingest.linking import NO_NAMES, LinkerCache, apply_names, names_of, names_to_prepare
+from pathweaver.ingest.linking import NO_NAMES, DocNames, LinkerCache, apply_names, names_of, names_to_prepare
 from pathweaver.ingest.parsed import ParseError
 from pathweaver.ingest.parsers import parse_file
 from pathweaver.ingest.prepare import Prepared
-from pathweaver.ingest.scanner import FileEntry, KnownDoc, under
+from pathweaver.ingest.safe_open import open_regular
+from pathweaver.ingest.scanner import FileEntry, KnownDoc, file_hash, under
 from pathweaver.store import graph_writes as gw
 from pathweaver.store import indexing as ix
 from pathweaver.store import writes as w
 from pathweaver.store.changes import document_change
 from pathweaver.store.db import Connection, Database
-from pathweaver.store.reads import entity_ids_of, gram_df, indexed_paths
+from pathweaver.store.reads import entity_ids_of, gram_df
 
 
 def delete_documents(conn: Connection, doc_ids: Sequence[int], ensure: Callable[[Mapping[str, str]], object] | None = None,
@@ -42,25 +45,73 @@ def delete_documents(conn: Connection, doc_ids: Sequence[int], ensure: Callable[
             change.count_chunks(w.delete_document(conn, doc_id))
 
 
-def prune_missing(db: Database) -> list[str]:
-    """Delete the indexed documents whose file is gone (one stat each), so a file deleted while no process watched
-    is never served; returns their paths. Documents under an indexed root that is itself missing (an unmounted
-    drive) stay, as the folder scan keeps them."""
+@dataclass
+class StartupPass:
+    """What ``withhold_outdated`` found: paths deleted on disk, and paths whose text changed (withheld until the
+    scan indexes them again)."""
+
+    gone: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+
+
+def withhold_outdated(db: Database) -> StartupPass:
+    """Delete the indexed documents whose file is gone or whose text changed since it was indexed, so that a file
+    deleted or edited while no process watched is never served: one stat each; a file whose mtime or size moved is
+    hashed, and one with the same bytes only gets its new stat. A changed file's document comes back when the next
+    scan indexes it (the server scans its folders at once). Documents under an indexed root that is itself missing
+    (an unmounted drive) stay, as the folder scan keeps them."""
     roots = json.loads(db.get_meta("roots", "[]") or "[]")
     absent = [r for r in roots if not os.path.isdir(r)]
-    gone: list[tuple[int, str]] = []
-    for doc_id, path in indexed_paths(db.conn):
+    out = StartupPass()
+    drop: list[int] = []
+    touched: list[tuple[int, float, int]] = []
+    for doc_id, path, content_hash, mtime, size, status, _ in ix.known_documents(db.conn):
+        if status != "indexed":
+            continue
         try:
-            os.stat(path)
+            st = os.stat(path)
         except FileNotFoundError:
             if not under(path, absent):
-                gone.append((doc_id, path))
+                drop.append(doc_id)
+                out.gone.append(path)
+            continue
         except OSError:
             continue  # there but unreadable now: the next scan gives it its reason
-    if gone:
+        if st.st_mtime == mtime and st.st_size == size:
+            continue
+        try:
+            same = file_hash(path) == content_hash
+        except OSError:
+            same = False  # not a regular file any more, or unreadable: not served until the scan says why
+        if same:
+            touched.append((doc_id, st.st_mtime, st.st_size))
+        else:
+            drop.append(doc_id)
+            out.changed.append(path)
+    if drop or touched:
         with db.write() as conn:
-            delete_documents(conn, [doc_id for doc_id, _ in gone])
-    return [path for _, path in gone]
+            for doc_id, new_mtime, new_size in touched:
+                w.update_document_stat(conn, doc_id, new_mtime, new_size)
+            delete_documents(conn, drop)
+    return out
+
+
+RENAME_BATCH = 500  # renames settled per transaction: bounds the derived graphs held at once
+
+
+@dataclass
+class _Rename:
+    """One planned rename: the document, its new entry, what its file now says, and its graph when re-derived."""
+
+    doc: KnownDoc
+    entry: FileEntry
+    title: str
+    headings: list[tuple[int, str]]
+    links: list[str]
+    names: DocNames
+    same: bool
+    graph: DocGraph | None
+    keys: dict[int, int]
 
 
 class DocumentWriter:
@@ -101,6 +152,7 @@ class DocumentWriter:
                                        size=entry.size, status="skipped", reason=entry.reason or "unknown",
                                        indexed_at=time.time())
             apply_names(conn, {doc_id: NO_NAMES}, [], self._no_new_names, self._linker)
+            w.set_embeds(conn, doc_id, [])
             change.count_chunks(w.delete_document_chunks(conn, doc_id))
 
     def delete(self, doc: KnownDoc) -> None:
@@ -140,6 +192,7 @@ class DocumentWriter:
                 links=doc.links,
             )
             removed = w.delete_document_chunks(conn, doc_id)
+            w.set_embeds(conn, doc_id, embedded_targets(doc))
             # in a batch transaction (no graph derived in it) the batch adds every file's gram_df at its end
             ids = w.insert_chunks(conn, doc_id, doc.title, prep.rows, prep.vecs, count_grams=batch is None)
             if graph is None:
@@ -184,16 +237,29 @@ class DocumentWriter:
         gw.ensure_relations(conn, [(k, r.kind, r.sentence) for k, r in zip(keys, graph.relations, strict=True)],
                            [(k, chunk_ids[r.chunk], r.start, r.end) for k, r in zip(keys, graph.relations, strict=True)])
 
-    def rename(self, doc: KnownDoc, entry: FileEntry, deferred: bool) -> bool:
-        """Move ``doc`` to ``entry.path`` without re-embedding; False if the content changed meanwhile."""
+    def rename_many(self, moves: Sequence[tuple[KnownDoc, FileEntry]], deferred: bool) -> list[tuple[KnownDoc, FileEntry]]:
+        """Move each document to its entry's path without re-embedding, ``RENAME_BATCH`` at a time, each batch in
+        one transaction whose name layer is settled once (``apply_names`` of all its documents: the vocabulary is
+        read twice a batch, not twice a file, and the result is the same). Returns the moves whose content changed
+        meanwhile (not renamed)."""
+        stale: list[tuple[KnownDoc, FileEntry]] = []
+        for i in range(0, len(moves), RENAME_BATCH):
+            batch = moves[i:i + RENAME_BATCH]
+            plans = [self._plan_rename(doc, entry, deferred) for doc, entry in batch]
+            stale += [m for m, plan in zip(batch, plans, strict=True) if plan is None]
+            self._write_renames([p for p in plans if p is not None], deferred)
+        return stale
+
+    def _plan_rename(self, doc: KnownDoc, entry: FileEntry, deferred: bool) -> _Rename | None:
+        """What renaming ``doc`` writes, read and derived before the transaction; None if its content changed."""
         try:
-            with open(entry.path, "rb") as f:
+            with open_regular(entry.path) as f:
                 data = f.read()
             parsed = parse_file(Path(entry.path), data)
         except (OSError, ParseError):
-            return False
+            return None
         if hashlib.sha1(data).hexdigest() != doc.content_hash:
-            return False
+            return None
         same = ix.document_structure(self.db.conn, doc.id) == (
             parsed.title, [list(h) for h in parsed.headings], list(parsed.links))
         graph, keys = None, {}
@@ -206,22 +272,34 @@ class DocumentWriter:
             keys = {c.key: c.key for c in chunks}
             self.inputs.doc_graph_vectors(graph)  # caches what the snapshot makes their vectors from
         names = names_of(parsed.title, parsed.aliases, parsed.headings, parsed.link_texts)
-        ensure = None if deferred else self._name_entities(names_to_prepare(self.db.conn, doc.id, names))
+        return _Rename(doc, entry, parsed.title, parsed.headings, parsed.links, names, same, graph, keys)
+
+    def _write_renames(self, plans: Sequence[_Rename], deferred: bool) -> None:
+        if not plans:
+            return
+        ensure = None
+        if not deferred:  # the union of each file's superset is a superset of what the batch may add
+            prepare: set[str] = set()
+            for p in plans:
+                prepare |= names_to_prepare(self.db.conn, p.doc.id, p.names)
+            ensure = self._name_entities(prepare)
         with self.db.write() as conn:
-            w.rename_document(conn, doc.id, entry.path, entry.mtime, entry.size, parsed.title, parsed.headings,
-                              parsed.links)
-            if ensure is None:
-                gw.set_doc_names(conn, doc.id, names.names, names.links)
-            else:
-                apply_names(conn, {doc.id: names}, [], ensure, self._linker)
-            if not same:
-                with document_change(conn, [doc.id]):
-                    gw.clear_chunk_derived(conn, list(keys) or ix.document_chunk_ids(conn, doc.id))
-                    if graph is None:
+            for p in plans:
+                w.rename_document(conn, p.doc.id, p.entry.path, p.entry.mtime, p.entry.size, p.title, p.headings,
+                                  p.links)
+                if ensure is None:
+                    gw.set_doc_names(conn, p.doc.id, p.names.names, p.names.links)
+            if ensure is not None:
+                apply_names(conn, {p.doc.id: p.names for p in plans}, [], ensure, self._linker)
+            for p in plans:
+                if p.same:
+                    continue
+                with document_change(conn, [p.doc.id]):
+                    gw.clear_chunk_derived(conn, list(p.keys) or ix.document_chunk_ids(conn, p.doc.id))
+                    if p.graph is None:
                         w.set_meta(conn, "refresh_pending", "1")
                     else:
-                        self._write_graph(conn, graph, keys)
-        return True
+                        self._write_graph(conn, p.graph, p.keys)
 
     def _stored_chunks(self, doc_id: int) -> list[ChunkInput]:
         return [ChunkInput(*row) for _, row in ix.stored_chunks(self.db.conn, doc_id)]

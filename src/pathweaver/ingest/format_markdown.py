@@ -25,7 +25,13 @@ _LIST_RE = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+(?:\[[ xX]\][ \t]+)?")
 _QUOTE_RE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
 _TABLE_RULE_RE = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 _REF_DEF_RE = re.compile(r"^[ ]{0,3}\[[^\]]+\]:[ \t]*\S+.*$")
-_WIKI_RE = re.compile(r"!?\[\[([^\[\]|]+?)(?:\|([^\[\]]*?))?\]\]")
+# ``\|`` separates target and display text inside a table cell, where a bare "|" would end the cell
+_WIKI_RE = re.compile(r"!?\[\[([^\[\]|]+?)(?:\\?\|([^\[\]]*?))?\]\]")
+# what may stand before a link at the start of a sentence, a list item or a table cell: nothing, or a sentence end
+# a block id closing a paragraph, list item or table row ("... text ^abc-1"), or alone on the line after it
+_BLOCK_ID_RE = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9-]+)[ \t]*$")
+EMBED_MARK = "\ue000"  # stands before an embed's name in a line until its offset in the text is known
+_SENTENCE_START_RE = re.compile(r"(?:^|[.!?:|>\u2022-])[\s*_\"'(\[\u201c]*$")
 _IMAGE_RE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _MD_LINK_RE = re.compile(r"\[([^\]]*)\]\(\s*(<[^>]*>|[^)\s]*)(?:\s+[\"'(][^)]*)?\s*\)")
 _REF_LINK_RE = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
@@ -42,16 +48,35 @@ def _wiki_target(raw: str) -> str:
     return PurePosixPath(name).stem if PurePosixPath(name).suffix.lower() in SUPPORTED_SUFFIXES else name
 
 
-def _md_inline(line: str, links: list[str], texts: list[tuple[str, str]] | None = None) -> str:
-    """Inline Markdown -> readable text; local link targets are appended to ``links``, (target, display text) of
-    links with a display text of their own to ``texts``."""
+def mid_sentence(before: str) -> bool:
+    """Whether a link after ``before`` (its line so far) stands inside a sentence, where English capitalises only
+    names, rather than where every text starts with a capital (a line, list item, table cell or sentence)."""
+    return not _SENTENCE_START_RE.search(before)
+
+
+def _fragment(raw: str) -> str:
+    """The part of an embed after the note name: '' (the whole note), "^id" (a block) or the last heading."""
+    if "#" not in raw:
+        return ""
+    parts = [p.strip() for p in raw.split("#")[1:] if p.strip()]
+    return parts[-1] if parts else ""
+
+
+def _md_inline(line: str, links: list[str], texts: list[tuple[str, str, bool]] | None = None,
+               embeds: list[tuple[str, str]] | None = None) -> str:
+    """Inline Markdown -> readable text; local link targets are appended to ``links``, (target, display text,
+    ``mid_sentence``) of links with a display text of their own to ``texts``, (target, fragment) of embeds to
+    ``embeds`` (their name then follows an ``EMBED_MARK``)."""
 
     def wiki(m: re.Match[str]) -> str:
         target = _wiki_target(m.group(1))
         links.append(target)
+        if m.group(0).startswith("!") and embeds is not None and target:
+            embeds.append((target, _fragment(m.group(1))))
+            return EMBED_MARK + target
         shown = (m.group(2) or "").strip()
         if shown and texts is not None and not m.group(0).startswith("!"):
-            texts.append((target, shown))
+            texts.append((target, shown, mid_sentence(m.string[: m.start()])))
         return shown or target
 
     def md_link(m: re.Match[str]) -> str:
@@ -59,7 +84,7 @@ def _md_inline(line: str, links: list[str], texts: list[tuple[str, str]] | None 
         if target:
             links.append(target)
             if texts is not None and m.group(1).strip():
-                texts.append((target, m.group(1).strip()))
+                texts.append((target, m.group(1).strip(), mid_sentence(m.string[: m.start()])))
         return m.group(1)
 
     line = _CODE_RE.sub(lambda m: m.group(1), line)
@@ -107,7 +132,13 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
     headings: list[tuple[int, str]] = []
     h1 = ""
     links: list[str] = []
-    link_texts: list[tuple[str, str]] = []
+    link_texts: list[tuple[str, str, bool]] = []
+    levels: list[int] = []
+    embeds: list[tuple[int, str, str]] = []
+    pending: list[tuple[str, str]] = []  # embeds of the line being read, in order
+    blocks: dict[str, tuple[int, int]] = {}
+    para_start: int | None = None  # where the paragraph (or list, table) being read began
+    last_para: tuple[int, int] | None = None
     fence: str | None = None
     prev: tuple[int, str] | None = (
         None  # (offset, text) of the previous plain paragraph line: setext candidate
@@ -116,6 +147,12 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
     def emit(s: str) -> int:
         nonlocal offset
         start = offset
+        parts = s.split(EMBED_MARK)
+        s = parts[0]
+        for part, (target, fragment) in zip(parts[1:], pending, strict=False):
+            embeds.append((start + len(s), target, fragment))
+            s += part
+        pending.clear()
         out.append(s)
         offset += len(s) + 1
         return start
@@ -135,15 +172,19 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
         setext = _SETEXT_RE.match(raw)
         if setext and prev is not None:
             headings.append(prev)
+            levels.append(1 if setext.group(1)[0] == "=" else 2)
             if setext.group(1)[0] == "=" and not h1:
                 h1 = prev[1]
             prev = None
+            para_start = None
             continue
         atx = _ATX_RE.match(raw)
         if atx:
             heading = _md_inline(atx.group(2) or "", links, link_texts).strip()
             if heading:
                 headings.append((emit(heading), heading))
+                levels.append(len(atx.group(1)))
+                para_start = None
                 if len(atx.group(1)) == 1 and not h1:
                     h1 = heading
             prev = None
@@ -153,15 +194,29 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
             continue
         line = _QUOTE_RE.sub("", raw)
         line = _LIST_RE.sub("", line)
-        line = _md_inline(line, links, link_texts).strip().strip("|").strip()
+        block = _BLOCK_ID_RE.search(line)
+        if block:
+            line = line[: block.start()]
+        line = _md_inline(line, links, link_texts, pending).strip().strip("|").strip()
         if not line:
+            if block and last_para is not None:  # "^id" alone under a paragraph, list or table names it
+                blocks.setdefault(block.group(1), last_para)
             if out and out[-1] != "":
                 emit("")
             prev = None
+            para_start = None
             continue
         start = emit(line)
+        para_start = start if para_start is None else para_start
+        last_para = (para_start, start + len(out[-1]))
+        if block:
+            blocks.setdefault(block.group(1), last_para)
         is_plain = not _LIST_RE.match(raw) and not _QUOTE_RE.match(raw)
         prev = (start, line) if is_plain and len(line) < 200 else None
     body = "\n".join(out).rstrip()
+    if not body.strip():
+        # a stub note (front matter alone, common in a zettelkasten) is still found by the names it gives itself
+        body = "\n".join(_dedupe([fm_title, *aliases]))
     return ParsedDocument(body, fm_title or h1 or stem_title(path), headings, _dedupe(links), aliases=aliases,
-                          link_texts=list(dict.fromkeys(link_texts)))
+                          link_texts=list(dict.fromkeys(link_texts)), embeds=embeds, heading_levels=levels,
+                          blocks=blocks)

@@ -12,6 +12,7 @@ from pathweaver.ingest.parsed import (
     ParseError,
     stem_title,
 )
+from pathweaver.ingest.zip_limits import check_zip
 
 
 def parse_pdf(path: Path, data: bytes) -> ParsedDocument:
@@ -74,6 +75,7 @@ def parse_docx(path: Path, data: bytes) -> ParsedDocument:
     import docx
     from docx.table import Table
 
+    check_zip(data, "DOCX")
     try:
         document = docx.Document(io.BytesIO(data))
     except Exception as exc:

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pathspec
 
-from pathweaver.config import ConfigError
+from pathweaver.config import ConfigError, IngestSettings
 from pathweaver.ingest.confine import Confinement
 from pathweaver.ingest.parsed import SUPPORTED_SUFFIXES
+from pathweaver.ingest.safe_open import open_regular, stat_reason
 
 IGNORE_FILES = (".gitignore", ".pathweaverignore")
 TEXT_SUFFIXES: frozenset[str] = frozenset({".md", ".markdown", ".txt", ".rst", ".html", ".htm"})
@@ -31,19 +32,29 @@ def looks_binary(data: bytes) -> bool:
 
 
 class IgnoreRules:
-    """Skip rules for one root: hidden paths, gitignore-style patterns, unsupported types and a size limit."""
+    """Skip rules for one root: hidden paths, gitignore-style patterns, unsupported types and size limits (one for
+    every file, a lower one for text files), and whether hard links are read."""
 
-    def __init__(self, root: Path, patterns: Iterable[str] = (), max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        if max_bytes < 1:
-            raise ConfigError(f"max_bytes must be >= 1, got {max_bytes}")
+    @classmethod
+    def of(cls, root: Path, ing: IngestSettings) -> IgnoreRules:
+        """The rules ``ing`` (``[ingest]`` settings) sets, rooted at ``root``."""
+        return cls(root, list(ing.ignore), ing.max_file_bytes, ing.allow_hard_links, ing.max_text_bytes)
+
+    def __init__(self, root: Path, patterns: Iterable[str] = (), max_bytes: int = DEFAULT_MAX_BYTES,
+                 allow_hard_links: bool = False, max_text_bytes: int | None = None) -> None:
+        if max_bytes < 1 or (max_text_bytes is not None and max_text_bytes < 1):
+            raise ConfigError(f"max_bytes and max_text_bytes must be >= 1, got {max_bytes} and {max_text_bytes}")
         self.root = Path(os.path.abspath(root))
         self.max_bytes = max_bytes
+        self.max_text_bytes = max_bytes if max_text_bytes is None else min(max_bytes, max_text_bytes)
+        self.allow_hard_links = allow_hard_links
         lines: list[str] = []
         for name in IGNORE_FILES:
             f = self.root / name
             if f.is_file():
                 try:
-                    lines += f.read_text(encoding="utf-8", errors="replace").splitlines()
+                    with open_regular(f) as fh:
+                        lines += fh.read(1 << 20).decode("utf-8", errors="replace").splitlines()
                 except OSError:
                     continue
         lines += list(patterns)
@@ -89,13 +100,16 @@ class IgnoreRules:
                 size = os.stat(path).st_size
             except OSError:
                 return None  # existence and readability are the caller's business
-        if size > self.max_bytes:
-            return f"too large ({size} bytes > {self.max_bytes})"
+        limit = self.max_text_bytes if suffix in TEXT_SUFFIXES else self.max_bytes
+        if size > limit:
+            return f"too large ({size} bytes > {limit})"
         return None
 
 
-def _file_reason(path: Path, rules: IgnoreRules, size: int) -> str | None:
-    reason = rules.reason(path, size)
+def file_stat_reason(path: Path, rules: IgnoreRules, st: os.stat_result) -> str | None:
+    """Why the file ``path`` with the (followed) stat ``st`` is skipped: the rules', then not a regular file or a
+    hard link (``safe_open``), then unreadable; None to index it."""
+    reason = rules.reason(path, st.st_size) or stat_reason(st, rules.allow_hard_links)
     if reason is None and not os.access(path, os.R_OK):
         return "unreadable: permission denied"
     return reason
@@ -162,11 +176,11 @@ def _walk(
             yield path, _dangling_reason(path)
             continue
         try:
-            size = entry.stat(follow_symlinks=True).st_size
+            st = entry.stat(follow_symlinks=True)
         except OSError as exc:
             yield path, f"unreadable: {exc.strerror or exc}"
             continue
-        yield path, _file_reason(path, rules, size)
+        yield path, file_stat_reason(path, rules, st)
 
 
 def _dangling_reason(path: Path) -> str:

@@ -65,7 +65,7 @@ NO_NAMES = DocNames()
 
 
 def names_of(title: str, aliases: Iterable[str], headings: Sequence[tuple[int, str]] = (),
-             link_texts: Sequence[tuple[str, str]] = ()) -> DocNames:
+             link_texts: Sequence[tuple[str, str, bool]] = ()) -> DocNames:
     return DocNames(document_names(title, list(aliases), [h for _, h in headings]),
                     frozenset(link_names(list(link_texts))))
 

@@ -36,10 +36,19 @@ class ParsedDocument:
     # The file decoded (line endings and a BOM kept): what citation spans index (``ingest.spans``); None for PDF
     # and DOCX, which give ``units`` instead: (offset in text, "page 3" or "paragraph 7") where each unit begins.
     source: str | None = None
+    # Ranges of ``source`` that hold no document text (HTML tags, head, title, scripts, styles, comments): citation
+    # spans never point into them, even where a word of the text also appears there.
+    hidden: list[tuple[int, int]] = field(default_factory=list)
     units: list[tuple[int, str]] = field(default_factory=list)
     aliases: list[str] = field(default_factory=list)  # other names of the document (Markdown front-matter aliases:)
-    # (link target, display text) of Markdown links that show a text of their own: ``[[Target|text]]``, ``[text](t.md)``
-    link_texts: list[tuple[str, str]] = field(default_factory=list)
+    # (link target, display text, written mid-sentence) of Markdown links that show a text of their own:
+    # ``[[Target|text]]``, ``[text](t.md)``
+    link_texts: list[tuple[str, str, bool]] = field(default_factory=list)
+    # Obsidian embeds ``![[Note]]``, ``![[Note#Heading]]``, ``![[Note#^block]]``: (offset in text, target name,
+    # fragment: '' for the whole note, the heading, or "^" + the block id); ``ingest.embeds`` expands them
+    embeds: list[tuple[int, str, str]] = field(default_factory=list)
+    heading_levels: list[int] = field(default_factory=list)  # the level of each of ``headings`` (1 to 6)
+    blocks: dict[str, tuple[int, int]] = field(default_factory=dict)  # block id -> its paragraph's span in text
 
 
 def stem_title(path: Path) -> str:

@@ -16,6 +16,10 @@ from pathweaver.ingest.format_office import parse_docx, parse_pdf
 from pathweaver.ingest.format_text import parse_rst, parse_txt
 from pathweaver.ingest.parsed import ParsedDocument, ParseError
 
+# how the parsers read files; raise it when a change makes a file they refused readable (a stub note, issue 37),
+# so that a store's skipped files are tried again on its next full scan
+PARSE_RULES = 2
+
 _PARSERS: dict[str, Callable[[Path, bytes], ParsedDocument]] = {
     ".md": parse_markdown,
     ".markdown": parse_markdown,

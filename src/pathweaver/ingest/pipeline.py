@@ -35,11 +35,13 @@ from pathweaver.extract import ner
 from pathweaver.extract.graph import ExtractParams
 from pathweaver.ingest.confine import Confinement
 from pathweaver.ingest.documents import DocumentWriter
+from pathweaver.ingest.embeds import NoteIndex, note_key
 from pathweaver.ingest.graph_inputs import GraphInputs
 from pathweaver.ingest.ignore import IgnoreRules, iter_files
 from pathweaver.ingest.invariance import recorded_invariance
 from pathweaver.ingest.linking import LinkerCache
-from pathweaver.ingest.prepare import Prepared, Preparer
+from pathweaver.ingest.parsers import PARSE_RULES
+from pathweaver.ingest.prepare import Prepared, Preparer, in_batch_order
 from pathweaver.ingest.refresh import Refresher, vector_settings_changed
 from pathweaver.ingest.scanner import (
     FileEntry,
@@ -60,6 +62,7 @@ from pathweaver.store import indexing as ix
 from pathweaver.store import writes as w
 from pathweaver.store.db import Connection, Database
 from pathweaver.store.reads import folder_states
+from pathweaver.store.servers import live_servers
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +103,10 @@ class Indexer:
                 w.set_meta(conn, "entity_settings", self.params.entity_settings)
 
     # -- public API ------------------------------------------------------------------------------------------
-    def index_paths(self, paths: list[Path], exact: bool = True, progress: ProgressFn | None = None) -> IndexReport:
-        """Index files and folders; with ``exact`` documents not under any of ``paths`` are removed."""
+    def index_paths(self, paths: list[Path], exact: bool = True, progress: ProgressFn | None = None,
+                    force: bool = False) -> IndexReport:
+        """Index files and folders; with ``exact`` documents not under any of ``paths`` are removed, but never those
+        of a running server's folders unless ``force`` (``ConfigError`` naming the server, before any change)."""
         start = time.perf_counter()
         roots = [Path(os.path.abspath(p)) for p in paths]
         missing = [str(p) for p in roots if not p.exists() and not p.is_symlink()]
@@ -110,13 +115,19 @@ class Indexer:
         ing = self.settings.ingest
         root_strs = [str(r) for r in roots]
         confine = self._confinement(root_strs if exact else [*self._stored_roots(), *root_strs])
-        found = self._admitted(walk(roots, list(ing.ignore), ing.max_file_bytes, confine))
-        scan = diff(found, self._known(), (lambda p: True) if exact else (lambda p: under(p, root_strs)))
+        found = self._admitted(walk(roots, ing, confine))
+        retry = self.db.get_meta("parse_rules") != str(PARSE_RULES)
+        scan = diff(found, self._known(), (lambda p: True) if exact else (lambda p: under(p, root_strs)),
+                    retry_skipped=retry)
+        if not force:
+            self._spare_live_servers(scan.deleted)
         report = self._apply(scan, progress)
         with self.db.write() as conn:
             old = self._stored_roots()
             keep = [] if exact else [r for r in old if r not in root_strs]
             w.set_meta(conn, "roots", json.dumps(sorted(keep + [str(r) for r in roots if r.is_dir()])))
+            if retry:
+                w.set_meta(conn, "parse_rules", str(PARSE_RULES))
         report.seconds = time.perf_counter() - start
         return report
 
@@ -135,21 +146,32 @@ class Indexer:
                 continue
             root = self._root_of(p)
             if path.is_dir():
-                rules = IgnoreRules(Path(root) if root else path, list(ing.ignore), ing.max_file_bytes)
+                rules = self._rules(Path(root) if root else path)
                 for f, reason in iter_files(path, rules, confine):
                     put_entry(found, entry_for(f, reason))
             elif root:
-                rules = IgnoreRules(Path(root), list(ing.ignore), ing.max_file_bytes)
-                reason = (confine.reason(path) if path.is_symlink() else None) or rules.reason(path) or file_reason(
-                    path, list(ing.ignore), ing.max_file_bytes)
+                reason = (confine.reason(path) if path.is_symlink() else None) or self._rules(Path(root)).reason(
+                    path) or file_reason(path, self._rules(path.parent))
                 put_entry(found, entry_for(path, reason))
             else:
-                found.update(walk([path], list(ing.ignore), ing.max_file_bytes, confine))
+                found.update(walk([path], ing, confine))
         scope = {store_path(p) for p in removed_s | changed_s}
         scan = diff(self._admitted(found), self._known(), lambda p: under(p, scope))
         report = self._apply(scan, None)
         report.seconds = time.perf_counter() - start
         return report
+
+    def _spare_live_servers(self, deleted: list[KnownDoc]) -> None:
+        """Refuse to delete documents under the folders of a server running on this store (``store.servers``)."""
+        if not deleted:
+            return
+        for server in live_servers(self.db.store_dir):
+            theirs = [d for d in deleted if under(d.path, server.folders)]
+            if theirs:
+                raise ConfigError(
+                    f"a running server (pid {server.pid}) serves {', '.join(server.folders)}: this index would "
+                    f"delete {len(theirs)} of its documents there (e.g. {theirs[0].path}). Pass --keep-others to "
+                    f"keep them, or --force to delete them anyway")
 
     def remove_path(self, path: Path) -> int:
         """Remove the documents at or under ``path``; returns how many."""
@@ -183,6 +205,9 @@ class Indexer:
         removed = [p for p, state in folder_states(self.db.conn).items() if state == "removed"]
         return {p: e for p, e in found.items() if not under(p, removed)} if removed else found
 
+    def _rules(self, root: Path) -> IgnoreRules:
+        return IgnoreRules.of(root, self.settings.ingest)
+
     def _confinement(self, roots: Sequence[str]) -> Confinement:
         return Confinement(roots, self.settings.ingest.follow_symlinks_outside)
 
@@ -194,15 +219,32 @@ class Indexer:
         inside = [r for r in roots if under(path, [r])]
         return max(inside, key=len) if inside else None
 
+    def _with_embedders(self, scan: ScanResult, known: dict[str, KnownDoc]) -> None:
+        """Point embeds at the notes as they are after ``scan`` (``ingest.embeds``), and re-index the notes that
+        embed a note the scan adds, changes, renames or removes: their chunks hold its text."""
+        gone = {d.path for d in scan.deleted} | {d.path for d, _ in scan.renamed} | {e.path for e in scan.skipped}
+        notes = {p for p, d in known.items() if d.status == "indexed"} - gone
+        notes |= {e.path for e in scan.new + scan.changed} | {e.path for _, e in scan.renamed}
+        self._preparer.notes = NoteIndex(notes, self.settings.ingest.max_file_bytes)
+        moved = [e.path for e in scan.new + scan.changed] + [p for p in gone]
+        keys = sorted({k for k in map(note_key, moved) if k is not None})
+        work = {e.path for e in scan.new + scan.changed} | gone
+        redo = [p for p in ix.embedders_of(self.db.conn, keys) if p not in work]
+        if redo:
+            again = set(redo)
+            scan.unchanged = [e for e in scan.unchanged if e.path not in again]
+            scan.changed += [entry_for(Path(p), None) for p in redo]
+
     def _apply(self, scan: ScanResult, progress: ProgressFn | None) -> IndexReport:
         report = IndexReport(unchanged=len(scan.unchanged) + len(scan.touched))
         known = self._known()
+        self._with_embedders(scan, known)
         n_work = len(scan.new) + len(scan.changed)
         n_indexed = sum(1 for d in known.values() if d.status == "indexed") - len(scan.deleted) + len(scan.new)
         first = n_work > 0 and self._count("chunks") == 0
         deferred = first or (n_work > 0 and n_work > self.settings.extract.auto_refresh_ratio * max(1, n_indexed))
-        for doc in scan.deleted:
-            if self._alone(report, doc.path, self._writer.delete, doc):
+        for doc in scan.deleted:  # a skipped file's row goes too, but it was never a document: not counted
+            if self._alone(report, doc.path, self._writer.delete, doc) and doc.status == "indexed":
                 report.deleted += 1
         for entry in scan.skipped:
             if self._alone(report, entry.path, self._writer.write_skipped, entry, known.get(entry.path)):
@@ -211,14 +253,13 @@ class Indexer:
             with self.db.write() as conn:
                 for doc, entry in scan.touched:
                     w.update_document_stat(conn, doc.id, entry.mtime, entry.size)
-        for doc, entry in scan.renamed:
-            if self._writer.rename(doc, entry, deferred):
-                report.renamed += 1
-            else:  # the content changed after the scan: a plain delete + add
-                self._writer.delete(doc)
-                report.deleted += 1
-                scan.new.append(entry)
-        work = scan.new + scan.changed
+        stale = self._writer.rename_many(scan.renamed, deferred)
+        report.renamed += len(scan.renamed) - len(stale)
+        for doc, entry in stale:  # the content changed after the scan: a plain delete + add
+            self._writer.delete(doc)
+            report.deleted += 1
+            scan.new.append(entry)
+        work = in_batch_order(scan.new + scan.changed)
         new_paths = {e.path for e in scan.new}
         done = 0
         for batch in self._preparer.batches(work, report):

@@ -13,12 +13,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pathweaver.config import IngestSettings
 from pathweaver.ingest.confine import Confinement
-from pathweaver.ingest.ignore import IgnoreRules, iter_files
+from pathweaver.ingest.ignore import IgnoreRules, file_stat_reason, iter_files
+from pathweaver.ingest.safe_open import HARD_LINK_PREFIX, open_regular
 
 # Skip reasons that come from the walk (not from reading the file): they are re-checked on every scan.
 WALK_REASONS = ("too large", "hidden", "ignored by", "unsupported", "symlink", "broken symlink", "not a regular",
-                "outside root", "unreadable", "file name")
+                "outside root", "unreadable", "file name", HARD_LINK_PREFIX)
 NON_UTF8_REASON = "file name is not valid UTF-8 (rename the file to index it)"
 
 
@@ -57,9 +59,9 @@ class ScanResult:
 
 
 def file_hash(path: str | Path) -> str:
-    """sha1 of the file's bytes (streamed)."""
+    """sha1 of the file's bytes (streamed; never blocks on a FIFO: ``safe_open``)."""
     h = hashlib.sha1()
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
@@ -94,31 +96,30 @@ def put_entry(found: dict[str, FileEntry], entry: FileEntry) -> None:
         found[entry.path] = entry
 
 
-def walk(paths: Iterable[Path], patterns: list[str], max_bytes: int, confine: Confinement | None = None
-         ) -> dict[str, FileEntry]:
-    """Every supported file under ``paths`` (folders or files) with its walk-time skip reason; symlinks out of
-    ``confine``'s roots are skipped."""
+def walk(paths: Iterable[Path], ing: IngestSettings, confine: Confinement | None = None) -> dict[str, FileEntry]:
+    """Every supported file under ``paths`` (folders or files) with its walk-time skip reason under the ``[ingest]``
+    settings ``ing``; symlinks out of ``confine``'s roots are skipped."""
     found: dict[str, FileEntry] = {}
     for p in paths:
         p = Path(os.path.abspath(p))
         if p.is_dir():
-            rules = IgnoreRules(p, patterns, max_bytes)
-            for path, reason in iter_files(p, rules, confine):
+            for path, reason in iter_files(p, IgnoreRules.of(p, ing), confine):
                 put_entry(found, entry_for(path, reason))
         else:
-            put_entry(found, entry_for(p, file_reason(p, patterns, max_bytes)))
+            put_entry(found, entry_for(p, file_reason(p, IgnoreRules.of(p.parent, ing))))
     return found
 
 
-def file_reason(path: Path, patterns: list[str], max_bytes: int) -> str | None:
-    """Skip reason of one named file (rules rooted at its folder)."""
+def file_reason(path: Path, rules: IgnoreRules) -> str | None:
+    """Skip reason of one named file under ``rules``: theirs, then not a regular file, a hard link or unreadable
+    (the same checks as a folder walk: a FIFO named by a watcher event is skipped, never opened)."""
     try:
-        reason = IgnoreRules(path.parent, patterns, max_bytes).reason(path)
+        st = os.stat(path)
+    except FileNotFoundError:
+        return rules.reason(path)  # gone: the caller's diff deletes it
     except OSError as exc:
-        return f"unreadable: {exc.strerror or exc}"
-    if reason is None and path.exists() and not os.access(path, os.R_OK):
-        return "unreadable: permission denied"
-    return reason
+        return rules.reason(path) or f"unreadable: {exc.strerror or exc}"
+    return file_stat_reason(path, rules, st)
 
 
 def under(path: str, roots: Iterable[str]) -> bool:
@@ -134,8 +135,9 @@ def _safe_hash(path: str) -> str | None:
 
 
 def diff(found: dict[str, FileEntry], known: dict[str, KnownDoc], in_scope: Callable[[str], bool],
-         hasher: Callable[[str], str | None] = _safe_hash) -> ScanResult:
-    """Classify ``found`` files against ``known`` rows; known rows ``in_scope`` but not found are deleted."""
+         hasher: Callable[[str], str | None] = _safe_hash, retry_skipped: bool = False) -> ScanResult:
+    """Classify ``found`` files against ``known`` rows; known rows ``in_scope`` but not found are deleted. With
+    ``retry_skipped`` every file skipped before is read again (the parsers changed since)."""
     out = ScanResult()
     for path in sorted(found):
         entry = found[path]
@@ -150,7 +152,7 @@ def diff(found: dict[str, FileEntry], known: dict[str, KnownDoc], in_scope: Call
             out.new.append(entry)
         elif doc.status == "skipped":
             walk_reason = doc.reason.startswith(WALK_REASONS)
-            (out.unchanged if same_stat and not walk_reason else out.changed).append(entry)
+            (out.unchanged if same_stat and not walk_reason and not retry_skipped else out.changed).append(entry)
         elif same_stat:
             out.unchanged.append(entry)
         else:

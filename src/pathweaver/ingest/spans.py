@@ -53,9 +53,29 @@ def _backward(words: list[re.Match[str]], source: str) -> list[int]:
     return out
 
 
-def file_spans(text: str, source: str, spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+def blanked(source: str, hidden: Sequence[tuple[int, int]]) -> str:
+    """``source`` with each ``hidden`` range turned to spaces: the same length, so its offsets still index the
+    file, but no word of the text can be matched inside markup."""
+    if not hidden:
+        return source
+    parts: list[str] = []
+    at = 0
+    for start, end in sorted(hidden):
+        start = max(start, at)
+        if end <= start:
+            continue
+        parts += [source[at:start], " " * (end - start)]
+        at = end
+    parts.append(source[at:])
+    return "".join(parts)
+
+
+def file_spans(text: str, source: str, spans: Sequence[tuple[int, int]],
+               hidden: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
     """For each ``(start, end)`` of ``text`` (the parsed document), the span in ``source`` (the decoded file) that
-    holds its words; a span without words the file spells out is empty, at the file offset of the text before it."""
+    holds its words, matched outside the ``hidden`` ranges (markup); a span without words the file spells out is
+    empty, at the file offset of the text before it."""
+    source = blanked(source, hidden)
     words = list(_WORD_RE.finditer(text))
     starts = [m.start() for m in words]
     fwd = _forward(words, source)

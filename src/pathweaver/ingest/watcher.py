@@ -101,8 +101,9 @@ class FolderWatcher:
         observer.start()
         self._observer = observer
 
-    def stop(self, flush: bool = True) -> None:
-        """Stop watching and join the threads; with ``flush``, pending events are delivered first."""
+    def stop(self, flush: bool = True, timeout: float | None = None) -> None:
+        """Stop watching and join the threads (the batch worker up to ``timeout``: a batch being applied then
+        finishes on its own); with ``flush``, pending events are delivered first."""
         observer, self._observer = self._observer, None
         if observer is not None:
             observer.stop()
@@ -113,7 +114,7 @@ class FolderWatcher:
                 self._pending.clear()
             self._cond.notify_all()
         if self._worker is not None:
-            self._worker.join()
+            self._worker.join(timeout)
             self._worker = None
 
     def __enter__(self) -> FolderWatcher:

@@ -34,14 +34,21 @@ from pathweaver.config import DEFAULT_EMBEDDING_MODEL
 from pathweaver.models import tokens
 from pathweaver.models.packing import encode_packed, fixed_packed, fixed_padded, packable
 from pathweaver.models.query_encoder import QueryEncoder
+from pathweaver.numeric import heap
 
 ONE_CACHE = 256  # single texts (questions) whose vectors ``encode_one`` keeps
 LIGHT_MAX_TEXTS = 256  # query-time calls of up to this many texts: one light pass each costs less than a model load
 PROBE = ["pathweaver", "a knowledge graph", "Paris is the capital and largest city of France, on the Seine."]
 PROBE_TOLERANCE = 1e-4  # packed and plain vectors of the probe texts must agree this closely
-# texts of several length classes, encoded together, alone and in other company by ``batch_invariant``
+# ``batch_invariant``'s texts: seven of at most 32 tokens (they share 32-wide rows) and two of 33-64 (a 64-wide row
+# each), encoded together and in another order and company; the two in ``INVARIANCE_APART`` also alone
 INVARIANCE_PROBE = [*PROBE, "warsaw", "polonium", "1867", "nobel prize in physics",
-                    " ".join(["a longer text that needs a wider row than any single word"] * 4)]
+                    " ".join(["a longer text that needs a wider row than any single word"] * 4),
+                    "Marie Curie, born in Warsaw in 1867, shared the Nobel Prize in Physics of 1903 with Pierre Curie "
+                    "and Henri Becquerel, and won the prize in Chemistry in 1911 for polonium and radium."]
+# a word that shares its row with a longer text when together, and the long text in the second row of its pass:
+# alone, each sits at the start of the first row (every fixed pass costs the same, whatever it holds)
+INVARIANCE_APART = (INVARIANCE_PROBE.index("warsaw"), len(INVARIANCE_PROBE) - 1)
 
 
 def resolve_model_path(name: str) -> str:
@@ -127,15 +134,16 @@ class Embedder:
         return self._encode(texts, batch_size)
 
     def batch_invariant(self, precision: str = "float32") -> bool:
-        """Whether ``encode(..., invariant=True)`` gives the probe texts the same bits together, alone and in
-        other company at ``precision`` on this machine (checked once per precision)."""
+        """Whether ``encode(..., invariant=True)`` gives the probe texts the same bits together, in another order
+        and company, and (``INVARIANCE_APART``) alone, at ``precision`` on this machine (checked once per
+        precision): six fixed-shape passes."""
         if precision not in self._invariant:
             texts = INVARIANCE_PROBE
             together = self.encode(texts, precision=precision, invariant=True)
-            apart = [self.encode([t], precision=precision, invariant=True)[0] for t in texts]
             shuffled = self.encode(texts[::-1] + texts[:2], precision=precision, invariant=True)[: len(texts)][::-1]
+            apart = [self.encode([texts[i]], precision=precision, invariant=True)[0] for i in INVARIANCE_APART]
             self._invariant[precision] = bool(
-                (together == np.stack(apart)).all() and (together == shuffled).all())
+                (together == shuffled).all() and (together[list(INVARIANCE_APART)] == np.stack(apart)).all())
         return self._invariant[precision]
 
     @property
@@ -159,7 +167,7 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self.packed:  # a single text, or a few, go as one padded batch (``encode_packed``)
-            with self._lock, _autocast(low):
+            with self._lock, _autocast(low), heap.model_pass():
                 return encode_packed(self.model, texts, pad_when_cheaper=not low)
         return self._plain(texts, batch_size, low)
 
@@ -168,11 +176,11 @@ class Embedder:
         ``fixed_padded`` for a model that cannot be packed)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock, _autocast(low):
+        with self._lock, _autocast(low), heap.model_pass():
             return fixed_packed(self.model, texts) if self.packed else fixed_padded(self.model, texts)
 
     def _plain(self, texts: list[str], batch_size: int | None, low: bool = False) -> np.ndarray:
-        with self._lock, _autocast(low):
+        with self._lock, _autocast(low), heap.model_pass():
             vecs = self.model.encode(
                 texts,
                 batch_size=batch_size or self.batch_size,

@@ -150,9 +150,14 @@ class BackendChoice:
     setting: str
     backend: str  # sampling | openai | llamacpp | extractive
     reason: str
+    base_url: str = ""  # set when auto found a local OpenAI-compatible server (models.local_probe)
+    model: str = ""
 
     def to_dict(self) -> dict[str, str]:
-        return {"setting": self.setting, "backend": self.backend, "reason": self.reason}
+        out = {"setting": self.setting, "backend": self.backend, "reason": self.reason}
+        if self.base_url:
+            out.update(base_url=self.base_url, model=self.model)
+        return out
 
 
 def _llamacpp_installed() -> bool:
@@ -162,7 +167,9 @@ def _llamacpp_installed() -> bool:
 def choose_backend(models: ModelSettings, sampling_offered: bool = False) -> BackendChoice:
     """The backend ``models.llm_backend`` resolves to when the MCP client does (``sampling_offered``) or does not
     offer sampling. ``auto``: sampling, then ``openai_base_url``, then llama.cpp with the model file the user named
-    in ``llm_model_path``, else extractive; the bundled SmolLM2 only when ``llamacpp`` is named. Raises
+    in ``llm_model_path``, then an OpenAI-compatible server already running on a loopback port of
+    ``local_probe_ports`` (``models.local_probe``), else extractive; the bundled SmolLM2 only when ``llamacpp`` is
+    named. Raises
     ``ConfigError`` only for an unknown name; an explicit backend that cannot run is refused by
     ``resolve_backend``."""
     name = models.llm_backend
@@ -185,8 +192,18 @@ def choose_backend(models: ModelSettings, sampling_offered: bool = False) -> Bac
                 name, EXTRACTIVE, "models.llm_model_path is set but llama-cpp-python is not installed"
             )
         return BackendChoice(name, "llamacpp", f"models.llm_model_path = {path}")
+    from pathweaver.models.local_probe import probe
+
+    ports = [int(p) for p in models.local_probe_ports]
+    local = probe(ports, models.openai_model) if ports else None
+    if local is not None:
+        return BackendChoice(
+            name, "openai", f"found a local OpenAI-compatible server at {local.label}, model {local.model}",
+            local.base_url, local.model,
+        )
+    tried = f"no server on 127.0.0.1:{'/'.join(map(str, ports))}" if ports else "models.local_probe_ports = []"
     return BackendChoice(
-        name, EXTRACTIVE, "no MCP sampling, no models.openai_base_url and no models.llm_model_path"
+        name, EXTRACTIVE, f"no MCP sampling, no models.openai_base_url, no models.llm_model_path and {tried}"
     )
 
 
@@ -202,6 +219,8 @@ def resolve_backend(models: ModelSettings, sampling: LLMBackend | None = None) -
         if sampling is None:
             raise ConfigError("models.llm_backend = 'sampling' needs an MCP client that supports sampling")
         return sampling
+    if choice.backend == "openai" and choice.base_url:
+        return llm_openai.OpenAIBackend(choice.base_url, choice.model)
     if choice.backend == "openai":
         if not models.openai_base_url:
             raise ConfigError(

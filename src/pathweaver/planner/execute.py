@@ -37,7 +37,7 @@ SUB_ANSWER_CHUNKS = 3
 # SUB_ANSWER_CHUNKS chunks). Ours: the fewest that kept pank's dev figures (bench/pank_variants.py).
 SUB_ANSWER_SENTENCES = 5
 # The answer kinds whose sub-answers narrow to a span of that type (extractive.typed_spans), not the first entity.
-TYPED_KINDS = ("date", "number", "place", "person", "nationality")
+TYPED_KINDS = ("date", "number", "place", "person")
 SUB_ANSWER_PROMPT = """Answer the question in a few words, using only the sources. If they do not say, reply
 "unknown".
 

@@ -80,7 +80,6 @@ _GENERIC = {
     "version",
     "total",
 }  # not hops
-_COMPOUND = r"(?:body of water|place of (?:birth|death)|head of state|country of (?:citizenship|origin))"
 _PARTICIPLE = (r"(?:located|based|situated|found|headquartered|born|founded|built|formed|created|made|released|"
                r"produced|directed|written|published|performed|recorded|played|held|named|owned)")
 _IRREGULAR = (r"(?:was|is|has|had|fought|won|wrote|made|took|built|sang|gave|led|ran|beat|lost|left|met|saw|began|"
@@ -155,7 +154,7 @@ def _comparison(question: str) -> Plan | None:
 
 def _reductions(text: str, max_np_words: int) -> list[tuple[int, int, str]]:
     """Candidate innermost descriptions in ``text``: (start, end, sub-question)."""
-    noun = rf"(?:{_COMPOUND}|{_NOUN}(?:\s+{_NOUN}){{0,{max_np_words - 1}}})"
+    noun = rf"(?:{_NOUN}(?:\s+{_NOUN}){{0,{max_np_words - 1}}})"
     of_entity = re.compile(rf"the\s+(?P<r>{noun})\s+of\s+(?P<e>(?:the\s+)?(?:{_NOUN}\s+)?{ENTITY})")  # "of (film) Jaws"
     prep_entity = re.compile(  # "the actress in My Fair Lady", "the body of water by #1"
         rf"the\s+(?P<n>{noun})\s+(?P<p>in|from|behind|by|near|on|at|for|with)\s+(?P<e>(?:the\s+)?(?:(?:\d+|{_NOUN})\s+){{0,2}}{ENTITY})"
@@ -211,7 +210,9 @@ def _reductions(text: str, max_np_words: int) -> list[tuple[int, int, str]]:
 
 
 def _trivial(rest: str) -> bool:
-    """The question left after a reduction only restates the placeholder ("What is #1?")."""
+    """The question left after a reduction only restates the placeholder ("What is #1?"), maybe with an
+    apposition that describes it further ("Who was #1, dead seven years?")."""
+    rest = re.sub(r"(#\d+)\s*,[^#]*$", r"\1", rest)
     words = re.sub(r"#\d+|[?.,]", " ", rest).lower().split()
     return (
         len([w for w in words if w not in {"what", "who", "which", "is", "was", "are", "were", "the", "name", "of",
@@ -248,13 +249,11 @@ def _spans_whole(text: str, cand: tuple[int, int, str]) -> bool:
     return _trivial(text[: cand[0]] + " " + text[cand[1] :])
 
 
-_CONJUNCTION = re.compile(
-    r"^(?P<a>(?:who|whom|what|when|where|which|why|how)\b.+?),\s+and\s+(?P<b>(?:who|whom|what|when|where|which|why|"
-    r"how)\b.+?)\s*\??$",
-    re.I,
-)
+_ASKS = r"(?:who|whom|what|when|where|which|why|how|is|are|was|were|do|does|did|can|could|should|will|would|has|have)"
+_CONJUNCTION = re.compile(rf"^(?P<a>{_ASKS}\b.+?),\s+and\s+(?P<b>{_ASKS}\b.+?)\s*\??$", re.I)
 _PRONOUN = re.compile(r"\b(?:he|she|they|him|her|them|it)\b", re.I)
-_WHOSE = re.compile(r"^whose\s+(?P<n>[a-z][\w\-]*)\s+(?P<rest>(?:was|is|were|are|played|did|has|had|won|wrote|"
+# "Whose sister played Susie?" (the noun is the subject); not "Whose face did he see?", where it is the object
+_WHOSE = re.compile(r"^whose\s+(?P<n>[a-z][\w\-]*)\s+(?P<rest>(?:was|is|were|are|played|has|had|won|wrote|"
                     r"directed|married|founded|[a-z]+ed)\b.+?)\s*\??$", re.I)
 
 

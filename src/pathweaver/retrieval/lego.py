@@ -60,7 +60,8 @@ PATH_MODULES = ("sbr", "osar", "isar")
 
 @dataclass
 class LegoParams:
-    """LEGO-GraphRAG parameters; defaults from appendix Table 1 unless marked ours."""
+    """LEGO-GraphRAG parameters from appendix Table 1 unless marked ours; pathweaver's default walks the name
+    edges too, ``preset = "paper"`` the statistical graph alone (``presets.py``)."""
 
     extractor: str = "sbe"  # sbe (SBE-PPR) | sae (SAE-EEMs)
     path_module: str = "isar"  # sbr (SBR-SPR) | osar (OSAR-EEMs) | isar (ISAR-EEMs)
@@ -82,16 +83,16 @@ class LegoParams:
     sbr_targets: int = 32  # ours: best-scored subgraph entities SBR draws shortest paths to (besides seeds)
     max_candidates: int = 1000  # ours: cap on OSAR's candidate paths (breadth-first, shortest kept)
     # ours: cap on ISAR extensions embedded per step, pre-cut by triple score (64: 256's dev figures, faster since
-    # name edges read as sentences; docs/benchmarks.md, "The s9 merge")
+    # name edges read as sentences; docs/benchmarks.md, "Why the defaults")
     max_expansions: int = 64
     subgraph_max_edges: int = 500  # ours: edges served in the result's subgraph (path edges first)
     use_synonyms: bool = True  # ours: synonym edges count as graph edges
     # ours (issue 23): the name edges (a's document mentions b) join the graph; a store without them walks the
-    # statistical edges alone
+    # statistical edges alone. false (the paper's graph) only through the paper preset (presets.py)
     names: bool = True
     # ours (issue 23): the statistical relation (and synonym) edges join the graph (> 0), as pathrag's and pooling's
     # ``statistical``. 0 (default, as pathrag's and mcmi's): the name edges alone where the store has any; with
-    # them lego:sae+sbr lost 0.12 on hotpotqa dev but won 0.02 on musique and 0.18 on 2wiki (docs/benchmarks.md)
+    # them lego:sae+sbr gained 0.12 on hotpotqa dev but lost 0.02 on musique and 0.18 on 2wiki (docs/design-notes.md)
     statistical: float = 0.0
     # ours (issue 23): a name edge (a, mentions, b) also stands for b's document's passage nearest the query, as a
     # Path Pooling name triple does (its tail passage): a path that ends at b has then read b's page
@@ -100,7 +101,8 @@ class LegoParams:
     # query (Path Pooling's ``triple_passages``: many chunks sharing one triple's score crowd the top k)
     triple_passages: str = "all"
     # ours: when the paths' passages are fewer than top_k, "subgraph" goes on with the passages of the extracted
-    # subgraph's other edges (best triple score first) before any dense back-fill; "dense" back-fills at once
+    # subgraph's other edges (best triple score first) before any dense back-fill; "dense" back-fills at once (the
+    # paths' passages alone, as the paper: only through the paper preset, which then drops the back-fill)
     fill: str = "subgraph"
 
     def validate(self) -> None:

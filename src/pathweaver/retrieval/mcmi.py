@@ -4,8 +4,7 @@
    the terminals, and (ours, issue 23, ``name_seeds`` > 0) so are the document names the question mentions.
    (Eq. 9's LLM triple filter is not applied: no LLM at retrieval.)
 2. Node influence s_v is PPR over entities + passages (Eq. 10, ``ppr.personalized_pagerank``) with AGRAG Eq. 11's
-   personalisation: p[u] = 1 for every terminal, 0 elsewhere (``personalization = "eq11"``; "hipporag" is a
-   HippoRAG 2 style reset with every passage's dense score). The graph is ppr's node space with the name
+   personalisation: p[u] = 1 for every terminal, 0 elsewhere. The graph is ppr's node space with the name
    layer (``name_links``, ``statistical``: 0 walks the name layer alone on a store with names). Passage scores are
    multiplied by 0.05 afterwards (§III-C after Eq. 12).
 3. Edge costs (Eq. 14, ``mcmi_graph.cost_graph``): c_e = (1 − MS(q, f_e)) / 2 with f_e the edge's triple. The paper embeds only relation
@@ -57,7 +56,7 @@ from pathweaver.retrieval.graphs import (
 from pathweaver.retrieval.keywords import NAME_PARTS, query_names
 from pathweaver.retrieval.mcmi_graph import PSEUDO, cost_graph, neighbourhood
 from pathweaver.retrieval.namegraph import passages_of
-from pathweaver.retrieval.ppr import COARSE_TOL, PPRParams, personalized_pagerank, ppr_scores
+from pathweaver.retrieval.ppr import COARSE_TOL, personalized_pagerank
 from pathweaver.retrieval.seeds import hybrid_chunk_scores, top_triples
 from pathweaver.retrieval.steiner import mehlhorn_edges
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult, Subgraph, take_turns
@@ -68,7 +67,8 @@ CHUNK_MODES = ("auto", "turns", "subgraph", "hybrid")
 
 @dataclass
 class MCMIParams:
-    """AGRAG §III-C parameters (paper defaults) plus the bounds that keep a query local (ours)."""
+    """pathweaver's default MCMI: AGRAG §III-C parameters over the name layer too, plus the bounds that keep a
+    query local (ours); ``preset = "paper"`` sets AGRAG's graph and chunks (``presets.py``)."""
 
     k_triples: int = 5  # k_a, raw mapped triples (Eq. 8; §IV-A4: 5, as HippoRAG 2)
     damping: float = 0.5  # d, Eq. 10 (§III-C: 0.5 as HippoRAG 2)
@@ -84,12 +84,9 @@ class MCMIParams:
     hybrid_pool_min: int = 50  # hybrid candidates from each of dense and BM25 (as seeds.HybridParams)
     hybrid_pool_factor: int = 4  # ... or this many times top_k when larger (as seeds.HybridParams)
     # ours (issue 23): the document names the query mentions (extract/names.py) are terminals too, ahead of the
-    # mapped triples' entities; with ``personalization="eq11"`` each gets p = 1 like a mapped triple's entity
+    # mapped triples' entities; each gets p = 1 (Eq. 11) like a mapped triple's entity
     name_seeds: float = 1.0
     name_parts: int = NAME_PARTS  # names the question calls by their last word, as ppr's (0 = off; ours)
-    # "eq11": AGRAG Eq. 11, p[u] = 1 for every terminal, nothing else; "hipporag": a HippoRAG 2 style
-    # reset (cosine-weighted triple entities / passage count, every passage's dense score × 0.05)
-    personalization: str = "eq11"
     # ours (issue 23), the graph walked and searched, as ppr's: passage<->passage name links at this weight
     # (0 = none) and the statistical layer's weight against the name layer (0 = the name layer alone, when the
     # store has name mentions; 1 = AGRAG's statistical graph alone)
@@ -105,9 +102,8 @@ class MCMIParams:
     chunks: str = "auto"
 
     def validate(self) -> None:
-        if self.personalization not in ("eq11", "hipporag") or self.chunks not in CHUNK_MODES:
-            raise ConfigError(f"mcmi personalization must be eq11|hipporag and chunks one of {CHUNK_MODES}, got "
-                              f"{self.personalization!r}, {self.chunks!r}")
+        if self.chunks not in CHUNK_MODES:
+            raise ConfigError(f"mcmi chunks must be one of {CHUNK_MODES}, got {self.chunks!r}")
         if self.name_links < 0 or not 0.0 <= self.statistical <= 1.0:
             raise ConfigError("mcmi name_links must be >= 0 and statistical in [0, 1]")
         if self.k_triples < 1:
@@ -352,15 +348,7 @@ def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParam
     terminals = list(
         dict.fromkeys([*named, *(t for r, _ in triples_f for t in (int(snap.rel_src[r]), int(snap.rel_dst[r])))])
     )
-    if params.personalization == "eq11":
-        raw = eq11_scores(snap, terminals, params) if terminals else np.zeros(snap.n_entities + snap.n_passages)
-    else:
-        ppr_params = PPRParams(  # the HippoRAG 2 style reset of ppr.py over AGRAG's statistical graph
-            damping=params.damping, top_triples=params.k_triples, tol=params.ppr_tol, max_iter=params.ppr_max_iter,
-            coarse_tol=params.ppr_coarse_tol, name_seeds=params.name_seeds,
-            passage_weight=0.05, dense_pool=0, name_links=0.0, name_passages=0.0, statistical=1.0,
-        )
-        raw, _ = ppr_scores(env, query, ppr_params)
+    raw = eq11_scores(snap, terminals, params) if terminals else np.zeros(snap.n_entities + snap.n_passages)
     scores = np.asarray(raw, dtype=np.float64).copy()
     scores[snap.n_entities :] *= params.passage_score_factor  # §III-C after Eq. 12
     info: dict[str, object] = {"ms_ppr": _ms(t0), "mapped_triples": [r for r, _ in triples_f],
@@ -370,13 +358,10 @@ def mcmi_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: MCMIParam
         return RetrievalResult("mcmi", chunks, info={**info, "reason": "no triples to map the query to"})
     t1 = time.perf_counter()
     name_links, statistical = _layers(snap, params)
-    if params.personalization == "eq11":
-        adjacency = node_space_graph(snap, "count", "count", name_links, statistical).adjacency
-    else:
-        adjacency = node_space_graph(snap).adjacency
+    adjacency = node_space_graph(snap, "count", "count", name_links, statistical).adjacency
     ball = neighbourhood(adjacency, terminals, scores, params.ball_hops, params.ball_max_nodes)
     contains = links = None
-    if params.personalization == "eq11" and statistical < 1.0:
+    if statistical < 1.0:
         contains = _contains_layer(snap, statistical)
         links = name_link_matrix(snap) if name_links > 0 else None
     graph = cost_graph(snap, ball, query.vec, scores, params.connector_cost, contains, links)

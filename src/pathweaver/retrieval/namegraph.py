@@ -38,6 +38,17 @@ class NameEdges:
         lo, hi = np.searchsorted(self.keys, [key, key + 1])
         return slice(int(lo), int(hi))
 
+    def row_between(self, u: int, v: int) -> int | None:
+        """One name edge joining ``u`` and ``v``: the lowest passage's of those where ``u``'s document mentions ``v``,
+        else of those the other way; None when they are not joined."""
+        pair = self._pair(u, v)
+        rows = np.arange(pair.start, pair.stop)
+        if not rows.size:
+            return None
+        own = rows[self.src[rows] == u]
+        rows = own if own.size else rows
+        return int(rows[np.argmin(self.passage[rows])])
+
     def passages_between(self, u: int, v: int) -> list[int]:
         """The passages behind the name edges joining ``u`` and ``v`` (either direction), lowest first."""
         return sorted(set(self.passage[self._pair(u, v)].tolist()))

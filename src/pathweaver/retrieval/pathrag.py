@@ -3,13 +3,12 @@ paths served in ascending reliability.
 
 1. Node retrieval (N = ``top_nodes``): the document names the question mentions (the name layer's automaton,
    ``name_nodes``), the documents of the top ``dense_nodes`` dense passages unless the question names two or more
-   documents (``dense_when``; a title entity's description is its document, so its nearest-node test is the
-   dense one), then the paper's keyword → node retrieval (the agent's
+   documents (a title entity's description is its document, so its nearest-node test is the dense one), then the paper's keyword → node retrieval (the agent's
    ``query.keywords``, else ``keywords.statistical_keywords``; keywords take turns adding their next-nearest
    entity) over the entities of the graph walked.
-2. The graph walked (``namegraph.path_adjacency``): the name edges, directed from a to b when a's document
-   mentions b (``edges``), and, with ``statistical`` > 0 or on a store without names, the statistical relation
-   and synonym edges (both ways).
+2. The graph walked (``namegraph.path_adjacency``): the name edges (``names``), directed from a to b when a's
+   document mentions b, and, with ``statistical`` > 0 or on a store without names, the statistical relation
+   and synonym edges (both ways). The paper preset (``presets.py``) walks the statistical graph alone.
 3. Flow-based pruning (Eq. 2-3, ``pathrag_flow``) from every retrieved node s: S(s) = 1; level by level,
    S(v) = Σ α·S(u)/|N(u,·)| over the in-neighbours u of the previous level that still spread (|N(u,·)|: u's
    out-degree); a node is updated at most once (the level it is
@@ -18,8 +17,8 @@ paths served in ascending reliability.
 4. Paths (``paths = "flow"``): every simple path of 1..``max_hops`` edges inside the pruned flow (each node on it
    reached, each inner node spreading), so a pair is joined by paths of several lengths, not only the shortest
    (``"hop-first"`` keeps the earlier minimum-hop paths, the paper's Table 3 ablation). Ends: pairs of retrieved
-   nodes (the paper, ``targets = "retrieved"``), or also any node the flow of a question-named start reached
-   (``targets = "named"``, ours, the default: a bridge document the question does not name; where the question
+   nodes (the paper, ``targets = "retrieved"``, set by the paper preset), or also any node the flow of a
+   question-named start reached (``targets = "named"``, ours, the default: a bridge document the question does not name; where the question
    names none, the top dense passage's document is that start, ``unnamed``). Reliability
    S(P) = Σ_{v∈V_P} S(v) / |E_P| (Eq. 4, as printed: node resources summed, divided by the edge count). The best
    ``paths_per_pair`` per ordered pair enter the pool; a path and its reverse count once (the more reliable
@@ -28,11 +27,11 @@ paths served in ascending reliability.
    document whose passage names the other end), alternating.
 
 ``RetrievalResult.chunks``: the passages of the served paths (relation chunks, the passages behind name edges, and
-with ``node_passages`` each document entity's own passage nearest the query), ranked by the best reliability of
+each document entity's own passage nearest the query), ranked by the best reliability of
 a path they lie on (ties by dense cosine), taking turns with the text units of the retrieved nodes the question
 names, or where it names none the top dense passage's document (``text_units``, ``unnamed``; PathRAG's released
 code, after LightRAG's local context, serves the retrieved nodes' text chunks next to the paths), then filled up
-to ``top_k`` with dense hits marked as back-fill (or first the other retrieved nodes' text units, ``fill``).
+to ``top_k`` with dense hits marked as back-fill (the paper preset drops them: ``registry.run_method``).
 ``triples``: the relation indices on the served paths, in path order.
 """
 
@@ -41,12 +40,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
 from pathweaver.numeric.parallel import matmul
 from pathweaver.retrieval.graphs import cached, documents_link, pair_relations, relation_passages
 from pathweaver.retrieval.keywords import DEFAULT_KEYWORDS, NAME_PARTS, query_names, statistical_keywords
 from pathweaver.retrieval.namegraph import (
+    mention_sentence,
     name_edges,
     nearest_own_passage,
     passages_of,
@@ -55,25 +56,33 @@ from pathweaver.retrieval.namegraph import (
 )
 from pathweaver.retrieval.pathrag_flow import dag_paths, flow_paths, propagate, reliability
 from pathweaver.retrieval.seeds import SeedError, dense_scores, top_indices
-from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult, take_turns
+from pathweaver.retrieval.types import (
+    NAME_EDGE,
+    SYNONYM_EDGE,
+    ChunkHit,
+    PathHit,
+    Query,
+    RetrievalEnv,
+    RetrievalResult,
+    take_turns,
+)
 from pathweaver.store.snapshot import GraphSnapshot
 from pathweaver.text import normalize
 
 PATH_MODES = ("flow", "hop-first")
-EDGE_MODES = ("directed", "undirected")
-NODE_PASSAGES = ("nearest", "all", "ends", "none")
-TEXT_UNITS = ("named", "all", "none")
+TEXT_UNITS = ("named", "none")
 TOP_NODES_LINKED, TOP_NODES_UNLINKED = 10, 40  # N when ``top_nodes`` is None (see PathRAGParams)
 
 
 @dataclass
 class PathRAGParams:
-    """PathRAG hyper-parameters; N, K and α are fixed in the paper's §Experiments (Implementation Details)."""
+    """pathweaver's default PathRAG over the names people wrote; ``preset = "paper"`` sets the paper's N = 40,
+    K = 15, α = 0.7 (§Experiments, Implementation Details), keyword nodes and graph (``presets.py``)."""
 
     # N, retrieved nodes: the paper's experiments use N in [10, 60] (§Complexity Analysis). None: 10 where the
     # store's documents name each other (``graphs.documents_link``; best on the dev splits over the name layer),
     # else 40, where keyword nodes carry the search (it kept GraphRAG-Bench medical's recall); docs/design-notes.md
-    # "Paper methods over the names people wrote"
+    # "`pathrag`: PathRAG"
     top_nodes: int | None = None
     top_paths: int = 15  # K, served paths
     alpha: float = 0.7  # α, decay rate (paper text; the authors' code uses 0.8)
@@ -91,44 +100,34 @@ class PathRAGParams:
     # ours (issue 23), the name layer: weight of the statistical relation/synonym edges next to the name edges
     # (0 = the name edges alone, when the store has any; > 0 = both, as 0/1 structure)
     statistical: float = 0.0
-    # the name edges' direction in Eq. 2-3: "directed" (default; §Path Retrieval as printed: S flows from v_j to
-    # the nodes it points to, N(., v_i) the in-neighbours, |N(v_j, .)| the out-degree; a name edge points from
-    # the mentioning document to the name it mentions, so a hub that many documents mention no longer joins them)
-    # or "undirected" (every edge both ways, as the authors' code walks its networkx graph)
-    edges: str = "directed"
+    # the name edges join the graph walked (ours; false, the statistical graph alone, only through the paper
+    # preset). They are directed in Eq. 2-3 (§Path Retrieval as printed: S flows from v_j to the nodes it points
+    # to, |N(v_j, .)| the out-degree): a name edge points from the mentioning document to the name it mentions, so
+    # a hub that many documents mention no longer joins them (undirected name edges lost on all three dev splits)
+    names: bool = True
     name_nodes: bool = True  # the document names the question mentions lead the retrieved nodes
     name_parts: int = NAME_PARTS  # names the question calls by their last word, as ppr's (0 = off; ours)
     # the documents of the top n dense passages join the retrieved nodes (0 = off; ours): with the named nodes'
     # text units served beside the paths, more dense documents only crowd out the paths between named ones
     dense_nodes: int = 3
-    # when they join (ours): "unpaired" (default) only while the question names fewer than two documents (a path
-    # needs two ends; a question that names its pair needs no dense stand-in for them), or "always"
-    dense_when: str = "unpaired"
-    # the document entities on a served path bring their own passages (a title's description is its document):
-    # "nearest" (default) each node's one passage nearest the query (§Preliminaries: a node has one textual
-    # chunk t_v, and Eq. 5 serves it), "all" its every passage, only the path's two "ends" (the retrieved
-    # nodes), or "none"
-    node_passages: str = "nearest"
-    # "retrieved": paths join pairs of retrieved nodes (the paper); "reached" (ours): a path may also end at any
-    # node the start's pruned flow reached, so a document the question leads to without naming it can be served;
-    # "named": that only for the starts the question names
+    # they join only while the question names fewer than two documents (ours: a path needs two ends; a question
+    # that names its pair needs no dense stand-in for them; joining always lost on dev). A served path's document
+    # entities bring their one passage nearest the query (§Preliminaries: a node has one textual chunk t_v, and
+    # Eq. 5 serves it; every passage, the ends' alone, or none lost on dev)
+    # "retrieved": paths join pairs of retrieved nodes (the paper; only through the paper preset); "named" (ours):
+    # the flows of the nodes the question names may also end at any node they reached, so a document the question
+    # leads to without naming it can be served (every start's flow ending anywhere flooded the list, and lost)
     targets: str = "named"
     max_walk_steps: int = 20000  # depth-first steps per start when enumerating flow paths (efficiency; ours)
-    # ours: a passage's score from the served paths it lies on: "best" reliability or the "sum" of reliabilities
-    chunk_score: str = "best"
     # the retrieved nodes' text units (PathRAG's released code, after LightRAG, serves the text chunks of the
-    # retrieved nodes next to the paths): "named" (default) the nodes the question names, "all" every retrieved
-    # node (the dense-passage documents among them only repeat dense hits), "none" paths alone; they take turns
-    # with the path passages in the chunk list, ``units_per_node`` passages per node (its nearest to the query)
+    # retrieved nodes next to the paths): "named" (default) the nodes the question names, "none" paths alone (the
+    # paper preset; every retrieved node's lost on dev: the dense-passage documents among them only repeat dense
+    # hits); they take turns with the path passages in the chunk list, ``units_per_node`` passages per node (its
+    # nearest to the query). A passage scores the best reliability of a served path it lies on (the sum lost)
     text_units: str = "named"
     # ours: where the question names no document, the top dense passage's document stands in for the named nodes:
-    # "anchor" (default) as their text unit and a start whose paths may end anywhere (``targets``), "unit" as
-    # their text unit only (over undirected edges its flow's paths cost musique dev three questions), or "none"
+    # "anchor" (default) as their text unit and a start whose paths may end anywhere (``targets``), or "none"
     unnamed: str = "anchor"
-    # what fills the chunk list after the path passages and the text units above: "dense" hits marked as
-    # back-fill, or first the text units of the other retrieved nodes in retrieval order ("units"; PathRAG's
-    # released code, after LightRAG's local context, serves every retrieved node's text chunk), then dense
-    fill: str = "dense"
     units_per_node: int = 1
 
     def validate(self) -> None:
@@ -142,23 +141,14 @@ class PathRAGParams:
             raise ConfigError(f"pathrag theta must be >= 0, got {self.theta}")
         if self.paths not in PATH_MODES:
             raise ConfigError(f"pathrag paths must be one of {PATH_MODES}, got {self.paths!r}")
-        if self.edges not in EDGE_MODES:
-            raise ConfigError(f"pathrag edges must be one of {EDGE_MODES}, got {self.edges!r}")
-        if self.targets not in ("retrieved", "reached", "named"):
-            raise ConfigError(f"pathrag targets must be retrieved, reached or named, got {self.targets!r}")
-        if self.node_passages not in NODE_PASSAGES:
-            raise ConfigError(f"pathrag node_passages must be one of {NODE_PASSAGES}, got {self.node_passages!r}")
-        if self.unnamed not in ("unit", "anchor", "none"):
-            raise ConfigError(f"pathrag unnamed must be unit, anchor or none, got {self.unnamed!r}")
-        if self.fill not in ("dense", "units"):
-            raise ConfigError(f"pathrag fill must be dense or units, got {self.fill!r}")
-        if self.dense_when not in ("unpaired", "always"):
-            raise ConfigError(f"pathrag dense_when must be unpaired or always, got {self.dense_when!r}")
+        if self.targets not in ("retrieved", "named"):
+            raise ConfigError(f"pathrag targets must be named (or retrieved, through preset=paper), got "
+                              f"{self.targets!r}")
+        if self.unnamed not in ("anchor", "none"):
+            raise ConfigError(f"pathrag unnamed must be anchor or none, got {self.unnamed!r}")
         if self.text_units not in TEXT_UNITS or self.units_per_node < 1:
             raise ConfigError(f"pathrag text_units must be one of {TEXT_UNITS} and units_per_node >= 1, got "
                               f"{self.text_units!r}, {self.units_per_node}")
-        if self.chunk_score not in ("best", "sum"):
-            raise ConfigError(f"pathrag chunk_score must be best or sum, got {self.chunk_score!r}")
         if min(self.statistical, self.dense_nodes, self.name_parts) < 0:
             raise ConfigError("pathrag statistical, dense_nodes and name_parts must be >= 0")
         if (
@@ -212,7 +202,7 @@ def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams
     if params.name_nodes and query.text:
         nodes += query_names(env, query.text, params.name_parts)
     named = frozenset(nodes)
-    paired = params.dense_when == "unpaired" and named_documents(snap, named) >= 2
+    paired = named_documents(snap, named) >= 2
     if params.dense_nodes and not paired and snap.n_passages and snap.chunk_vecs.shape[0] == snap.n_passages:
         top = top_indices(dense_scores(snap, query.vec), params.dense_nodes).tolist()
         nodes += tied_entities(snap, top)
@@ -223,11 +213,24 @@ def query_nodes(env: RetrievalEnv, query: Query, params: PathRAGParams
     keywords = list(query.keywords) or statistical_keywords(snap, query.text, query.vec, params.n_keywords)
     if keywords and len(nodes) < n:
         # the entities on an edge of the graph walked, whichever way its name edges point
-        walked = cached(snap, ("pathrag_walked", params.statistical > 0),
-                        lambda: np.flatnonzero(np.diff(path_adjacency(snap, params.statistical).indptr) > 0))
+        walked = cached(snap, ("pathrag_walked", params.statistical > 0, params.names),
+                        lambda: np.flatnonzero(np.diff(_both_ways(snap, params).indptr) > 0))
         found = retrieve_nodes(snap, _keyword_vectors(env, keywords), n, walked)
         nodes += [e for e in found if e not in nodes][: n - len(nodes)]
     return nodes, keywords, named
+
+
+def walked_graph(snapshot: GraphSnapshot, params: PathRAGParams) -> sp.csr_matrix:
+    """The (E, E) 0/1 adjacency Eq. 2-3 walk: the directed name edges (with the statistical edges when
+    ``statistical`` > 0), or with ``names`` false the statistical relation and synonym edges alone (both ways)."""
+    if params.names or snapshot.adjacency is None:
+        return path_adjacency(snapshot, params.statistical, directed=True)
+    return snapshot.adjacency.tocsr()  # as ``path_adjacency`` walks a store without names
+
+
+def _both_ways(snapshot: GraphSnapshot, params: PathRAGParams) -> sp.csr_matrix:
+    """``walked_graph`` with its name edges both ways: an entity a name edge only points to is on it too."""
+    return path_adjacency(snapshot, params.statistical) if params.names else walked_graph(snapshot, params)
 
 
 def named_documents(snapshot: GraphSnapshot, named: frozenset[int]) -> int:
@@ -240,16 +243,15 @@ def candidate_paths(
 ) -> list[tuple[float, list[int]]]:
     """The pool of (reliability, path) over all ordered pairs of ``nodes``, best ``paths_per_pair`` per pair,
     a path and its reverse merged (highest reliability kept)."""
-    directed = params.edges == "directed"
-    adjacency = path_adjacency(snapshot, params.statistical, directed)
+    adjacency = walked_graph(snapshot, params)
     degrees = np.diff(adjacency.indptr).astype(np.float64)  # |N(v,·)|, distinct (out-)neighbours
     # hop-first paths step back from the target to its in-neighbours (flow paths need no reverse graph)
-    backward = adjacency.T.tocsr() if directed and params.paths == "hop-first" else adjacency
+    backward = adjacency.T.tocsr() if params.names and params.paths == "hop-first" else adjacency
     flow = propagate(adjacency, degrees, nodes, params.alpha, params.theta, params.max_hops)
     node_arr = np.array(nodes, dtype=np.int64)
     pool: dict[tuple[int, ...], tuple[float, list[int]]] = {}
     for start, row in zip(nodes, flow.rows, strict=True):
-        open_ends = params.targets == "reached" or (params.targets == "named" and start in named)
+        open_ends = params.targets == "named" and start in named
         ends = row.nodes if open_ends else node_arr[row.find(node_arr) >= 0]
         reached = [t for t in ends.tolist() if t != start]
         if params.paths == "flow":
@@ -277,9 +279,9 @@ def _edge_text(snapshot: GraphSnapshot, u: int, v: int) -> str:
         r = rels[0]
         desc = snapshot.rel_descriptions[r].strip()
         return f"{snapshot.rel_labels[r]}: {desc}" if desc else snapshot.rel_labels[r]
-    named = name_edges(snapshot).passages_between(u, v)
-    if named:
-        return f"mentioned in {snapshot.chunk_titles[named[0]]}"
+    row = name_edges(snapshot).row_between(u, v) if name_edges(snapshot).size else None
+    if row is not None:  # the note's own sentence that names the other
+        return f"mentions: {mention_sentence(snapshot, row)}"
     return "synonym of"
 
 
@@ -293,15 +295,16 @@ def path_text(snapshot: GraphSnapshot, path: list[int]) -> str:
     return " ".join(parts)
 
 
-def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, node_passages: str = "none",
-                  dense: np.ndarray | None = None, directed: bool = False) -> PathHit:
-    """A served path: per-edge relation index (-1 = synonym or name edge), text, and its passages: those
-    supporting its edges (relation chunks, the passages behind name edges) and, with ``node_passages`` "all" or
-    "ends", the own passages of the document entities on it or at its ends (a title's description is its
-    document); "nearest": each document entity's one own passage with the highest ``dense`` score. A
-    ``directed`` name edge u -> v brings only u's passages that mention v."""
+def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, dense: np.ndarray | None = None,
+                  directed: bool = True, names: bool = True) -> PathHit:
+    """A served path: per-edge relation index (``NAME_EDGE``, ``SYNONYM_EDGE``), text, and its passages: those
+    supporting its edges (relation chunks, the passages behind name edges), then each document entity's one own
+    passage with the highest ``dense`` score (a title's description is its document; every own passage where
+    ``dense`` is not given). A
+    ``directed`` name edge u -> v brings only u's passages that mention v; with ``names`` false the name edges
+    bring none (the statistical graph alone)."""
     rel_chunks = relation_passages(snapshot)
-    names = name_edges(snapshot)
+    edges = name_edges(snapshot)
     relations: list[int] = []
     passages: list[int] = []
 
@@ -310,17 +313,17 @@ def make_path_hit(snapshot: GraphSnapshot, path: list[int], rel: float, node_pas
 
     for u, v in zip(path[:-1], path[1:], strict=True):
         rels = _edge_relations(snapshot, u, v)
-        relations.append(rels[0] if rels else -1)
+        relations.append(rels[0] if rels else NAME_EDGE if edges.size and edges.row_between(u, v) is not None
+                         else SYNONYM_EDGE)
         for r in rels:
             add(rel_chunks.indices[rel_chunks.indptr[r] : rel_chunks.indptr[r + 1]].tolist())
-        if names.size:
-            add(names.passages_from(u, v) if directed else names.passages_between(u, v))
-    if node_passages != "none":
-        for node in path if node_passages in ("all", "nearest") else [path[0], path[-1]]:
-            if node_passages == "nearest" and dense is not None and dense.size:
-                add([p for p in [nearest_own_passage(snapshot, node, dense)] if p is not None])
-            else:
-                add(passages_of(snapshot, node))
+        if edges.size and names:
+            add(edges.passages_from(u, v) if directed else edges.passages_between(u, v))
+    for node in path:
+        if dense is not None and dense.size:
+            add([p for p in [nearest_own_passage(snapshot, node, dense)] if p is not None])
+        else:
+            add(passages_of(snapshot, node))
     return PathHit(list(path), relations, rel, path_text(snapshot, path), passages)
 
 
@@ -343,18 +346,12 @@ def _keyword_vectors(env: RetrievalEnv, keywords: list[str]) -> np.ndarray:
     return vecs
 
 
-def rank_chunks(
-    snapshot: GraphSnapshot, paths: list[PathHit], dense: np.ndarray, top_k: int, chunk_score: str = "best"
-) -> list[ChunkHit]:
-    """Passages of ``paths`` by best (or summed) path reliability (ties: dense cosine), filled with dense hits
-    (back-fill)."""
+def rank_chunks(snapshot: GraphSnapshot, paths: list[PathHit], dense: np.ndarray, top_k: int) -> list[ChunkHit]:
+    """Passages of ``paths`` by best path reliability (ties: dense cosine), filled with dense hits (back-fill)."""
     best: dict[int, float] = {}
     for hit in paths:
         for p in hit.passages:
-            if chunk_score == "sum":
-                best[p] = best.get(p, 0.0) + hit.reliability
-            else:
-                best[p] = max(best.get(p, 0.0), hit.reliability)
+            best[p] = max(best.get(p, 0.0), hit.reliability)
     order = sorted(best, key=lambda p: (-best[p], -float(dense[p]) if dense.size else 0.0, p))
     chunks = [ChunkHit(p, best[p]) for p in order[:top_k]]
     if len(chunks) < top_k and dense.size:
@@ -389,21 +386,13 @@ def pathrag_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PathRA
     pool = candidate_paths(snap, nodes, params, named) if len(nodes) >= 2 or named else []
     pool.sort(key=lambda rp: (-rp[0], len(rp[1]), rp[1]))
     dense = dense_scores(snap, query.vec) if snap.n_passages else np.zeros(0)
-    served = [make_path_hit(snap, path, rel, params.node_passages, dense,
-                             params.edges == "directed") for rel, path in pool[: params.top_paths]]
+    served = [make_path_hit(snap, path, rel, dense, names=params.names) for rel, path in pool[: params.top_paths]]
     served.reverse()  # Eq. 6: ascending reliability, the most reliable path last
     triples = [r for hit in served for r in hit.relations if r >= 0]
-    chunks = rank_chunks(snap, served, dense, top_k, params.chunk_score)
-    units: list[int] = []
+    chunks = rank_chunks(snap, served, dense, top_k)
     if params.text_units != "none":
-        units = [v for v in nodes if params.text_units == "all" or v in named]
-        if not units and params.unnamed == "unit" and dense.size:
-            units = tied_entities(snap, top_indices(dense, 1).tolist())
+        units = [v for v in nodes if v in named]
         chunks = with_text_units(chunks, node_text_units(snap, units, dense, params.units_per_node), top_k)
-    if params.fill == "units":
-        rest = node_text_units(snap, [v for v in nodes if v not in units], dense, params.units_per_node)
-        chunks = take_turns([c for c in chunks if not c.backfill], [], top_k,
-                            then=[*(ChunkHit(p, 0.0) for p in rest), *(c for c in chunks if c.backfill)])
     return RetrievalResult(
         "pathrag",
         chunks,

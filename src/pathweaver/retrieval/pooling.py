@@ -40,12 +40,11 @@ from pathweaver.retrieval.namegraph import (
     best_passage,
     name_edges,
     nearest_own_passage,
-    own_passages,
     passages_of,
 )
 from pathweaver.retrieval.ppr import PPRParams, ppr_scores
 from pathweaver.retrieval.seeds import dense_scores, top_indices, top_triples
-from pathweaver.retrieval.types import ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult
+from pathweaver.retrieval.types import NAME_EDGE, ChunkHit, PathHit, Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
 
 MODES = ("rerank", "reselect")
@@ -55,15 +54,16 @@ KERNELS = ("dijkstra", "bfs")
 
 @dataclass
 class PoolingParams:
-    """Path Pooling parameters; the paper's experiments use 25-500 triples (§4.2, Table 2)."""
+    """pathweaver's default Path Pooling (over a ppr base); ``preset = "paper"`` pools the naive cosine scorer's 500
+    coarse triples into 25 (§4.2) on the paper's triples alone (``presets.py``)."""
 
     mode: str = "reselect"  # §3.4: "rerank" (position reranking) | "reselect" (triple reselection)
     coarse_m: int = 100  # M: coarse top-M triples before reselection (§3.4; 100 = SubgraphRAG's default)
     top_triples: int = 25  # K: triples served (§4.2: gains from 25 triples on)
     position_a: float = 10.0  # a: positional score constant (§3.3; its value is not in our copy of the paper)
     # §4.3.2: "mean" (the paper's recommendation, default) | "max". Max was the default while a triple stood for
-    # all its passages; with one passage each (triple_passages "best") the two tie on musique dev and mean gains
-    # more on 2wiki than it loses on hotpotqa (docs/benchmarks.md, "Path Pooling's passages")
+    # all its passages; with one passage each the two tie on musique dev and mean gains
+    # more on 2wiki than it loses on hotpotqa (docs/benchmarks.md, "Why the defaults")
     pooling: str = "mean"
     kernel: str = "dijkstra"  # §3.3 / §4.3.1: "dijkstra" (recommended) | "bfs"
     max_path_len: int = 4  # §4.3.1: maximum BFS path length
@@ -78,38 +78,34 @@ class PoolingParams:
     name_triples: int = 50
     name_parts: int = NAME_PARTS  # names the question calls by their last word, as ppr's (0 = off; ours)
     tail_passages: bool = True  # a name triple also brings the passages of the document it names
-    # a name triple's score: (1 - w)·cos(query, the mentioning passage) + w·cos(query, the named document's best
-    # passage), w = tail_score (0 = the passage alone)
-    tail_score: float = 0.0
+    # the name triples join the coarse set (ours; false, the paper's statistical triples alone, only through the
+    # paper preset)
+    names: bool = True
     # §3.4 / Implementation Details: path pooling refines a base retriever's triple scores, and the paper's base
     # is SubgraphRAG's, which scores a triple from its text and its structural distance to the question's topic
     # entities. "ppr" (default): our structure-aware retriever (HippoRAG 2 seeded by the question's names)
     # scores a triple by its best passage's PPR score over the query's best; "cos": the naive scorer
     # cos(query, triple text), cos(query, passage) for a name triple
     base: str = "ppr"
-    # the base walk's proper-name phrase nodes (ppr's ``proper_names``). Off by default: on the dev splits they
-    # cost the pooled ranking 3 musique and 1 hotpotqa questions while they gain ppr's own (docs/benchmarks.md,
-    # "s7 merge")
-    base_proper_names: float = 0.0
-    # ours: which passages a served triple stands for. "best" (default): a relation the one passage that gave it
-    # its score, a name triple its mentioning passage and (tail_passages) the named document's best passage by the
-    # base; "all": a relation every chunk it comes from, a name triple every passage of the named document (those
-    # took the pooled score of one triple and crowded the top 5: docs/design-notes.md, "Path Pooling's passages")
-    triple_passages: str = "best"
+    # ours: a served triple stands for one passage of evidence: a relation the one passage that gave it its score,
+    # a name triple its mentioning passage and (tail_passages) the named document's best passage by the base
+    # (every passage of them took the pooled score of one triple, crowded the top 5 and lost on dev)
     # ours: when the served triples stand for fewer than top_k passages, "coarse" (default) goes on down the pooled
-    # ranking of the coarse triples before any dense back-fill; "served" back-fills at once
+    # ranking of the coarse triples before any dense back-fill; "served" back-fills at once (the served triples'
+    # passages alone, as the paper: only through the paper preset, which then drops the back-fill)
     fill: str = "coarse"
     # ours: the statistical triples of each named entity's document (its best passage by the ppr base) join the
-    # coarse set (docs/benchmarks.md, "Path Pooling over its base"); off for base "cos", whose triple scores
+    # coarse set (docs/benchmarks.md, "Why the defaults"); off for base "cos", whose triple scores
     # are cos(query, triple text)
     named_passages: bool = True
     # ours: a passage's score is base(p)^w · pooled(p)^(1 - w), w = base_weight, pooled(p) its best triple's pooled
     # score: pooling refines the base's passage score (§3.4, Implementation Details) instead of replacing it, so a
     # hub that smoothing lifts from near 0 next to the top triple (§3.3's mean) no longer outranks the base's own
-    # evidence. 0 = the pooled score alone (before s9-pool9); docs/design-notes.md, "Path Pooling's passages"
+    # evidence. 0 = the pooled score alone, the paper's ranking: only through the paper preset (it lost on dev)
     base_weight: float = 0.5
     # ours: whose passages are ranked: "coarse" (default) those of every pooled coarse triple, the smoothed
-    # sequence §3.4 reselects from; "served" those of the reselected top_triples first, then (fill) the rest
+    # sequence §3.4 reselects from; "served" those of the reselected top_triples first, then (fill) the rest: the
+    # triples the paper serves, only through the paper preset (it lost on dev)
     passages_from: str = "coarse"
 
     def validate(self) -> None:
@@ -125,12 +121,8 @@ class PoolingParams:
             raise ConfigError("pooling coarse_m, top_triples, max_path_len and max_bfs_paths must be >= 1")
         if self.base not in ("ppr", "cos"):
             raise ConfigError(f"pooling base must be ppr or cos, got {self.base!r}")
-        if min(self.statistical, self.name_triples, self.name_parts, self.base_proper_names) < 0 \
-                or not 0.0 <= self.tail_score <= 1.0:
-            raise ConfigError("pooling statistical, name_triples, name_parts and base_proper_names must be >= 0, "
-                              "tail_score in [0, 1]")
-        if self.triple_passages not in ("all", "best"):
-            raise ConfigError(f"pooling triple_passages must be all or best, got {self.triple_passages!r}")
+        if min(self.statistical, self.name_triples, self.name_parts) < 0:
+            raise ConfigError("pooling statistical, name_triples and name_parts must be >= 0")
         if self.fill not in ("served", "coarse"):
             raise ConfigError(f"pooling fill must be served or coarse, got {self.fill!r}")
         if not 0.0 <= self.base_weight <= 1.0:
@@ -287,7 +279,7 @@ def coarse_triples(env: RetrievalEnv, query: Query, params: PoolingParams, first
     (``base_passage_scores``)."""
     snap = env.snapshot
     edges = name_edges(snap)
-    use_names = edges.size > 0
+    use_names = edges.size > 0 and params.names
     cands: list[tuple[float, int]] = []
     if params.statistical > 0 or not use_names:
         stat = top_triples(snap, query.vec, first)
@@ -297,9 +289,6 @@ def coarse_triples(env: RetrievalEnv, query: Query, params: PoolingParams, first
         cands += [(s, r) for r, s in stat]
     if use_names:
         cos = passage_scores[edges.passage]
-        if params.tail_score > 0:
-            cos = (1.0 - params.tail_score) * cos \
-                + params.tail_score * _document_scores(snap, passage_scores)[edges.dst]
         top = top_indices(cos, first).tolist()
         cands += [(float(cos[m]), -1 - m) for m in top]
         if named and params.name_triples:
@@ -341,21 +330,12 @@ def base_passage_scores(env: RetrievalEnv, query: Query, params: PoolingParams) 
     cos(query, passage)."""
     if params.base != "ppr":
         return dense_scores(env.snapshot, query.vec).astype(np.float64)
-    scores, _ = ppr_scores(env, query, PPRParams(proper_names=params.base_proper_names))
+    # the base walk leaves out ppr's proper-name phrase nodes: they flatten the passage scores pooling reads per
+    # triple, and with them the pooled ranking lost on dev (docs/design-notes.md, "`pooling`")
+    scores, _ = ppr_scores(env, query, PPRParams(proper_names=0.0))
     out = scores[env.snapshot.n_entities :].astype(np.float64)
     top = float(out.max()) if out.size else 0.0
     return out / top if top > 0 else out
-
-
-def _document_scores(snap: GraphSnapshot, dense: np.ndarray) -> np.ndarray:
-    """Per entity, the best cosine of a passage of the document it names (0 for entities naming none)."""
-    ties = own_passages(snap)
-    out = np.zeros(snap.n_entities)
-    has = np.flatnonzero(np.diff(ties.indptr) > 0)
-    if has.size:
-        vals = dense[ties.indices]
-        out[has] = np.maximum.reduceat(vals, ties.indptr[has])
-    return out
 
 
 def item_passages(snap: GraphSnapshot, item: int, tail_passages: bool) -> list[int]:
@@ -386,13 +366,13 @@ def _path_hit(snapshot: GraphSnapshot, k: Kernel, tr: Triples, base: float, tail
     passages: list[int] = []
     for item in items:
         passages.extend(p for p in item_passages(snapshot, item, tail_passages) if p not in passages)
-    return PathHit(list(k.nodes), [i if i >= 0 else -1 for i in items], base, " ".join(parts), passages)
+    return PathHit(list(k.nodes), [i if i >= 0 else NAME_EDGE for i in items], base, " ".join(parts), passages)
 
 
 def _stands_for(snap: GraphSnapshot, item: int, params: PoolingParams, passage_scores: np.ndarray) -> list[int]:
-    """The passages a coarse triple stands for (``params.triple_passages``)."""
+    """The passages a coarse triple stands for: the one that scored it (and a name triple's tail passage)."""
     ps = item_passages(snap, item, params.tail_passages)
-    if params.triple_passages == "all" or len(ps) < 2:
+    if len(ps) < 2:
         return ps
     first, rest = ([], ps) if item >= 0 else (ps[:1], ps[1:])
     top = best_passage(rest, passage_scores)
@@ -442,7 +422,7 @@ def pooling_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: Poolin
     ``triples`` and ``triple_scores`` list relation indices only (name triples have none)."""
     snap = env.snapshot
     first = params.coarse_m if params.mode == "reselect" else params.top_triples
-    named = query_names(env, query.text, params.name_parts)
+    named = query_names(env, query.text, params.name_parts)  # the question's topic entities (§3.3 sources)
     passage_scores = base_passage_scores(env, query, params)
     tr = coarse_triples(env, query, params, first, named, passage_scores)
     entities = sorted({e for pair in tr.ends for e in pair})

@@ -9,7 +9,11 @@ Personalisation (HippoRAG 2 style, generalising AGRAG Eq. 11): the query is mapp
 (k_a) triples by cos(query, triple); each triple's subject and object entity gets weight += that cosine; every
 entity the query names (HippoRAG 1's query-entity linking) gets += ``name_seeds``; each weight is divided by the
 number of passages mentioning the entity (HippoRAG 2's specificity). Passage nodes get their min-max
-normalised dense similarity × ``passage_weight`` (0.05). Chunks are ranked by their passage node's PPR score.
+normalised dense similarity × ``passage_weight``: HippoRAG 2 and AGRAG use 0.05 over every passage (the paper
+preset, ``presets.py``); pathweaver's default gives the dense top ``dense_pool`` = 5 full weight (1.0), and the
+hybrid top ``hybrid_pool`` = 5 as well when the question names no document, beside the name layer (the named
+documents' passages, passage name links). Chunks are ranked by their passage node's PPR
+score, then (pathweaver's default) a top-k set selection (``selection.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +30,16 @@ from pathweaver.numeric.parallel import SparseRows
 from pathweaver.retrieval.graphs import entity_passage_counts, has_names, node_space_graph, transition_rows
 from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, query_names
 from pathweaver.retrieval.namegraph import passages_of
-from pathweaver.retrieval.seeds import dense_scores, minmax, top_entities, top_indices, top_triples
+from pathweaver.retrieval.seeds import (
+    HybridParams,
+    dense_scores,
+    hybrid_chunk_scores,
+    minmax,
+    top_entities,
+    top_hits,
+    top_indices,
+    top_triples,
+)
 from pathweaver.retrieval.selection import document_keys, passage_links, select_passages
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
@@ -191,10 +204,13 @@ class RankingSettled:
 
 @dataclass
 class PPRParams:
-    """HippoRAG 2 / AGRAG §III-C parameters."""
+    """pathweaver's default ppr: HippoRAG 2 / AGRAG §III-C over the name layer too; ``preset = "paper"`` sets the
+    papers' values (``presets.py``)."""
 
     damping: float = 0.5  # d, AGRAG §III-C after Eq. 10 ("to align with HippoRAG 2")
-    passage_weight: float = 1.0  # passage-node balance factor (AGRAG §III-C after Eq. 12 / HippoRAG 2 use 0.05)
+    # passage-node balance factor: 1.0 over the dense top ``dense_pool`` (ours, best on dev with the name layer);
+    # AGRAG §III-C after Eq. 12 and HippoRAG 2 use 0.05 over every passage (the paper preset)
+    passage_weight: float = 1.0
     # k_a: query-mapped triples seeding the walk. HippoRAG 2 uses 5 (linking_top_k) after an LLM filters them; our
     # statistical triples are unfiltered, and 1 with name seeds was best on all three dev splits (design-notes.md)
     top_triples: int = 1
@@ -209,6 +225,11 @@ class PPRParams:
     # personalise only the top-n passages by dense score (0 = all passages, HippoRAG 2); with the name layer the
     # top 5 at full weight (passage_weight 1) were best on dev (issue 23)
     dense_pool: int = 5
+    # a question that names no document also seeds the hybrid top ``hybrid_pool`` passages (AGRAG Eq. 21's dense
+    # + BM25 score, each passage keeping the larger of its two seeds; 0 = dense alone): a question about one's
+    # notes seldom writes a note's title, and its own words find the note then (ours, issue 37; 10 lost 2 more
+    # points on musique dev, docs/design-notes.md)
+    hybrid_pool: int = 5
     relation_weight: Literal["count", "one"] = "count"  # relation edge weight (graphs.node_space_graph)
     # passage↔entity weight: HippoRAG 2 uses 1; the mention count was better on 2wiki dev, so it is our default
     contains_weight: Literal["one", "count"] = "count"
@@ -220,10 +241,9 @@ class PPRParams:
     # mention (no titles occur in its text) walks the statistical layer whatever this says.
     name_links: float = 3.0
     name_passages: float = 2.0
-    # how a named document's reset weight is split over the passages its name ties to: "dense" by their min-max
-    # normalised similarity to the query (ours; one title often names several passages, e.g. MuSiQue's six "Dell"
-    # paragraphs, and the question says which), "even" equally (the earlier split)
-    name_split: Literal["dense", "even"] = "dense"
+    # a named document's reset weight is split over the passages its name ties to by their min-max normalised
+    # similarity to the query (one title often names several passages, e.g. MuSiQue's six "Dell" paragraphs; an
+    # even split lost on dev)
     statistical: float = 0.0
     # Contains edges from each passage to the n-gram entities it writes as proper names, with this weight: HippoRAG
     # 2's phrase nodes for names no document is titled by ("Jane Siberry" in two passages about others), which the
@@ -238,7 +258,7 @@ class PPRParams:
     # further passage of a document already chosen counts its score times ``document_decay``, and a passage that no
     # chosen passage links to (a name link, or a proper name both write) times ``unlinked``; 1 and 1 = the plain
     # ranking by PPR score (a pank plan asks for that: registry.plain_ranking). Chosen on the dev splits
-    # (docs/benchmarks.md, "Top-k set selection")
+    # (docs/design-notes.md, "Top-k set selection")
     document_decay: float = 0.25
     unlinked: float = 0.5
     select_pool: int = 20
@@ -246,8 +266,10 @@ class PPRParams:
     def validate(self) -> None:
         if not 0.0 <= self.damping < 1.0:
             raise ConfigError(f"ppr damping must be in [0, 1), got {self.damping}")
-        if min(self.passage_weight, self.top_triples, self.seed_entities, self.dense_pool, self.name_seeds) < 0:
-            raise ConfigError("ppr passage_weight, top_triples, seed_entities, dense_pool and name_seeds must be >= 0")
+        if min(self.passage_weight, self.top_triples, self.seed_entities, self.dense_pool, self.name_seeds,
+               self.hybrid_pool) < 0:
+            raise ConfigError("ppr passage_weight, top_triples, seed_entities, dense_pool, hybrid_pool and name_seeds "
+                              "must be >= 0")
         if self.tol <= 0 or self.max_iter < 1 or self.coarse_tol < 0:
             raise ConfigError(f"ppr tol must be > 0, coarse_tol >= 0 and max_iter >= 1, got {self.tol}, "
                               f"{self.coarse_tol}, {self.max_iter}")
@@ -258,8 +280,6 @@ class PPRParams:
         if not (0.0 <= self.document_decay <= 1.0 and 0.0 <= self.unlinked <= 1.0) or self.select_pool < 0:
             raise ConfigError(f"ppr document_decay and unlinked must be in [0, 1] and select_pool >= 0, got "
                               f"{self.document_decay}, {self.unlinked}, {self.select_pool}")
-        if self.name_split not in ("dense", "even"):
-            raise ConfigError(f"ppr name_split must be dense|even, got {self.name_split!r}")
         if self.relation_weight not in ("count", "one") or self.contains_weight not in ("one", "count"):
             raise ConfigError("ppr relation_weight must be count|one and contains_weight one|count")
 
@@ -305,11 +325,17 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
         idx = top_indices(dense, params.dense_pool) if params.dense_pool else np.arange(n_p)
         pw = minmax(dense[idx]) * params.passage_weight
         reset[n_e + idx] = pw
+    if n_p and params.passage_weight > 0 and params.hybrid_pool and not named:
+        best = top_hits(hybrid_chunk_scores(env, query, HybridParams().pool(params.hybrid_pool), dense),
+                        params.hybrid_pool)
+        idx = np.array([h.passage for h in best], dtype=np.int64)
+        seeds = minmax(np.array([h.score for h in best], dtype=np.float64)) * params.passage_weight
+        reset[n_e + idx] = np.maximum(reset[n_e + idx], seeds)
     if params.name_passages > 0:
         for ent in named:
             own = np.asarray(passages_of(snap, ent), dtype=np.int64)
             if own.size:
-                reset[n_e + own] += params.name_passages * _split(dense[own], params.name_split)
+                reset[n_e + own] += params.name_passages * _split(dense[own])
     info.named = named
     if reset.sum() <= 0:  # nothing matched: fall back to a uniform walk start over passages, or all nodes
         if n_p:
@@ -340,9 +366,9 @@ def _walk_layers(snap: GraphSnapshot, params: PPRParams) -> _WalkLayers:
                       params.proper_names if named_store and params.statistical < 1.0 else 0.0)
 
 
-def _split(similarity: np.ndarray, how: str) -> np.ndarray:
-    """Shares (sum 1) of one named document's reset weight over its passages, given their query similarity."""
-    share = minmax(similarity) if how == "dense" else np.ones(similarity.shape[0])
+def _split(similarity: np.ndarray) -> np.ndarray:
+    """Shares (sum 1) of one named document's reset weight over its passages, by their query similarity."""
+    share = minmax(similarity)
     total = float(share.sum())
     return share / total if total > 0 else np.full(similarity.shape[0], 1.0 / similarity.shape[0])
 

@@ -100,12 +100,15 @@ def minmax(values: np.ndarray) -> np.ndarray:
     return (values.astype(np.float64) - lo) / (hi - lo)
 
 
-def hybrid_chunk_scores(env: RetrievalEnv, query: Query, pool: int) -> dict[int, float]:
+def hybrid_chunk_scores(env: RetrievalEnv, query: Query, pool: int, dense: np.ndarray | None = None
+                        ) -> dict[int, float]:
     """AGRAG Eq. 21 over a candidate pool: the top ``pool`` passages by dense and by BM25, each score min-max
-    normalised over its own list (a passage missing from a list scores 0 there), HS = (dense + bm25) / 2."""
+    normalised over its own list (a passage missing from a list scores 0 there), HS = (dense + bm25) / 2.
+    ``dense``: the query's ``dense_scores`` when the caller has them already."""
     if pool < 1:
         raise ConfigError(f"hybrid pool must be at least 1, got {pool}")
-    dense = dense_scores(env.snapshot, query.vec)
+    if dense is None:
+        dense = dense_scores(env.snapshot, query.vec)
     dense_top = top_indices(dense, pool)
     bm25 = env.bm25_chunks(query.text, pool)
     combined: dict[int, float] = {}
@@ -120,7 +123,9 @@ def hybrid_chunk_scores(env: RetrievalEnv, query: Query, pool: int) -> dict[int,
     return combined
 
 
-def _hits(scores: dict[int, float], top_k: int, tie: np.ndarray | None = None) -> list[ChunkHit]:
+def top_hits(scores: dict[int, float], top_k: int, tie: np.ndarray | None = None) -> list[ChunkHit]:
+    """The ``top_k`` passages of ``scores``, best first; ties by ``tie`` (higher first), then passage index."""
+
     def key(item: tuple[int, float]) -> tuple[float, float, int]:
         p, s = item
         return (-s, -(float(tie[p]) if tie is not None and p < tie.shape[0] else 0.0), p)
@@ -171,6 +176,6 @@ def bm25_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: Bm25Param
 
 def hybrid_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: HybridParams) -> RetrievalResult:
     """AGRAG Eq. 20: top ``k_r`` = ``top_k`` passages by the hybrid score HS (Eq. 21); ties by dense cosine."""
-    scores = hybrid_chunk_scores(env, query, params.pool(top_k))
     dense = dense_scores(env.snapshot, query.vec)
-    return RetrievalResult("hybrid", _hits(scores, top_k, dense), info={"pool": params.pool(top_k)})
+    scores = hybrid_chunk_scores(env, query, params.pool(top_k), dense)
+    return RetrievalResult("hybrid", top_hits(scores, top_k, dense), info={"pool": params.pool(top_k)})

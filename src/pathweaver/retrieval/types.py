@@ -1,8 +1,8 @@
 """Shared types of the retrieval layer: the query, the environment a method runs in, and its result.
 
 Every retrieval method is a function ``fn(env: RetrievalEnv, query: Query, top_k: int, params) -> RetrievalResult``
-where ``params`` is the method's own parameter dataclass (defaults from the papers). Indices in these types are
-positions in the ``GraphSnapshot`` arrays (entity index, passage index, relation index), not store ids; store ids
+where ``params`` is the method's own parameter dataclass (pathweaver's defaults; ``presets.py`` has the
+papers'). Indices in these types are positions in the ``GraphSnapshot`` arrays (entity index, passage index, relation index), not store ids; store ids
 are added when results are shaped for output.
 """
 
@@ -71,6 +71,7 @@ class ChunkHit:
     passage: int
     score: float
     backfill: bool = False  # filled in from dense or hybrid ranking, not reached by the method's graph (issue 23)
+    merged: list[int] = field(default_factory=list)  # passages of the same note merged into this one (``notes``)
 
 
 def take_turns(first: list[ChunkHit], second: list[ChunkHit], top_k: int,
@@ -94,7 +95,7 @@ NAME_EDGE = -2  # ``PathHit.relations``: a name edge, a's document mentions b (r
 @dataclass
 class PathHit:
     """A relational path. ``nodes`` are entity indices; ``relations[i]`` joins nodes i and i+1 (a relation index,
-    ``SYNONYM_EDGE`` or ``NAME_EDGE``; pathrag and pooling write -1 for a name edge too)."""
+    ``SYNONYM_EDGE`` or ``NAME_EDGE``)."""
 
     nodes: list[int]
     relations: list[int]

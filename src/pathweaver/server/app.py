@@ -11,9 +11,9 @@ from mcp.server.mcpserver import MCPServer
 
 from pathweaver.config import ConfigError, Settings, load_settings
 from pathweaver.server import ServerState
-from pathweaver.server.auth import BearerTokenMiddleware, check_bind
-from pathweaver.server.background import IndexManager
-from pathweaver.server.prompts import register_prompts
+from pathweaver.server.auth import BearerTokenMiddleware, check_bind, loopback_security
+from pathweaver.server.background import STOP_WAIT_S, IndexManager
+from pathweaver.server.prompts import PromptCheckingServer, register_prompts
 from pathweaver.server.resources import register_resources
 from pathweaver.server.roots import Roots, allowed_roots
 from pathweaver.server.tools import register_tools
@@ -43,7 +43,7 @@ def build_server(
     if manager is None:
         manager = IndexManager(service, list(checked.roots))
     state = ServerState(service=service, roots=checked, manager=manager, settings=settings)
-    server: MCPServer = MCPServer(name="pathweaver", instructions=INSTRUCTIONS, log_level="WARNING")
+    server: MCPServer = PromptCheckingServer(name="pathweaver", instructions=INSTRUCTIONS, log_level="WARNING")
     register_tools(server, state)
     register_resources(server, state)
     register_prompts(server)
@@ -95,7 +95,7 @@ def run_server(
         else:
             _serve_http(server, host, port, token)
     finally:
-        manager.stop()
+        manager.stop(STOP_WAIT_S)  # a stop signal ends the process within seconds (``cli._stop_on_signals``)
         service.close()
 
 
@@ -128,8 +128,13 @@ async def serve_stdio(server: MCPServer) -> None:
 
 
 def http_app(server: MCPServer, host: str, token: str | None) -> Any:
-    """The streamable-HTTP ASGI app at ``/mcp``, behind the bearer-token check when ``token`` is set."""
-    app: Any = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    """The streamable-HTTP ASGI app at ``/mcp``, behind the bearer-token check when ``token`` is set, and behind
+    pathweaver's own Host/Origin check (``auth.loopback_security``) whenever it binds to a loopback address; a
+    message with an id that is not a string or an integer is answered (``malformed.BadIdMiddleware``)."""
+    from pathweaver.server.malformed import BadIdMiddleware
+
+    app: Any = BadIdMiddleware(server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
+                                                          transport_security=loopback_security(host)))
     return BearerTokenMiddleware(app, token) if token else app
 
 

@@ -8,6 +8,8 @@ import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from mcp.server.transport_security import TransportSecuritySettings
+
 from pathweaver.config import ConfigError
 
 Scope = MutableMapping[str, Any]
@@ -34,6 +36,30 @@ def check_bind(host: str, token: str | None) -> None:
             f"refusing to serve MCP over HTTP on {host} without a token: anyone who can reach this address could "
             "read your documents; pass --token (or set server.token / PATHWEAVER_SERVER_TOKEN), or bind to 127.0.0.1"
         )
+
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def loopback_security(host: str) -> TransportSecuritySettings | None:
+    """The SDK's DNS-rebinding check for a loopback ``host``, on every spelling of it (``127.0.0.2``,
+    ``LOCALHOST``), or None (the SDK's default: no check) for any other address, which needs a token anyway.
+
+    The SDK turns the check on by itself only for exactly ``127.0.0.1``, ``localhost`` and ``::1``; on any other
+    loopback spelling a web page could rename its own host to this address and read the notes. Allowed: a Host
+    header with a loopback name (on any port, as an SSH tunnel forwards it), and a browser Origin on a loopback name
+    (local tools such as the MCP Inspector); a page from anywhere else gets 421 (Host) or 403 (Origin)."""
+    if not is_loopback(host):
+        return None
+    bound = host.strip().strip("[]")
+    bound = f"[{bound}]" if ":" in bound else bound  # an IPv6 literal is bracketed in Host and Origin
+    names = dict.fromkeys((bound, bound.lower(), *LOOPBACK_NAMES))
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*names, *(f"{name}:*" for name in names)],
+        allowed_origins=[f"{scheme}://{name}{suffix}" for name in names for scheme in ("http", "https")
+                         for suffix in ("", ":*")],
+    )
 
 
 class BearerTokenMiddleware:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pathweaver.store.servers import ServerLease
+
 if TYPE_CHECKING:
     from pathweaver.ingest.types import IndexReport
     from pathweaver.service import Pathweaver
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[int, int, str], None]
+STOP_WAIT_S = 2.0  # for all threads together: a stop (Ctrl-C, SIGTERM, end of input) ends the process in seconds
 
 
 @dataclass
@@ -85,27 +88,43 @@ class IndexManager:
         self._warm_wanted = threading.Event()  # a new store version wants its snapshot built (``_warm``)
         self._warmer: threading.Thread | None = None
         self.ready = threading.Event()  # set once the first index has finished (or failed)
+        self._lease: ServerLease | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     def start(self) -> None:
-        """Delete the documents of files gone while no process watched (before any query is served), then on a
-        daemon thread: watch the folders, index them, then build the query snapshot."""
+        """Record this server as live on the store (``store.servers``: the CLI then spares its documents), delete
+        the documents of files deleted or edited while no process watched (before any query is served: an edited
+        file's text is withheld until re-indexed, first thing on the indexing thread), then on a daemon thread:
+        watch the folders, index them, then build the query snapshot."""
+        self._lease = ServerLease(self.service.settings.store_dir, [str(f) for f in self.folders])
+        outdated: list[str] = []
         try:
-            gone = self.service.prune_missing()
-            if gone:
-                log.info("%d indexed files were deleted while the server was stopped", len(gone))
+            found = self.service.withhold_outdated()
+            outdated = found.changed
+            if found.gone or found.changed:
+                log.info("while the server was stopped %d indexed files were deleted and %d edited",
+                         len(found.gone), len(found.changed))
         except Exception as exc:  # recorded for index_status; the background scan removes them too
-            log.exception("checking for deleted files failed")
-            self.status.last_error = f"checking for deleted files failed: {exc}"
-        self._thread = threading.Thread(target=self._initial, name="pathweaver-index", daemon=True)
+            log.exception("checking for deleted or edited files failed")
+            self.status.last_error = f"checking for deleted or edited files failed: {exc}"
+        self._thread = threading.Thread(target=self._initial, args=(outdated,), name="pathweaver-index",
+                                        daemon=True)
         self._thread.start()
 
-    def _initial(self) -> None:
+    def _initial(self, outdated: list[str]) -> None:
         # watch first: a file edited while the first index runs (after the scan has read it) arrives as a batch,
         # which waits for the index's write lock and then applies
         if not self._stopped:
             self._restart_watcher()
         try:
+            if outdated and not self._stopped:  # the withheld files first: they were indexed before
+                self._begin(f"re-indexing {len(outdated)} files edited while the server was stopped")
+                try:
+                    report = self.service.apply_changes({Path(p) for p in outdated}, set())
+                except Exception as exc:
+                    self._end(error=exc)
+                    raise
+                self._end(report)
             for folder in [f for f in self.folders if f not in self._recorded]:
                 self.service.set_folder(folder, "watched" if folder in self.watched else "indexed")
             existing = [f for f in self.folders if f.is_dir()]
@@ -147,17 +166,27 @@ class IndexManager:
         watcher = self._watcher
         return self.status.indexing or self._stopped or (watcher is not None and watcher.pending())
 
-    def stop(self) -> None:
+    def stop(self, wait_s: float = 30.0) -> None:
+        """Stop watching and give the threads ``wait_s`` in all to finish (the server process gives them
+        ``STOP_WAIT_S``); a daemon thread still inside a long step is left to the process exit (each file is one
+        transaction: an unfinished one is rolled back)."""
         self._stopped = True
+        if self._lease is not None:  # no longer serving: the CLI may change these folders' documents again
+            self._lease.close()
+        deadline = time.monotonic() + wait_s
+
+        def left() -> float:
+            return max(0.0, deadline - time.monotonic())
+
         with self._watch_lock:
             old, self._watcher = self._watcher, None
         if old is not None:
-            old.stop()
+            old.stop(flush=False, timeout=left())
         if self._thread is not None:
-            self._thread.join(timeout=30)
+            self._thread.join(timeout=left())
         self._warm_wanted.set()
         if self._warmer is not None:
-            self._warmer.join(timeout=30)
+            self._warmer.join(timeout=left())
 
     # -- indexing --------------------------------------------------------------------------------------------
     def _begin(self, message: str) -> None:
@@ -227,6 +256,7 @@ class IndexManager:
             if watch:
                 self.watched.add(folder)
         self.service.set_folder(folder, "watched" if watch or folder in self.watched else "indexed")
+        self._record_lease()
         report = self.index([folder], exact=False, progress=progress)
         if watch:
             self._restart_watcher()
@@ -247,6 +277,7 @@ class IndexManager:
                     f"{folder} is not an indexed folder; indexed: {', '.join(map(str, self.folders)) or 'none'}"
                 )
         self.service.set_folder(folder, "removed" if inside else None)
+        self._record_lease()
         self._begin(f"removing {folder}")
         try:
             report = self.service.apply_changes(set(), {folder})
@@ -265,6 +296,12 @@ class IndexManager:
         if not folders:
             raise FileNotFoundError("no folders are indexed; add one with add_folder")
         return self.index(folders, exact=False, progress=progress)
+
+    def _record_lease(self) -> None:
+        if self._lease is not None:
+            with self._lock:
+                folders = [str(f) for f in self.folders]
+            self._lease.update(folders)
 
     def _restart_watcher(self) -> None:
         """Replace the watcher with one over the current watched folders.

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.prompts.base import Message, UserMessage
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 ANSWER_WITH_CITATIONS = """Answer this question from my indexed documents: {question}
 
@@ -39,3 +43,21 @@ def register_prompts(server: MCPServer) -> None:
     def graph_research(question: str) -> list[Message]:
         """Decompose -> retrieve -> rerank -> answer, one sub-question at a time, with citations."""
         return [UserMessage(GRAPH_RESEARCH.format(question=question))]
+
+
+class PromptCheckingServer(MCPServer):
+    """``MCPServer`` whose ``prompts/get`` answers an unknown prompt or a missing argument with JSON-RPC -32602
+    (invalid params) and a message that names what to send; the SDK raises a bare ``ValueError`` there, which goes
+    out as error code 0."""
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, *args: Any, **kwargs: Any) -> Any:
+        prompts = {p.name: p for p in await self.list_prompts()}
+        prompt = prompts.get(name)
+        if prompt is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"unknown prompt {name!r}; the prompts are: "
+                           f"{', '.join(sorted(prompts))}")
+        missing = [a.name for a in prompt.arguments or [] if a.required and a.name not in (arguments or {})]
+        if missing:
+            raise MCPError(code=INVALID_PARAMS, message=f"prompt {name!r} needs the argument(s): "
+                           f"{', '.join(missing)}")
+        return await super().get_prompt(name, arguments, *args, **kwargs)

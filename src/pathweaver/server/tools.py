@@ -1,4 +1,5 @@
-"""MCP tools: one per library function, each with a typed input schema, paper defaults and structured output.
+"""MCP tools: one per library function, each with a typed input schema, pathweaver's defaults (a ``preset``
+argument of "paper" runs a method as its paper writes it, ``retrieval/presets.py``) and structured output.
 
 Every tool runs the (synchronous, thread-safe) service call on a worker thread, so the server keeps answering
 while one call works. Errors the user can fix come back as tool errors with a one-line message.
@@ -106,8 +107,16 @@ def llm_progress(ctx: Context[Any, Any]) -> Callable[[float, str], None]:
     return beat
 
 
+def capped(items: list[str] | None, cap: int, what: str, setting: str) -> None:
+    """Refuse a list longer than ``cap`` with a tool error naming the setting: a caller cannot make one call run for
+    minutes. An error rather than a cut: a ranking or a retrieval over part of what was sent would look whole."""
+    if items is not None and len(items) > cap:
+        raise ToolError(f"too many {what}: {len(items)}, at most {cap} per call (setting server.{setting}); "
+                        f"send fewer")
+
+
 def _defaults(state: ServerState, method: str) -> dict[str, Any]:
-    """A method's paper defaults overlaid with ``[retrieval.<method>]`` from the settings."""
+    """A method's defaults (pathweaver's) overlaid with ``[retrieval.<method>]`` from the settings."""
     from pathweaver.retrieval.registry import method_defaults
 
     return {**method_defaults(method), **state.settings.retrieval.get(method, {})}
@@ -126,6 +135,15 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
     Method = Literal[tuple(method_names())]  # type: ignore[valid-type]
     SearchMode = Literal[SEARCH_MODES]  # type: ignore[valid-type]
     Question = Annotated[str, Field(min_length=1, description="The question, in natural language.")]
+    max_keywords = state.settings.server.max_keywords
+    max_candidates = state.settings.server.max_rerank_candidates
+    Preset = Annotated[
+        Literal["default", "paper"] | None,
+        Field(description="default: pathweaver's variant of the method (tuned on the dev splits; the result's "
+                          "method.differs_from_paper says what differs from the paper); paper: the method as its "
+                          "paper writes it, on the paper's graph, with only the chunks it found. Omit for "
+                          "[retrieval.<method>] preset, else default."),
+    ]
 
     @server.tool(annotations=READ_ONLY)
     async def decompose_query(
@@ -147,7 +165,8 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
     async def retrieve_paths(
         question: Question,
         keywords: Annotated[
-            list[str] | None, Field(description="Entity keywords for node retrieval; extracted when omitted.")
+            list[str] | None,
+            Field(description=f"Entity keywords for node retrieval (at most {max_keywords}); extracted when omitted."),
         ] = None,
         top_nodes: Annotated[
             int | None,
@@ -160,12 +179,18 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
             float, Field(ge=0, description="Early-stop threshold of flow-based pruning (PathRAG).")
         ] = pr["theta"],
         top_k: Annotated[int, Field(ge=1, le=50, description="Supporting chunks returned.")] = DEFAULT_TOP_K,
+        preset: Preset = None,
     ) -> Annotated[CallToolResult, RetrievalOut]:
         """Relational paths between the question's entities (PathRAG flow pruning), most reliable last, each with
-        citations. Use for 'how is X related to Y' and multi-hop questions where the chain of facts matters."""
-        params = {"top_paths": top_paths, "alpha": alpha, "theta": theta}
+        citations. Use for 'how is X related to Y' and multi-hop questions where the chain of facts matters.
+        pathweaver's default walks the names the documents write (titles, links) from the question's named
+        documents; preset "paper" is PathRAG as written (N = 40, K = 15, alpha = 0.7, keyword nodes)."""
+        capped(keywords, max_keywords, "keywords", "max_keywords")
+        params: dict[str, Any] = {"top_paths": top_paths, "alpha": alpha, "theta": theta}
         if top_nodes is not None:
             params["top_nodes"] = top_nodes
+        if preset is not None:
+            params["preset"] = preset
         return structured(await call(svc.retrieve_json, question, "pathrag", top_k, params, keywords))
 
     @server.tool(annotations=READ_ONLY)
@@ -181,20 +206,28 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
             bool, Field(description="Attach each subgraph triple's source sentence (a larger result; the chunks "
                                     "and get_entity carry the text too).")
         ] = False,
+        preset: Preset = None,
     ) -> Annotated[CallToolResult, RetrievalOut]:
         """A compact reasoning subgraph (AGRAG MCMI: Steiner tree over the query's triples, grown while it gains
-        influence per cost) served as text (Eq. 18), plus hybrid chunks. Use when the answer needs several
-        connected facts."""
-        params = {"k_triples": k_triples}  # k_r = k_chunks is the top_k of the call
+        influence per cost) served as text (Eq. 18), plus chunks. Use when the answer needs several connected
+        facts. pathweaver's default also walks the names the documents write and alternates walk-influence
+        passages with hybrid chunks; preset "paper" is AGRAG as written (hybrid chunks beside the subgraph)."""
+        params: dict[str, Any] = {"k_triples": k_triples}  # k_r = k_chunks is the top_k of the call
+        if preset is not None:
+            params["preset"] = preset
         return structured(await call(svc.retrieve_json, question, "mcmi", k_chunks, params,
                                      descriptions=triple_descriptions))
 
     @server.tool(annotations=READ_ONLY)
     async def rerank(
         question: Question,
-        candidates: Annotated[list[str], Field(min_length=1, description="Candidate passages or answers.")],
+        candidates: Annotated[
+            list[str], Field(min_length=1, description=f"Candidate passages or answers (at most {max_candidates}).")
+        ],
         resolved: Annotated[
-            list[str], Field(description="Answers to the sub-questions this one depends on (may be empty).")
+            list[str],
+            Field(description=f"Answers to the sub-questions this one depends on (may be empty; at most "
+                              f"{max_candidates})."),
         ],
         alpha: Annotated[
             float | None,
@@ -203,6 +236,8 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
     ) -> RerankOut:
         """Dependency-aware reranking (PankRAG): score = alpha*relevance + beta*cos(candidate, resolved answers).
         Use after answering a plan's earlier levels, to rank candidates for a dependent sub-question."""
+        capped(candidates, max_candidates, "candidates", "max_rerank_candidates")
+        capped(resolved, max_candidates, "resolved answers", "max_rerank_candidates")
         items = await call(svc.rerank, question, candidates, resolved, alpha)
         return RerankOut(results=[RerankItem.model_validate(i) for i in items])
 
@@ -215,13 +250,17 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
         ] = None,
         decompose: Annotated[bool, Field(description="Plan sub-questions first (PankRAG) and answer in order.")] = False,
         top_k: Annotated[int, Field(ge=1, le=50, description="Chunks of context.")] = DEFAULT_TOP_K,
+        preset: Preset = None,
     ) -> AnswerOut:
         """Answer from the indexed documents with numbered citations (file, chunk, span). Uses your client's model
         through MCP sampling when offered, else the configured LLM, else the cited chunks' own words (backend
-        'extractive'). Use for a finished answer in one call."""
+        'extractive'). `supported` is false when the answer says the notes don't say (it then quotes the closest
+        evidence). Use for a finished answer in one call."""
         llm = sampling_backend(ctx, state.settings.models.llm_backend)
         kwargs: dict[str, Any] = {"method": method, "decompose": decompose, "top_k": top_k,
                                   "progress": llm_progress(ctx)}
+        if preset is not None:
+            kwargs["params"] = {"preset": preset}
         if llm is not None:
             kwargs["llm"] = llm
         return AnswerOut.model_validate(await call(svc.ask, question, **kwargs))
@@ -257,8 +296,8 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
 
     @server.tool(annotations=READ_ONLY)
     async def index_status(ctx: Context) -> StatusOut:
-        """Store statistics, skipped files with reasons, whether indexing is running, the watched folders, and
-        the LLM backend answer and decompose_query use for you, and why."""
+        """Store statistics, skipped files with reasons, whether indexing is running, the watched folders, the
+        store's directory, and the LLM backend answer and decompose_query use for you, and why."""
         stats = await call(svc.stats)
         status = state.manager.snapshot()
         choice = await call(svc.backend_choice, supports_sampling(ctx))
@@ -267,6 +306,7 @@ def register_tools(server: MCPServer, state: ServerState) -> None:
             skipped=list(stats.get("skipped", [])),
             roots=[str(r) for r in state.roots.roots],
             llm=choice.to_dict(),
+            store=str(svc.settings.store_dir.resolve()),
             **{k: status[k] for k in StatusOut.model_fields if k in status},
         )
 

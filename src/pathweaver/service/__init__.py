@@ -18,6 +18,7 @@ from pathweaver.service.answers import AnswerSide
 from pathweaver.store.db import Database, StoreError
 
 if TYPE_CHECKING:
+    from pathweaver.ingest.documents import StartupPass
     from pathweaver.ingest.pipeline import Indexer
     from pathweaver.ingest.types import IndexReport
 
@@ -57,13 +58,16 @@ class Pathweaver(AnswerSide):
             self._indexer = Indexer(self._write_db, self.settings, self.embedder)
         return self._indexer
 
-    def index(self, paths: list[Path], exact: bool = True, progress: ProgressFn | None = None) -> IndexReport:
-        """Make the store match ``paths`` (files or folders); see ``Indexer.index_paths``."""
+    def index(self, paths: list[Path], exact: bool = True, progress: ProgressFn | None = None,
+              force: bool = False) -> IndexReport:
+        """Make the store match ``paths`` (files or folders); see ``Indexer.index_paths`` (``force``: delete a
+        running server's documents too)."""
         missing = [str(p) for p in paths if not Path(p).exists()]
         if missing:
             raise ConfigError(f"no such file or folder: {', '.join(missing)}")
         with self._write_lock:
-            return self._indexer_instance().index_paths([Path(p) for p in paths], exact=exact, progress=progress)
+            return self._indexer_instance().index_paths([Path(p) for p in paths], exact=exact, progress=progress,
+                                                        force=force)
 
     def apply_changes(self, changed: set[Path], removed: set[Path]) -> IndexReport:
         """Apply one watcher batch."""
@@ -75,14 +79,14 @@ class Pathweaver(AnswerSide):
         with self._write_lock:
             self._indexer_instance().set_folder(path, state)
 
-    def prune_missing(self) -> list[str]:
-        """Delete the documents whose files are gone (``ingest.documents.prune_missing``); their paths."""
-        from pathweaver.ingest.documents import prune_missing
+    def withhold_outdated(self) -> StartupPass:
+        """Delete the documents whose files are gone or changed (``ingest.documents.withhold_outdated``)."""
+        from pathweaver.ingest.documents import StartupPass, withhold_outdated
 
         if self.readonly:
-            return []
+            return StartupPass()
         with self._write_lock:
-            return prune_missing(self._main_db)
+            return withhold_outdated(self._main_db)
 
     def refresh(self) -> dict[str, Any]:
         """Recompute what corpus statistics decide (ER entities, relations, synonyms): ``results.RefreshOut``."""

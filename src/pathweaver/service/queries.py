@@ -4,6 +4,7 @@ which builds a new snapshot's per-method structures before the next query needs 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -15,8 +16,11 @@ from typing import Any
 from pathweaver.config import DEFAULT_TOP_K, ConfigError, Settings
 from pathweaver.results import ChunkOut, dump
 from pathweaver.retrieval.graphs import cached
+from pathweaver.retrieval.notes import WIDEN_FACTOR, first_per_key
+from pathweaver.retrieval.presets import split_preset
 from pathweaver.retrieval.registry import (
     PANK,
+    PANK_PAPER_BASE,
     check_top_k,
     checked_method,
     pank_base,
@@ -159,9 +163,9 @@ class QuerySide(StoreAccess):
             query = self.query(text, keywords)
             env = self.env(snapshot)
             merged = self.method_params(method, params)
-            if env.snapshot.n_passages == 0:
-                checked_method(method, top_k, merged)  # bad input is an error on an empty store too
-                result = RetrievalResult(method=method, chunks=[])
+            if env.snapshot.n_passages == 0:  # bad input is an error on an empty store too (``_used_params``)
+                used = self._used_params(method, top_k, params)
+                result = RetrievalResult(method=method, chunks=[], info={"preset": used["preset"], "params": used})
             else:
                 result = run_method(env, query, method, top_k, merged)
                 self._remember_run(method, _LatestRun(query, top_k, merged, time.perf_counter() - start))
@@ -214,24 +218,45 @@ class QuerySide(StoreAccess):
         from pathweaver.planner.decompose import decompose
         from pathweaver.planner.execute import execute_plan
 
-        stale = sorted(self.settings.retrieval.get(PANK, {}))
+        own = dict(self.settings.retrieval.get(PANK, {}))
+        preset, _ = split_preset({**own, **(params or {})})
+        stale = sorted(k for k in own if k != "preset")
         if stale:  # sub_answer chose between two ways until issue 25: a config naming it must not pass unnoticed
-            raise ConfigError(f"[retrieval.{PANK}] takes no settings (the base method's table applies); remove "
-                              f"{', '.join(stale)}")
+            raise ConfigError(f"[retrieval.{PANK}] takes no settings but preset (the base method's table applies); "
+                              f"remove {', '.join(stale)}")
+        if preset == "paper":
+            # PankRAG's paper retrieves each sub-question with LightRAG, whose nearest here is hybrid, and fuses
+            # only the sub-questions' lists (presets.py)
+            base = PANK_PAPER_BASE if method == PANK else base
+            params = {**(params or {}), "preset": "paper"}
         llm = NoneBackend()
         plan, _ = decompose(text, llm)
         if len(plan.nodes) > 1 and plan.levels:  # the question and the first sub-questions in one batch
             self.remember_queries([text, *(plan.node(n).question for n in plan.levels[0])])
         if len(plan.nodes) <= 1:
             root = self.retrieve(text, base, top_k, params, keywords)
-            return RetrievalResult(method=method, chunks=root.chunks, info={"plan_nodes": 1})
+            return RetrievalResult(method=method, chunks=root.chunks,
+                                   info={"plan_nodes": 1, "base": base, "preset": preset,
+                                         "params": root.info.get("params", {})})
+        whole = plain_ranking(base, params, sub_question=False)
         params = plain_ranking(base, params)
-        root = self.retrieve(text, base, top_k, params, keywords)
+        if preset == "paper":  # PankRAG fuses the sub-questions' lists alone: the whole question is not retrieved
+            root_hits, used = None, self._used_params(base, top_k, params)
+        else:
+            root = self.retrieve(text, base, top_k, whole, keywords)
+            root_hits, used = list(root.chunks), root.info.get("params", {})
         env = self.env()
         trace = execute_plan(plan, lambda q: self.retrieve(q, base, top_k, params), env.encode, llm, env.snapshot,
-                             top_k, root_hits=list(root.chunks), answer_leaves=False,
-                             prefetch=self.remember_queries, word_df=env.word_df)
-        return RetrievalResult(method=method, chunks=trace.merged, info={"plan_nodes": len(plan.nodes)})
+                             top_k, root_hits=root_hits, answer_leaves=False, prefetch=self.remember_queries,
+                             word_df=env.word_df)
+        return RetrievalResult(method=method, chunks=trace.merged,
+                               info={"plan_nodes": len(plan.nodes), "base": base, "preset": preset, "params": used})
+
+    def _used_params(self, method: str, top_k: int, params: dict[str, Any] | None) -> dict[str, Any]:
+        """The parameters ``method`` runs with for ``params`` (its config table under them), preset first."""
+        merged = self.method_params(method, params)
+        _, resolved = checked_method(method, top_k, merged)
+        return {"preset": split_preset(merged)[0], **dataclasses.asdict(resolved)}
 
     def retrieve_json(
         self,
@@ -263,10 +288,12 @@ class QuerySide(StoreAccess):
         check_top_k(k)
         if mode == "bm25":
             latest = self.reader.cache.latest()  # its postings serve while the store is still at its version
-            rows = self.reader.bm25_rows(self.query(query).text, k, self.bm25_index(latest) if latest else None)
+            rows = self.reader.bm25_rows(self.query(query).text, k * WIDEN_FACTOR,
+                                         self.bm25_index(latest) if latest else None)
             return [dump(ChunkOut.model_construct(**citation_json(doc, title, chunk_id, start, end, locator),
-                                                  score=score, text=text))
-                    for chunk_id, score, doc, title, start, end, locator, text in rows]
+                                                  score=score, text=text, merged_chunks=[r[0] for r in rest]))
+                    for (chunk_id, score, doc, title, start, end, locator, text, _), rest
+                    in first_per_key(rows, lambda r: r[8], k)]
         question = self.query(query)
         self.embedder.warm()  # load the model before reading the chunks
         snap = self.reader.passages()

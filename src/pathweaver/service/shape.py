@@ -7,7 +7,17 @@ from typing import Any
 
 import numpy as np
 
-from pathweaver.results import ChunkOut, Citation, PathOut, RetrievalOut, SubgraphOut, TripleOut, dump
+from pathweaver.results import (
+    ChunkOut,
+    Citation,
+    MethodOut,
+    PathOut,
+    RetrievalOut,
+    SubgraphOut,
+    TripleOut,
+    dump,
+)
+from pathweaver.retrieval.registry import method_block
 from pathweaver.retrieval.types import NAME_EDGE, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot
 
@@ -37,11 +47,13 @@ def shape_result(result: RetrievalResult, snap: GraphSnapshot, descriptions: boo
                                   **({"description": snap.rel_descriptions[r]} if descriptions else {}))
         for r in result.triples
     ]
-    info = {k: v for k, v in result.info.items() if k != "seconds"}
+    info = {k: v for k, v in result.info.items() if k not in ("seconds", "params", "preset")}
     info["backfill_share"] = result.backfill_share()
+    block = method_block(result.method, str(result.info.get("preset", "default")),
+                         jsonable(result.info.get("params", {})))
     return dump(RetrievalOut.model_construct(
-        method=result.method,
-        chunks=[chunk_out(snap, hit.passage, hit.score) for hit in result.chunks],
+        method=MethodOut.model_construct(**block),
+        chunks=[chunk_out(snap, hit.passage, hit.score, hit.merged) for hit in result.chunks],
         paths=paths,
         subgraph=subgraph,
         triples=triples,
@@ -50,9 +62,11 @@ def shape_result(result: RetrievalResult, snap: GraphSnapshot, descriptions: boo
     ))
 
 
-def chunk_out(snap: GraphSnapshot, passage: int, score: float) -> ChunkOut:
-    """Passage ``passage`` of ``snap`` as a scored chunk with its citation."""
-    return ChunkOut.model_construct(**snap.citation(passage), score=float(score), text=snap.chunk_texts[passage])
+def chunk_out(snap: GraphSnapshot, passage: int, score: float, merged: list[int] | None = None) -> ChunkOut:
+    """Passage ``passage`` of ``snap`` as a scored chunk with its citation and the chunk ids of the same note's
+    passages ``merged`` into it."""
+    return ChunkOut.model_construct(**snap.citation(passage), score=float(score), text=snap.chunk_texts[passage],
+                                    merged_chunks=[int(snap.chunk_ids[p]) for p in merged or ()])
 
 
 def jsonable(value: Any) -> Any:

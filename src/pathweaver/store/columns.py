@@ -111,6 +111,9 @@ def _ascending(keys: np.ndarray) -> bool:
 FILE_SPAN = ("CASE WHEN c.file_start IS NOT NULL THEN c.file_start WHEN c.locator != '' THEN -1 ELSE c.start END, "
              "CASE WHEN c.file_end IS NOT NULL THEN c.file_end WHEN c.locator != '' THEN -1 ELSE c.end END, c.locator")
 
+# The file a chunk cites: the embedded note its text was shown from (``chunks.cite_doc``), else its own document.
+CITED_DOC = "coalesce(c.cite_doc, d.path)"
+
 
 @dataclass
 class _Chunks:
@@ -122,13 +125,14 @@ class _Chunks:
     titles: list[str]
     spans: np.ndarray  # (n, 2) character span in the file (``FILE_SPAN``)
     locators: list[str]
+    cites: list[str]  # the file each chunk cites: an embedded note's (``ingest.embeds``), else its document's
 
 
 def _chunk_rows(conn: Connection) -> _Chunks:
     rows = conn.execute(
-        f"SELECT c.id, c.text, d.path, d.title, {FILE_SPAN} FROM chunks c JOIN documents d ON d.id = c.doc_id "
-        "ORDER BY c.id"
+        f"SELECT c.id, c.text, d.path, d.title, {FILE_SPAN}, {CITED_DOC} FROM chunks c JOIN documents d "
+        "ON d.id = c.doc_id ORDER BY c.id"
     ).fetchall()
     return _Chunks(np.array([r[0] for r in rows], dtype=np.int64), [r[1] for r in rows], [r[2] for r in rows],
                    [r[3] for r in rows], np.array([[r[4], r[5]] for r in rows], dtype=np.int64).reshape(len(rows), 2),
-                   [r[6] for r in rows])
+                   [r[6] for r in rows], [r[7] for r in rows])

@@ -26,8 +26,8 @@ from pathweaver.store.schema import DROPPED_VECTOR_TABLES, MIGRATIONS, SCHEMA_VE
 DB_FILE = "pathweaver.db"
 # Page size of new stores (SQLite fixes it with the first table; existing stores keep theirs). A vec0 table keeps
 # 1,024 vectors per 1.5 MB blob, which each insert reaches through the blob's chain of pages, so larger pages
-# write and read them faster, and a 1.5 KB ``embed_cache`` vector fits in its B-tree page (docs/benchmarks.md,
-# "Indexing throughput").
+# write and read them faster, and a 1.5 KB ``embed_cache`` vector fits in its B-tree page (docs/design-notes.md,
+# "Store").
 PAGE_SIZE = 16_384
 BUSY_TIMEOUT_MS = 30_000
 LOCK_RETRIES = 8

@@ -2,7 +2,7 @@
 
 With ``extract.entity_vectors`` / ``extract.triple_vectors`` = "composed" every such vector is a pure function of
 word vectors (``numeric.vectors``), and with "encoded" it is the name's or triple's own cached vector, so the store
-keeps those and not a second copy of every row (docs/design-notes.md, "Graph vectors composed at load"). The
+keeps those and not a second copy of every row (docs/design-notes.md, "Store"). The
 recipe is the store's ``meta.vector_settings``: the modes, and the key space of the cached vectors.
 """
 

@@ -23,6 +23,16 @@ def known_documents(conn: Connection) -> list[tuple[int, str, str, float, int, s
     return conn.execute("SELECT id, path, content_hash, mtime, size, status, reason FROM documents").fetchall()
 
 
+def embedders_of(conn: Connection, targets: list[str]) -> list[str]:
+    """The paths of the indexed documents that embed any of ``targets`` (``writes.set_embeds`` keys)."""
+    if not targets:
+        return []
+    marks = ",".join("?" * len(targets))
+    return [r[0] for r in conn.execute(
+        f"SELECT DISTINCT d.path FROM embeds e JOIN documents d ON d.id = e.doc_id WHERE e.target IN ({marks}) "
+        "ORDER BY d.path", targets)]
+
+
 def document_chunk_grams(conn: Connection, doc_id: int) -> list[list[str]]:
     """The n-grams of each of a document's chunks."""
     return [json.loads(g) for (g,) in conn.execute("SELECT grams FROM chunks WHERE doc_id = ?", (doc_id,))]

@@ -180,7 +180,7 @@ class StoreReader(RecordReader):
             chunk_texts=texts,
             chunk_docs=chunks.docs,
             chunk_titles=chunks.titles,
-            chunk_spans=chunks.spans, chunk_locators=chunks.locators,
+            chunk_spans=chunks.spans, chunk_locators=chunks.locators, chunk_cites=chunks.cites,
             rel_ids=rel_ids,
             rel_src=rel_src.astype(np.int32),
             rel_dst=rel_dst.astype(np.int32),
@@ -287,7 +287,7 @@ class StoreReader(RecordReader):
         return GraphSnapshot(
             version=version, entity_names=[], entity_ids=empty, chunk_ids=chunks.ids, chunk_texts=chunks.texts,
             chunk_docs=chunks.docs, chunk_titles=chunks.titles, chunk_spans=chunks.spans,
-            chunk_locators=chunks.locators, rel_ids=empty,
+            chunk_locators=chunks.locators, chunk_cites=chunks.cites, rel_ids=empty,
             rel_src=empty.astype(np.int32), rel_dst=empty.astype(np.int32), rel_labels=[], rel_descriptions=[],
             rel_chunks=sp.csr_matrix((0, n_p), dtype=np.float32), syn_a=empty.astype(np.int32),
             syn_b=empty.astype(np.int32), syn_cos=np.zeros(0, dtype=np.float32),

@@ -15,23 +15,44 @@ from typing import Any
 
 from pathweaver.config import ConfigError
 from pathweaver.store.bm25 import Bm25Index, query_terms, read_index
-from pathweaver.store.columns import FILE_SPAN
+from pathweaver.store.columns import CITED_DOC, FILE_SPAN
 from pathweaver.store.db import Connection, Database
 from pathweaver.store.schema import DESCRIPTION, SOURCE_SENTENCE
 from pathweaver.store.snapshot import file_span_json
-from pathweaver.text import normalize
+from pathweaver.text import POSSESSIVE_RE, is_stopword, normalize
 
 EXPORT_TABLES = ("documents", "chunks", "entities", "relations", "mentions", "relation_sources", "synonyms")
 # Every relation row with its description as read (``schema.DESCRIPTION``: stored, or its first source's sentence).
 RELATION_ROWS = (f"(SELECT r.id AS id, r.src_id AS src_id, r.dst_id AS dst_id, r.label AS label, r.kind AS kind, "
                  f"{DESCRIPTION} AS description FROM relations r)")
 _FTS_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
-Bm25Row = tuple[int, float, str, str, int, int, str]  # chunk id, score, path, title, start, end, text
+# A written word with its apostrophe parts ("don't", "Scrooge's"): stopwords are listed in that form.
+_WORD_RE = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*", re.UNICODE)
+# A chunk whose BM25 score is below this matched only words in more than half the chunks (FTS5 scores such a word
+# 1e-6 per occurrence): beside chunks that share something specific with the question it is noise, not a hit.
+MIN_BM25_SCORE = 1e-3
+# chunk id, score, cited path, title, start, end, locator, text, the note's path (``columns.CITED_DOC``)
+Bm25Row = tuple[int, float, str, str, int, int, str, str, str]
 
 
 def fts_words(text: str) -> list[str]:
     """The distinct lower-cased words of ``text``, in order: the phrases of ``fts_query``."""
     return list(dict.fromkeys(t.lower() for t in _FTS_TOKEN_RE.findall(text or "")))
+
+
+def bm25_words(text: str) -> list[str]:
+    """``fts_words`` of the question's content words: stopwords go, with the possessive "'s" of a name, so a word
+    every note holds ("the", "how") cannot rank a chunk above one that shares the question's subject."""
+    kept = [w for w in _WORD_RE.findall(POSSESSIVE_RE.sub("", (text or "").replace("\u2019", "'")))
+            if not is_stopword(w.lower())]
+    return fts_words(" ".join(kept))
+
+
+def specific(hits: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The hits above ``MIN_BM25_SCORE``, or all of them when none is: in a small store every word is in half the
+    chunks, and a note that holds the question's word is still a hit there."""
+    strong = [(c, s) for c, s in hits if s >= MIN_BM25_SCORE]
+    return strong or hits
 
 
 def fts_query(text: str) -> str:
@@ -106,7 +127,7 @@ class RecordReader:
 
     def chunk(self, chunk_id: int) -> dict[str, Any] | None:
         r = self.db.conn.execute(
-            f"SELECT c.id, d.path, d.title, c.ord, {FILE_SPAN}, c.heading, c.text FROM chunks c "
+            f"SELECT c.id, {CITED_DOC}, d.title, c.ord, {FILE_SPAN}, c.heading, c.text FROM chunks c "
             "JOIN documents d ON d.id = c.doc_id WHERE c.id = ?", (int(chunk_id),)
         ).fetchone()
         if r is None:
@@ -150,9 +171,15 @@ class RecordReader:
 
     def canonical_graph(self) -> dict[str, set[tuple[Any, ...]]]:
         """The graph without store ids: entity names, (src, dst, label) relations, (entity, chunk text, count)
-        mentions and synonym name pairs; two stores of the same corpus compare equal on it."""
+        mentions and synonym name pairs, and the chunks with their citations and the embeds each document names;
+        two stores of the same corpus compare equal on it."""
         with self._read() as conn:
             return {
+                "chunks": set(conn.execute(
+                    f"SELECT d.path, c.ord, c.text, {CITED_DOC}, {FILE_SPAN} FROM chunks c JOIN documents d "
+                    "ON d.id = c.doc_id").fetchall()),
+                "embeds": set(conn.execute(
+                    "SELECT d.path, e.target FROM embeds e JOIN documents d ON d.id = e.doc_id").fetchall()),
                 "entities": set(conn.execute("SELECT name, kind FROM entities").fetchall()),
                 "relations": set(conn.execute(
                     "SELECT s.name, t.name, r.label FROM relations r JOIN entities s ON s.id = r.src_id "
@@ -210,20 +237,22 @@ class RecordReader:
             return read_index(conn, version) if now == version else None
 
     def bm25_chunks(self, text: str, k: int, index: Bm25Index | None = None) -> list[tuple[int, float]]:
-        """Top ``k`` chunks by FTS5 BM25 as (chunk id, score), higher is better; punctuation-safe. With ``index``
-        (read at some store version) the same ranking and scores as FTS5 had at that version, from memory."""
-        query = fts_query(text)
-        if not query or k < 1:
+        """Top ``k`` chunks by FTS5 BM25 of the question's content words (``bm25_words``) as (chunk id, score),
+        higher is better; punctuation-safe; none for a question of stopwords alone. Chunks that match only words in
+        more than half the chunks are dropped when others match more (``specific``). With ``index`` (read at some
+        store version) the same ranking and scores as FTS5 had at that version, from memory."""
+        words = bm25_words(text)
+        if not words or k < 1:
             return []
         if index is not None:
-            terms = query_terms(self.db.conn, fts_words(text))
+            terms = query_terms(self.db.conn, words)
             if terms is not None:
-                return index.top(terms, k)
+                return specific(index.top(terms, k))
         rows = self.db.conn.execute(
             "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
-            (query, int(k)),
+            (" OR ".join(f'"{t}"' for t in words), int(k)),
         ).fetchall()
-        return [(int(r[0]), -float(r[1])) for r in rows]
+        return specific([(int(r[0]), -float(r[1])) for r in rows])
 
     def bm25_rows(self, text: str, k: int, index: Bm25Index | None = None) -> list[Bm25Row]:
         """``bm25_chunks`` with each chunk's document path, title, span and text, as ``(chunk id, score, path,
@@ -237,7 +266,7 @@ class RecordReader:
                 return []
             marks = ",".join("?" * len(hits))
             rows = {r[0]: r[1:] for r in conn.execute(
-                f"SELECT c.id, d.path, d.title, {FILE_SPAN}, c.text FROM chunks c JOIN documents d "
+                f"SELECT c.id, {CITED_DOC}, d.title, {FILE_SPAN}, c.text, d.path FROM chunks c JOIN documents d "
                 f"ON d.id = c.doc_id WHERE c.id IN ({marks})", [cid for cid, _ in hits]).fetchall()}
         return [(cid, score, *rows[cid]) for cid, score in hits if cid in rows]
 

@@ -227,9 +227,22 @@ SCHEMA_DERIVED_DESCRIPTIONS: list[str] = [
 # The full-text index of triple texts was written on every relation insert and never searched.
 SCHEMA_NO_RELATION_FTS: list[str] = ["DROP TABLE IF EXISTS relations_fts"]
 
+# Obsidian embeds (``ingest.embeds``): a chunk of embedded text cites the embedded file (``cite_doc``, NULL: its own
+# document), and ``embeds`` says which names each document embeds, so a change to one re-indexes its embedders.
+SCHEMA_EMBEDS: list[str] = [
+    "ALTER TABLE chunks ADD COLUMN cite_doc TEXT",
+    """CREATE TABLE embeds (
+        doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        target TEXT NOT NULL,
+        PRIMARY KEY (doc_id, target)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX embeds_target ON embeds(target)",
+]
+
 MIGRATIONS: list[list[str]] = [SCHEMA_V1, SCHEMA_FOLDERS_AND_FILE_SPANS, SCHEMA_NAMES, SCHEMA_NER,
                                SCHEMA_GRAPH_VECTORS_COMPOSED, SCHEMA_SOURCE_SPANS_ONLY, SCHEMA_LINK_NAMES,
-                               SCHEMA_VECTOR_NORMS, SCHEMA_DERIVED_DESCRIPTIONS, SCHEMA_NO_RELATION_FTS]
+                               SCHEMA_VECTOR_NORMS, SCHEMA_DERIVED_DESCRIPTIONS, SCHEMA_NO_RELATION_FTS,
+                               SCHEMA_EMBEDS]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 VECTOR_TABLES = ("chunk_vec",)

@@ -135,6 +135,8 @@ class GraphSnapshot:
     chunk_vecs: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     entity_kinds: list[str] = field(default_factory=list)  # 'ngram' | 'title' | 'heading' | 'link'
     chunk_locators: list[str] = field(default_factory=list)  # page or paragraph per chunk (PDF, DOCX), else ''
+    # the file each chunk cites where it is not its document: the embedded note its text comes from; [] = none
+    chunk_cites: list[str] = field(default_factory=list)
     # the name layer (extract/names.py), both (P, E) and already inside ``mentions``: name mentions found by the
     # automaton, and ties of a title or alias entity to its own document's chunks (1); None = none
     name_mentions: sp.csr_matrix | None = None
@@ -183,7 +185,8 @@ class GraphSnapshot:
         """Where passage ``passage`` comes from (``citation_json``)."""
         start, end = self.chunk_spans[passage]
         locator = self.chunk_locators[passage] if self.chunk_locators else ""
-        return citation_json(self.chunk_docs[passage], self.chunk_titles[passage], self.chunk_ids[passage], start, end,
+        doc = self.chunk_cites[passage] if self.chunk_cites else self.chunk_docs[passage]
+        return citation_json(doc, self.chunk_titles[passage], self.chunk_ids[passage], start, end,
                              locator)
 
     def triple_text(self, r: int) -> str:

@@ -39,6 +39,7 @@ class ChunkRow:
     file_start: int | None = None
     file_end: int | None = None
     locator: str = ""
+    cite_doc: str | None = None  # the embedded file this chunk's text comes from (``ingest.embeds``), else None
 
 
 def text_hash(text: str, space: str = "") -> str:
@@ -194,6 +195,12 @@ def delete_document(conn: Connection, doc_id: int) -> int:
     return n
 
 
+def set_embeds(conn: Connection, doc_id: int, targets: Sequence[str]) -> None:
+    """The names document ``doc_id`` embeds (``ingest.embeds.embed_key``), replacing what it embedded before."""
+    conn.execute("DELETE FROM embeds WHERE doc_id = ?", (doc_id,))
+    conn.executemany("INSERT OR IGNORE INTO embeds(doc_id, target) VALUES (?, ?)", [(doc_id, t) for t in targets])
+
+
 # -- chunks --------------------------------------------------------------------------------------------------
 def insert_chunks(conn: Connection, doc_id: int, title: str, rows: Sequence[ChunkRow], vecs: np.ndarray,
                   count_grams: bool = True) -> list[int]:
@@ -203,10 +210,10 @@ def insert_chunks(conn: Connection, doc_id: int, title: str, rows: Sequence[Chun
     for row, vec in zip(rows, vecs, strict=True):
         cur = conn.execute(
             "INSERT INTO chunks(doc_id, ord, start, end, n_tokens, text, heading, grams, n_words, file_start, file_end, "
-            "locator) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "locator, cite_doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (doc_id, row.ord, row.start, row.end, row.n_tokens, row.text, row.heading,
              json.dumps(dict(row.grams), ensure_ascii=False, sort_keys=True), row.n_words, row.file_start,
-             row.file_end, row.locator),
+             row.file_end, row.locator, row.cite_doc),
         )
         cid = int(cur.lastrowid)
         ids.append(cid)

@@ -1,0 +1,108 @@
+"""Answers without a model on notes, with the real embedder and a real store: how-to questions answered by the
+right sentences with their citations, list items and table rows quoted as units, "the notes don't say" (never a
+default "yes") when the notes do not decide, and the three Christmas Carol questions over the demo folder (the
+book's five staves and three reading notes)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pathweaver.extractive import NOT_SAID
+
+NOTES = {
+    "Sync setup.md": "# Sync setup\n\nSync keeps your vault the same on every device. To turn on sync on a new "
+    "device, open Settings, choose Sync and sign in with your account. Then pick the remote vault and press "
+    "Connect. The first sync can take several minutes for a large vault.\n",
+    "Plans.md": "# Plans\n\nEvery plan includes end-to-end encryption.\n\n| Plan | Storage | Version history |\n"
+    "|---|---|---|\n| Standard | 1 GB | 1 month |\n| Plus | 10 GB | 12 months |\n",
+    "Offsite.md": "# Team offsite\n\nThe offsite is in Lisbon in May. Bring these:\n\n- your laptop and charger\n"
+    "- a rain jacket\n- the signed travel form\n",
+    "Sourdough.md": "# Sourdough\n\nFeed the starter twice a day with equal weights of flour and water. Bake at "
+    "250 degrees for twenty minutes with the lid on.\n",
+    "Reading list.md": "# Reading list\n\nBooks to read this year: Middlemarch, The Left Hand of Darkness and "
+    "Piranesi.\n",
+}
+
+
+def _demo() -> Path:
+    return Path(__file__).resolve().parents[1] / "demo"
+
+
+@pytest.fixture(scope="module")
+def notes_pw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from pathweaver.service import Pathweaver
+
+    base = tmp_path_factory.mktemp("notes-answers")
+    folder = base / "notes"
+    folder.mkdir()
+    for name, text in NOTES.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    pw = Pathweaver.open(base / "store", overrides={"models": {"llm_backend": "none"}})
+    pw.index([folder])
+    yield pw
+    pw.close()
+
+
+def _cited_docs(out: dict[str, Any]) -> set[str]:
+    marks = {int(n) for n in __import__("re").findall(r"\[(\d+)\]", out["answer"])}
+    return {Path(c["doc"]).name for c in out["citations"] if c["n"] in marks}
+
+
+def test_an_unrelated_question_gets_the_notes_dont_say(notes_pw: Any) -> None:
+    out = notes_pw.ask("Is the migration plan approved?")
+    assert out["supported"] is False
+    assert out["answer"].startswith(NOT_SAID) and "Closest evidence:" in out["answer"]
+    assert not out["answer"].lower().startswith(("yes", "no "))
+    out = notes_pw.ask("Who approved the database migration?")
+    assert out["supported"] is False and out["answer"].startswith(NOT_SAID)
+
+
+def test_a_how_to_question_is_answered_by_the_right_sentences(notes_pw: Any) -> None:
+    out = notes_pw.ask("How do I turn on sync on a new device?")
+    assert out["supported"] is True and out["extractive"] is True
+    assert "open Settings, choose Sync and sign in with your account" in out["answer"]
+    assert _cited_docs(out) == {"Sync setup.md"}
+
+
+def test_table_rows_and_list_items_are_quoted(notes_pw: Any) -> None:
+    out = notes_pw.ask("What storage and version history come with the Plus plan?")
+    assert out["supported"] is True
+    assert "Plan: Plus; Storage: 10 GB; Version history: 12 months" in out["answer"]
+    assert _cited_docs(out) == {"Plans.md"}
+    out = notes_pw.ask("How much storage does the Plus plan include?")  # a number asked for: the span
+    assert out["answer"].startswith("10 GB") and _cited_docs(out) == {"Plans.md"}
+    out = notes_pw.ask("What should I bring to the team offsite?")
+    assert out["supported"] is True and _cited_docs(out) == {"Offsite.md"}
+    assert "rain jacket" in out["answer"] or "laptop and charger" in out["answer"]
+
+
+@pytest.fixture(scope="module")
+def carol_pw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from pathweaver.service import Pathweaver
+
+    if not any(_demo().glob("stave-*.md")):
+        pytest.skip("the demo folder with the book's staves is absent")
+    base = tmp_path_factory.mktemp("carol")
+    folder = base / "demo"
+    shutil.copytree(_demo(), folder)  # the book in five staves and three reading notes that link them
+    pw = Pathweaver.open(base / "store", overrides={"models": {"llm_backend": "none"}})
+    pw.index([folder])
+    yield pw
+    pw.close()
+
+
+@pytest.mark.parametrize(("question", "who"), [
+    ("Who was Scrooge's business partner, dead seven years on Christmas Eve?", "Marley"),
+    ("Who is Scrooge's clerk?", "Cratchit"),
+    ("Whose face did Scrooge see in the knocker?", "Marley"),
+])
+def test_christmas_carol_questions(carol_pw: Any, question: str, who: str) -> None:
+    out = carol_pw.ask(question)
+    assert out["supported"] is True
+    answer = out["answer"].split("[")[0]
+    assert who in answer, out["answer"]
