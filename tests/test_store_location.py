@@ -126,10 +126,10 @@ def test_a_bad_store_table_is_a_config_error(tmp_path: Path, body: str) -> None:
         load_settings(tmp_path, environ={})
 
 
-def test_commands_not_ported_to_postgres_refuse_before_opening_and_hide_the_password(tmp_path: Path) -> None:
+def test_an_unreachable_postgres_store_is_a_clear_error_without_the_password(tmp_path: Path) -> None:
     from pathweaver.service import Pathweaver
 
-    with pytest.raises(StoreError, match="not ported|SQLite only") as err:
+    with pytest.raises(StoreError, match="cannot reach PostgreSQL") as err:
         Pathweaver.open(URL, overrides={"models": {"llm_backend": "none"}})
     assert "s3cret" not in str(err.value)
 

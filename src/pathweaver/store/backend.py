@@ -14,9 +14,12 @@ PG_COMMANDS_PENDING = ("the PostgreSQL backend so far opens and checks the datab
 
 
 def open_database(location: str | Path, readonly: bool = False) -> Database:
-    """The SQLite store in directory ``location``; a postgresql:// URL is refused with what is pending."""
+    """The SQLite store in directory ``location``, or the PostgreSQL store at a postgresql:// URL (the same
+    interface: ``conn``, ``write()``, ``version()``, meta, ``shared``)."""
     if is_postgres_url(str(location)):
-        raise StoreError(f"{PG_COMMANDS_PENDING} (asked for {_redacted(str(location))})")
+        from pathweaver.store.pg.database import PgDatabase
+
+        return PgDatabase(str(location), readonly=readonly)  # type: ignore[return-value]
     return Database(Path(location), readonly=readonly)
 
 

@@ -13,12 +13,44 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from pathweaver.store.db import EmbeddingMismatchError, StoreError
+from pathweaver.store.db import EmbeddingMismatchError, StoreError, shared_reader
 from pathweaver.store.pg.connect import check_vector, connect, redacted
+from pathweaver.store.pg.dialect import WRITE_LOCK, PgConnection
 from pathweaver.store.pg.schema import OUR_TABLES, PG_SCHEMA_VERSION, SCHEMA, TABLES, vector_ddl
 
-WRITE_LOCK = 0x70617468  # the advisory lock key every writer of a store takes ("path")
 CHANNEL = "pathweaver_changes"
+
+
+class StoreUrl(str):
+    """A PostgreSQL store's URL where a SQLite store has its file's ``Path`` (``db.path``): a cache key, and what
+    messages show (the password is never in it)."""
+
+    def resolve(self) -> StoreUrl:
+        return self
+
+    def exists(self) -> bool:
+        return True
+
+    is_file = exists
+
+
+def search_path(raw: Any) -> None:
+    """Name our schema first, then the one pgvector's types live in."""
+    row = raw.execute("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+                      "WHERE e.extname = 'vector'").fetchone()
+    path = [SCHEMA] + ([row[0]] if row and row[0] != SCHEMA else [])
+    raw.execute("SELECT set_config('search_path', %s, false)", (", ".join(path),))
+
+
+def pg_connect(url: str) -> PgConnection:
+    """A connection to the existing store at ``url`` that speaks the store's SQL (``store.pg.dialect``)."""
+    raw = connect(url)
+    try:
+        search_path(raw)
+    except BaseException:
+        raw.close()
+        raise
+    return PgConnection(raw, url)
 
 
 class PgDatabase:
@@ -26,14 +58,19 @@ class PgDatabase:
 
     def __init__(self, url: str, readonly: bool = False) -> None:
         self.url = url
-        self.path = redacted(url)  # what messages and stats show where a SQLite store shows its file
+        self.path = StoreUrl(redacted(url))  # what messages and stats show where a SQLite store shows its file
+        self.store_dir = self.path
         self.readonly = readonly
-        self.conn = connect(url)
+        raw = connect(url)
+        self.conn = PgConnection(raw, url)
         try:
             self._open()
         except BaseException:
-            self.conn.close()
+            raw.close()
             raise
+        self.shared = shared_reader(url)  # for snapshots' lookups on demand; released with this
+        self.shared.hold()
+        self._closed = False
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     def _open(self) -> None:
@@ -42,7 +79,7 @@ class PgDatabase:
         if state is None:
             if self.readonly:
                 raise StoreError(f"no pathweaver store in {self.path}; run `pathweaver --store URL index PATH` first")
-            check_vector(self.conn)
+            check_vector(self.conn.raw)
             self._create()
         self._use_schema()
 
@@ -83,13 +120,12 @@ class PgDatabase:
                               (str(PG_SCHEMA_VERSION),))
 
     def _use_schema(self) -> None:
-        """Name our schema first, then the one pgvector's types live in."""
-        row = self.conn.execute("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
-                                "WHERE e.extname = 'vector'").fetchone()
-        path = [SCHEMA] + ([row[0]] if row and row[0] != SCHEMA else [])
-        self.conn.execute("SELECT set_config('search_path', %s, false)", (", ".join(path),))
+        search_path(self.conn.raw)
 
     def close(self) -> None:
+        if not getattr(self, "_closed", True):
+            self._closed = True
+            self.shared.release()
         self.conn.close()
 
     def __enter__(self) -> PgDatabase:
@@ -115,11 +151,16 @@ class PgDatabase:
         to, and commits, or rolls back on error."""
         if self.readonly:
             raise StoreError("this store was opened read-only")
-        with self.conn.transaction():
-            self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+        self.conn.execute("BEGIN IMMEDIATE")  # BEGIN + the store's advisory write lock (store.pg.dialect)
+        try:
             yield self.conn
             if bump_version:
                 self.bump_version(self.conn)
+            self.conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.conn.execute("ROLLBACK")
+            raise
 
     @staticmethod
     def bump_version(conn: Any) -> int:
@@ -145,6 +186,14 @@ class PgDatabase:
                 f"store {self.path} was built with embedding model {stored_model!r} (dim {stored_dim}), but "
                 f"{model_name!r} (dim {dim}) is configured. Set models.embedding_model back to {stored_model!r}, "
                 "or index into another database.")
+
+    def vacuum(self, after: str) -> None:
+        """PostgreSQL's autovacuum gives space back; nothing to do after a first index."""
+
+    def compact(self) -> int:
+        """VACUUM (FULL is not needed: autovacuum reuses the space); returns the database's size in bytes."""
+        self.conn.raw.execute("VACUUM ANALYZE")
+        return int(self.conn.raw.execute("SELECT pg_database_size(current_database())").fetchone()[0])
 
     def integrity_ok(self) -> bool:
         """PostgreSQL checks its own pages; here: every chunk has its postings length row (a cheap invariant)."""

@@ -27,7 +27,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("documents", ("id", "path", "title", "content_hash", "mtime", "size", "status", "reason", "indexed_at",
                    "headings", "links")),
     ("chunks", ("id", "doc_id", "ord", "start", "end", "n_tokens", "text", "heading", "grams", "n_words",
-                "file_start", "file_end", "locator")),
+                "file_start", "file_end", "locator", "cite_doc")),
     ("gram_df", ("gram", "df")),
     ("entities", ("id", "name", "kind")),
     ("mentions", ("entity_id", "chunk_id", "count", "score")),
@@ -40,6 +40,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("doc_names", ("doc_id", "name", "kind")),
     ("name_mentions", ("entity_id", "chunk_id", "count")),
     ("link_names", ("doc_id", "target", "name")),
+    ("embeds", ("doc_id", "target")),
     ("entity_norms", ("id", "norm")),
     ("relation_norms", ("id", "norm")),
 )
