@@ -97,3 +97,40 @@ def pg_url(pg_server: object, request: pytest.FixtureRequest) -> Iterator[str]:
     yield pg_server.get_uri(database=name)  # type: ignore[attr-defined]
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def _new_database(pg_server: object, name: str) -> str:
+    import psycopg
+
+    admin = pg_server.get_uri()  # type: ignore[attr-defined]
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {name}")
+    return pg_server.get_uri(database=name)  # type: ignore[attr-defined]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[object]:
+    """The store backends, one test run each: ``backend(name)`` is a new store's location, a directory under
+    ``tmp_path`` on SQLite, a new database on the session's PostgreSQL (``pg_server``), dropped after the test."""
+    import re
+
+    if request.param == "sqlite":
+        yield lambda name: tmp_path / name
+        return
+    server = request.getfixturevalue("pg_server")
+    made: list[str] = []
+    stem = "b_" + re.sub(r"\W", "_", request.node.name.lower())[:40]
+
+    def location(name: str) -> str:
+        db = f"{stem}_{re.sub(r'[^a-z0-9]', '_', name.lower())}"[:63]
+        made.append(db)
+        return _new_database(server, db)
+
+    yield location
+    import psycopg
+
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:  # type: ignore[attr-defined]
+        for db in made:
+            conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+
