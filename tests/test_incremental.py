@@ -87,7 +87,7 @@ def random_step(rng: random.Random, folder: Path) -> tuple[set[Path], set[Path]]
 # the statistical graph (AGRAG §III-B) and the named-entity one (spaCy NER entities, sentence relations), on
 # SQLite; a share of them on PostgreSQL too (the same store code through store.pg.dialect)
 CASES = [(seed, "statistical") for seed in range(8)] + [(seed, "names,ner") for seed in range(4)]
-PG_CASES = [(0, "statistical"), (1, "statistical"), (0, "names,ner")]
+PG_CASES = [(0, "statistical"), (0, "names,ner")]
 
 
 @pytest.mark.parametrize(("seed", "entities", "backend"), [(*c, "sqlite") for c in CASES] +

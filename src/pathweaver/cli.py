@@ -297,12 +297,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from pathweaver.config import resolve_store_url
     from pathweaver.eval.summary import format_answers, format_retrieval
     from pathweaver.locations import EVAL_STORE_ROOT, explicit_store
-    from pathweaver.store.backend import refuse_postgres
 
     url = resolve_store_url(args.store)
-    if url and not args.history:
-        refuse_postgres(url)  # eval builds its store: never silently in a directory
+    # on PostgreSQL the data set's corpus and the ledger stay in the URL's settings directory, its index in the
+    # database (one data set at a time: another one replaces its documents)
     store = _store(args) if url else explicit_store(args.store) or Path(EVAL_STORE_ROOT)
+    overrides = {**_overrides(args), "store": {"url": url}} if url else _overrides(args)
     if args.history:
         from pathweaver.eval.ledger import Ledger
 
@@ -317,7 +317,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         data = run_answer_eval(
             Path(args.dataset_dir), args.split, args.method or ANSWER_METHOD, args.top_k, _params(args), store,
-            answerer=args.answerer, decompose=args.decompose, overrides=_overrides(args),
+            answerer=args.answerer, decompose=args.decompose, overrides=overrides,
             record=not args.no_ledger, details=args.details,
         )
         emit(args, data, format_answers)
@@ -326,7 +326,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     data = run_eval(
         Path(args.dataset_dir), args.split, args.method or RETRIEVE_METHOD, args.top_k, _params(args), store,
-        overrides=_overrides(args), record=not args.no_ledger,
+        overrides=overrides, record=not args.no_ledger,
     )
     emit(args, data, format_retrieval)
     return 0
