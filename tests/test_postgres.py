@@ -281,3 +281,31 @@ def test_doctor_opens_a_postgres_store_read_only_and_reports_it(pg_url: str, tmp
         db.ensure_embedding("model-a", DIM)
     report = _store(load_settings(pg_url, environ={}), "")
     assert report["exists"] and report["embedding_model"] == "model-a"
+
+
+def test_eval_on_postgres_gives_the_figures_of_sqlite(pg_url: str, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """``eval --store postgresql://...`` indexes the data set into the database (its corpus and ledger in the URL's
+    settings directory) and scores every method as eval on a SQLite store does."""
+    import json
+
+    from test_eval import _tiny_hotpot
+
+    from pathweaver.cli import main
+    from pathweaver.config import url_store_dir
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.delenv("PATHWEAVER_STORE", raising=False)
+    data = tmp_path / "hotpot"
+    _tiny_hotpot(data)
+    keys = ("n_questions", "recall_at_k", "all_evidence_at_k", "mrr", "chunks_per_question")
+    for method in ("dense", "bm25", "hybrid", "ppr"):
+        got = {}
+        for store in (pg_url, str(tmp_path / "lite")):
+            assert main(["--store", store, "--set", "models.llm_backend=none", "eval", str(data), "--split", "all",
+                         "--method", method, "--top-k", "2", "--json", "--no-ledger"]) == 0
+            out = json.loads(capsys.readouterr().out)
+            got[store] = {k: out[k] for k in keys}
+        assert got[pg_url] == got[str(tmp_path / "lite")], method
+    assert (url_store_dir(pg_url) / "eval" / "hotpotqa" / "corpus" / "000004.md").is_file()

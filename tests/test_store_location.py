@@ -132,12 +132,3 @@ def test_an_unreachable_postgres_store_is_a_clear_error_without_the_password(tmp
     with pytest.raises(StoreError, match="cannot reach PostgreSQL") as err:
         Pathweaver.open(URL, overrides={"models": {"llm_backend": "none"}})
     assert "s3cret" not in str(err.value)
-
-
-def test_eval_on_a_postgres_url_refuses_instead_of_using_the_default_directory(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from pathweaver.cli import main
-
-    assert main(["--store", URL, "eval", str(tmp_path), "--split", "dev"]) != 0
-    err = capsys.readouterr().err
-    assert "not ported" in err and "s3cret" not in err

@@ -132,7 +132,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
     from pathweaver.store.backend import open_database
 
     with open_database(_location(args)) as db:
-        before = db.path.stat().st_size
+        before = db.size()
         after = db.compact()
     emit(args, {"store": str(db.path), "bytes_before": before, "bytes_after": after},
           lambda d: f"{d['store']}: {d['bytes_before'] / 1e6:.1f} MB -> {d['bytes_after'] / 1e6:.1f} MB")

@@ -281,6 +281,10 @@ class Database:
         except OperationalError as exc:
             log.warning("VACUUM after %s failed (%s); run `pathweaver compact` later", after, exc)
 
+    def size(self) -> int:
+        """The store file's size in bytes."""
+        return self.path.stat().st_size
+
     def compact(self) -> int:
         """VACUUM the store (no other process may hold it open); returns the file's size after, in bytes."""
         retry_locked(self.conn.execute, "VACUUM")

@@ -17,6 +17,7 @@ from pathweaver.store.db import EmbeddingMismatchError, StoreError, shared_reade
 from pathweaver.store.pg.connect import check_vector, connect, redacted
 from pathweaver.store.pg.dialect import WRITE_LOCK, PgConnection
 from pathweaver.store.pg.schema import OUR_TABLES, PG_SCHEMA_VERSION, SCHEMA, TABLES, vector_ddl
+from pathweaver.store.schema import SCHEMA_VERSION
 
 CHANNEL = "pathweaver_changes"
 
@@ -116,8 +117,8 @@ class PgDatabase:
             self._use_schema()
             for sql in TABLES:
                 self.conn.execute(sql)
-            self.conn.execute("INSERT INTO meta(key, value) VALUES ('pg_schema_version', %s), ('store_version', '0')",
-                              (str(PG_SCHEMA_VERSION),))
+            self.conn.execute("INSERT INTO meta(key, value) VALUES ('pg_schema_version', %s), ('store_version', '0'), "
+                              "('schema_version', %s)", (str(PG_SCHEMA_VERSION), str(SCHEMA_VERSION)))
 
     def _use_schema(self) -> None:
         search_path(self.conn.raw)
@@ -190,10 +191,14 @@ class PgDatabase:
     def vacuum(self, after: str) -> None:
         """PostgreSQL's autovacuum gives space back; nothing to do after a first index."""
 
+    def size(self) -> int:
+        """The database's size in bytes (``pg_database_size``: our schema and anything else in it)."""
+        return int(self.conn.raw.execute("SELECT pg_database_size(current_database())").fetchone()[0])
+
     def compact(self) -> int:
         """VACUUM (FULL is not needed: autovacuum reuses the space); returns the database's size in bytes."""
         self.conn.raw.execute("VACUUM ANALYZE")
-        return int(self.conn.raw.execute("SELECT pg_database_size(current_database())").fetchone()[0])
+        return self.size()
 
     def integrity_ok(self) -> bool:
         """PostgreSQL checks its own pages; here: every chunk has its postings length row (a cheap invariant)."""
