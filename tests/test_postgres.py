@@ -290,10 +290,9 @@ def test_eval_on_postgres_gives_the_figures_of_sqlite(pg_url: str, tmp_path: Pat
     settings directory) and scores every method as eval on a SQLite store does."""
     import json
 
-    from test_eval import _tiny_hotpot
-
     from pathweaver.cli import main
     from pathweaver.config import url_store_dir
+    from test_eval import _tiny_hotpot
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.delenv("PATHWEAVER_STORE", raising=False)
