@@ -76,3 +76,53 @@ def test_two_writers_at_once_lose_nothing_and_duplicate_nothing(pg_url: str, tmp
         assert paths == sorted(str(f / name) for f in folders for name in (p.name for p in f.iterdir()))
         assert db.integrity_ok()
         StoreReader(db).snapshot()  # the graph loads
+
+
+def test_a_writer_killed_mid_transaction_leaves_the_database_consistent(pg_url: str, tmp_path: Path) -> None:
+    """kill -9 of an ``index`` while it holds the store's write transaction: PostgreSQL rolls the transaction
+    back, every document in the database has its chunks, postings and vectors, and the next run finishes."""
+    import os
+    import signal
+    import time
+
+    import psycopg
+
+    from pathweaver.store.backend import open_database
+    from pathweaver.store.pg.dialect import WRITE_LOCK
+
+    folder = write_notes(tmp_path / "f", {f"n{j}.md": f"# Note {j}\n\nAda Lovelace wrote note {j} about the "
+                                          f"Analytical Engine and Charles Babbage in London.\n" for j in range(60)})
+    proc = subprocess.Popen([sys.executable, "-m", "pathweaver.cli", "--store", pg_url, "--set",
+                             "models.llm_backend=none", "index", str(folder)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=server_env(**OFFLINE_ENV))
+    caught = False
+    with psycopg.connect(pg_url, autocommit=True) as watch:
+        while proc.poll() is None and not caught:
+            # a write transaction after some documents were committed (not the store's creation)
+            caught = bool(watch.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid = %s AND "
+                "to_regclass('pathweaver.documents') IS NOT NULL", (WRITE_LOCK,)).fetchone()[0]) and bool(
+                watch.execute("SELECT count(*) FROM pathweaver.documents").fetchone()[0])
+            if caught:
+                os.kill(proc.pid, signal.SIGKILL)
+            else:
+                time.sleep(0.01)
+    proc.wait(timeout=60)
+    assert caught, "the index finished before its write transaction was seen"
+    with open_database(pg_url) as db:
+        assert db.integrity_ok()
+        kept = db.conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+        assert kept > 0  # what was committed before the kill stays
+        rows = db.conn.execute("SELECT d.id, count(c.id), count(v.id) FROM documents d LEFT JOIN chunks c "
+                               "ON c.doc_id = d.id LEFT JOIN chunk_vec v ON v.id = c.id WHERE d.status = 'indexed' "
+                               "GROUP BY d.id").fetchall() if db.get_meta("embedding_dim") else []
+        assert all(n > 0 and n == v for _, n, v in rows)  # no document half-written
+    done = cli(pg_url, "index", str(folder))
+    assert done.returncode == 0, done.stderr
+    with open_database(pg_url) as db:
+        paths = sorted(r[0] for r in db.conn.execute("SELECT path FROM documents"))
+        assert paths == sorted(str(p) for p in folder.iterdir()) and db.integrity_ok()
+        assert db.conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == \
+            db.conn.execute("SELECT count(*) FROM chunk_vec").fetchone()[0] >= 60
+        assert db.conn.execute("SELECT count(*) FROM entities").fetchone()[0] > 0
+        assert db.get_meta("refresh_pending") in (None, "0")
