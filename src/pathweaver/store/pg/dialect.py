@@ -243,7 +243,7 @@ class PgConnection:
         if head == "BEGIN":  # a read transaction: one consistent view, as SQLite's
             self._run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", ())
             return PgCursor(None)
-        if head.startswith("VACUUM"):
+        if head == "VACUUM":  # SQLite's file compaction; autovacuum does this on PostgreSQL
             return PgCursor(None)
         if "CHUNKS_FTS" in head or "ENTITIES_FTS" in head or "CHUNK_VEC" in head:
             return self._virtual(sql, head, rows)
