@@ -1,7 +1,7 @@
 """A PostgreSQL store served over MCP and written by other processes at once (issue 39): a real ``ClientSession``
-spawns ``pathweaver --store postgresql://... serve --watch DIR``; a CLI ``index`` in another process and two
-concurrent writers share the database; the server's next answer sees their commits and never cites a deleted
-document."""
+spawns ``pathweaver --store postgresql://... serve --watch DIR``; two CLI ``index`` processes write the database at
+once; the server's next answer sees their commits and never cites a deleted document; a writer killed by
+SIGKILL mid-transaction leaves the database whole."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pathweaver.store.backend import open_database
 from test_server_stdio import OFFLINE_ENV, mcp_client, server_env, stdio_session, write_notes
 
 OTHER = {"Quokka.md": "# Quokka\n\nThe quokka lighthouse stands on Rottnest Island, west of Perth.\n"}
@@ -22,7 +23,7 @@ def cli(url: str, *args: str) -> subprocess.CompletedProcess[str]:
                           env=server_env(**OFFLINE_ENV), timeout=600)
 
 
-def test_a_server_on_postgres_answers_and_sees_another_process_write_and_delete(pg_url: str,
+def test_a_server_on_postgres_answers_and_sees_two_other_writers_and_a_delete(pg_url: str,
                                                                                 tmp_path: Path) -> None:
     notes = write_notes(tmp_path / "notes")
     other = write_notes(tmp_path / "other", OTHER)
@@ -40,10 +41,21 @@ def test_a_server_on_postgres_answers_and_sees_another_process_write_and_delete(
         assert mcmi["subgraph"] is not None and mcmi["triples"]
         assert c.ok("get_entity", {"name": "Charles Babbage"})
 
-        # another process (a teammate's CLI) indexes its own folder into the same database
-        done = cli(pg_url, "index", "--keep-others", str(other))
-        assert done.returncode == 0, done.stderr
+        # two other processes (teammates' CLIs) index their own folders into the same database at once, while
+        # the server holds it open: the store's write lock takes their transactions in turn
+        third = write_notes(tmp_path / "third", {f"t{j}.md": f"# Engine {j}\n\nCharles Babbage built engine {j} "
+                                                  f"in London.\n" for j in range(4)})
+        writers = [subprocess.Popen([sys.executable, "-m", "pathweaver.cli", "--store", pg_url, "--set",
+                                     "models.llm_backend=none", "index", "--keep-others", str(f)],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env=server_env(**OFFLINE_ENV)) for f in (other, third)]
+        for p in writers:
+            _, err = p.communicate(timeout=600)
+            assert p.returncode == 0, err
         assert c.found("quokka lighthouse")  # the next answer, no waiting: it reads the store's version
+        with open_database(pg_url) as db:  # nothing lost, nothing twice
+            paths = [r[0] for r in db.conn.execute("SELECT path FROM documents ORDER BY path")]
+            assert paths == sorted(str(p) for f in (notes, other, third) for p in f.iterdir())
         gone = other / "Quokka.md"
         gone.unlink()
         done = cli(pg_url, "index", "--keep-others", str(other))
@@ -52,30 +64,7 @@ def test_a_server_on_postgres_answers_and_sees_another_process_write_and_delete(
         for mode in ("bm25", "dense", "hybrid"):
             hits += c.ok("search", {"query": "quokka lighthouse Rottnest", "mode": mode, "k": 8})["results"]
         assert hits and all(h["doc"] != str(gone) for h in hits)
-        assert c.ok("index_status")["stats"]["documents"] == 3
-
-
-def test_two_writers_at_once_lose_nothing_and_duplicate_nothing(pg_url: str, tmp_path: Path) -> None:
-    """Two CLI ``index`` processes on two folders write one database at the same time (the store's advisory write
-    lock serialises their transactions): both succeed, every document of both is there once, and the graph loads."""
-    folders = [write_notes(tmp_path / f"f{i}", {f"n{i}-{j}.md": f"# Note {i} {j}\n\nCharles Babbage met writer "
-                                                 f"{i} about engine {j} in London.\n" for j in range(4)})
-               for i in range(2)]
-    procs = [subprocess.Popen([sys.executable, "-m", "pathweaver.cli", "--store", pg_url, "--set",
-                               "models.llm_backend=none", "index", "--keep-others", str(f)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=server_env(**OFFLINE_ENV)) for f in folders]
-    for p in procs:
-        _, err = p.communicate(timeout=600)
-        assert p.returncode == 0, err
-    from pathweaver.store.backend import open_database
-    from pathweaver.store.reads import StoreReader
-
-    with open_database(pg_url) as db:
-        paths = [r[0] for r in db.conn.execute("SELECT path FROM documents ORDER BY path")]
-        assert paths == sorted(str(f / name) for f in folders for name in (p.name for p in f.iterdir()))
-        assert db.integrity_ok()
-        StoreReader(db).snapshot()  # the graph loads
+        assert c.ok("index_status")["stats"]["documents"] == 3 + 4
 
 
 def test_a_writer_killed_mid_transaction_leaves_the_database_consistent(pg_url: str, tmp_path: Path) -> None:
@@ -87,11 +76,10 @@ def test_a_writer_killed_mid_transaction_leaves_the_database_consistent(pg_url: 
 
     import psycopg
 
-    from pathweaver.store.backend import open_database
     from pathweaver.store.pg.dialect import WRITE_LOCK
 
     folder = write_notes(tmp_path / "f", {f"n{j}.md": f"# Note {j}\n\nAda Lovelace wrote note {j} about the "
-                                          f"Analytical Engine and Charles Babbage in London.\n" for j in range(60)})
+                                          f"Analytical Engine and Charles Babbage in London.\n" for j in range(30)})
     proc = subprocess.Popen([sys.executable, "-m", "pathweaver.cli", "--store", pg_url, "--set",
                              "models.llm_backend=none", "index", str(folder)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=server_env(**OFFLINE_ENV))
@@ -123,6 +111,6 @@ def test_a_writer_killed_mid_transaction_leaves_the_database_consistent(pg_url: 
         paths = sorted(r[0] for r in db.conn.execute("SELECT path FROM documents"))
         assert paths == sorted(str(p) for p in folder.iterdir()) and db.integrity_ok()
         assert db.conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == \
-            db.conn.execute("SELECT count(*) FROM chunk_vec").fetchone()[0] >= 60
+            db.conn.execute("SELECT count(*) FROM chunk_vec").fetchone()[0] >= 30
         assert db.conn.execute("SELECT count(*) FROM entities").fetchone()[0] > 0
         assert db.get_meta("refresh_pending") in (None, "0")

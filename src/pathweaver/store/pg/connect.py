@@ -74,6 +74,8 @@ def check_vector(conn) -> None:  # noqa: ANN001
                          "CREATE EXTENSION vector in the database")
     try:
         conn.execute(f"CREATE EXTENSION IF NOT EXISTS {VECTOR_EXTENSION}")
+    except psycopg.errors.UniqueViolation:
+        return  # another process created it between our look and ours (IF NOT EXISTS does not close that race)
     except psycopg.Error as exc:
         raise StoreError(f"the database lacks the pgvector extension and this role may not create it ({exc}). "
                          "Ask its owner or a superuser to run: CREATE EXTENSION vector;") from exc
