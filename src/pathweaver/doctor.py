@@ -30,9 +30,31 @@ def _installed(module: str) -> bool:
         return False
 
 
+def _pg_store(url: str) -> dict[str, Any]:
+    """A PostgreSQL store opened read-only: every check of ``PgDatabase`` runs, nothing is written."""
+    from pathweaver.locations import existing_stores, stores_root
+    from pathweaver.store.pg.connect import redacted
+
+    out: dict[str, Any] = {"path": redacted(url), "backend": "postgresql", "exists": False,
+                           "stores_root": str(stores_root()), "stores": [str(s) for s in existing_stores()]}
+    try:
+        from pathweaver.store.pg.database import PgDatabase
+
+        with PgDatabase(url, readonly=True) as db:
+            out["exists"] = True
+            out["embedding_model"] = db.get_meta("embedding_model")
+            out["pgvector"] = db.conn.raw.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+                                                  ).fetchone()[0]
+    except Exception as exc:  # an unreachable or foreign database is a finding, not a crash
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
 def _store(settings: Settings, choice: str) -> dict[str, Any]:
     from pathweaver.locations import existing_stores, stores_root
 
+    if settings.store_url:
+        return _pg_store(settings.store_url)
     out: dict[str, Any] = {
         "path": str(settings.store_dir.resolve()),
         "exists": settings.db_path.is_file(),

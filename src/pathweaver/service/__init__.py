@@ -52,7 +52,7 @@ class Pathweaver(AnswerSide):
         if self.readonly:
             raise StoreError("this store was opened read-only; indexing needs write access")
         if self._indexer is None:
-            self._write_db = Database(self.settings.store_dir)
+            self._write_db = self.open_db()
             with self._dbs_lock:
                 self._dbs.append(self._write_db)
             self._indexer = Indexer(self._write_db, self.settings, self.embedder)

@@ -11,6 +11,7 @@ from typing import Any, Self
 from pathweaver.config import ConfigError, Settings
 from pathweaver.models.embedder import Embedder, get_embedder
 from pathweaver.numeric import parallel
+from pathweaver.store.backend import open_database
 from pathweaver.store.db import Database, StoreError
 from pathweaver.store.reads import NEIGHBOR_HOPS, NEIGHBOR_LIMIT, StoreReader
 from pathweaver.store.snapshot import GraphSnapshot
@@ -23,17 +24,21 @@ class StoreAccess:
         self.settings = settings
         self.readonly = readonly
         parallel.set_threads(settings.models.query_threads)  # one pool per process: the last store opened sets it
-        if readonly and not settings.db_path.exists():
+        if readonly and not settings.store_url and not settings.db_path.exists():
             raise StoreError(
                 f"no store at {settings.store_dir}; run `pathweaver --store {settings.store_dir} index PATH` first"
             )
         # Open (and migrate) once up front so a bad store fails here, not inside a worker thread.
-        self._main_db = Database(settings.store_dir, readonly=readonly)
+        self._main_db = self.open_db(readonly)
         self._local = threading.local()
         self._dbs: list[Database] = [self._main_db]
         self._dbs_lock = threading.Lock()
 
     # -- connections -----------------------------------------------------------------------------------------
+    def open_db(self, readonly: bool = False) -> Database:
+        """A new connection to the store: the SQLite file in ``store_dir``, or the PostgreSQL store's URL."""
+        return open_database(self.settings.store_url or self.settings.store_dir, readonly=readonly)
+
     @property
     def reader(self) -> StoreReader:
         """This thread's reader (its own connection; WAL readers never block the writer)."""
@@ -42,7 +47,7 @@ class StoreAccess:
             if threading.current_thread() is threading.main_thread():
                 db = self._main_db
             else:
-                db = Database(self.settings.store_dir, readonly=self.readonly)
+                db = self.open_db(self.readonly)
                 with self._dbs_lock:
                     self._dbs.append(db)
             reader = StoreReader(db)

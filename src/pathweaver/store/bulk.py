@@ -22,6 +22,9 @@ def insert_texts(conn: Connection, table: str, column: str, first: int, texts: S
     GIL is free while SQLite works (a refresh writes its rows while another thread pairs synonyms). Rows with
     several columns stay with ``executemany``: reading each column back out of a JSON row costs more than
     binding it."""
+    if hasattr(conn, "insert_entity_names") and table == "entities_fts":  # PostgreSQL: postings (store.pg.dialect)
+        conn.insert_entity_names(first, texts)
+        return
     for lo in range(0, len(texts), JSON_ROWS):
         conn.execute(f"INSERT INTO {table}(rowid, {column}) SELECT ?1 + key, value FROM json_each(?2)",
                      (first + lo, json.dumps(list(texts[lo : lo + JSON_ROWS]), ensure_ascii=False)))
@@ -30,6 +33,8 @@ def insert_texts(conn: Connection, table: str, column: str, first: int, texts: S
 def next_ids(conn: Connection, table: str, n: int) -> range:
     """The ``n`` ids SQLite would give the next rows of ``table`` (above every id in it and, for an
     AUTOINCREMENT table, every id it ever gave), so that rows can be inserted in bulk with explicit ids."""
+    if hasattr(conn, "reserve_ids"):  # PostgreSQL: the identity sequence moves past them (store.pg.dialect)
+        return conn.reserve_ids(table, n)
     top = conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0]
     seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchone()
     start = max(int(top), int(seq[0]) if seq else 0) + 1

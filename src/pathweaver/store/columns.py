@@ -11,6 +11,7 @@ import numpy as np
 import sqlean
 
 from pathweaver.store.db import Connection, StoreError
+from pathweaver.store.pg.dialect import is_pg
 
 
 def _positions(ids: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -65,21 +66,23 @@ def _read_columns(conn: Connection, table: str, ints: list[str], texts: tuple[st
     """``ints`` (not NULL), ``texts`` and ``reals`` of every row of ``table``, sorted by the first ``order``
     integer columns (0 = the order SQLite gave)."""
     k = len(ints)
-    row = " || ' ' || ".join(ints)
-    aggregates = [f"group_concat({row}, ' ')"]
-    aggregates += [f"group_concat({c}, char(31))" for c in texts] + [f"group_concat({c}, ' ')" for c in reals]
-    try:
-        n, *joined = conn.execute(f"SELECT count(*), {', '.join(aggregates)} FROM {table}").fetchone()
-    except sqlean.Error:  # e.g. a string over SQLite's length limit (1 GB): read row by row
-        n, joined = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0], [None] * len(aggregates)
+    if is_pg(conn):  # no group_concat trick: psycopg's rows already carry exact values
+        n, joined = -1, []
+    else:
+        n, joined = _joined(conn, table, ints, texts, reals)
     if not n:
         return _Columns(np.zeros((0, k), dtype=np.int64), [[] for _ in texts], [np.zeros(0) for _ in reals])
-    int_values = _parsed(joined[0], np.int64)
-    text_values = [v.split(TEXT_SEP) if isinstance(v, str) else [] for v in joined[1 : 1 + len(texts)]]
-    real_values = [_parsed(v, np.float64) for v in joined[1 + len(texts) :]]
-    if int_values.size != n * k or any(len(v) != n for v in text_values) or any(v.size != n for v in real_values):
+    if n < 0:
+        int_values, text_values, real_values = np.zeros(0, dtype=np.int64), [], []
+    else:
+        int_values = _parsed(joined[0], np.int64)
+        text_values = [v.split(TEXT_SEP) if isinstance(v, str) else [] for v in joined[1 : 1 + len(texts)]]
+        real_values = [_parsed(v, np.float64) for v in joined[1 + len(texts) :]]
+    if n < 0 or int_values.size != n * k or any(len(v) != n for v in text_values) \
+            or any(v.size != n for v in real_values):
         rows = conn.execute(f"SELECT {', '.join([*ints, *texts, *reals])} FROM {table}").fetchall()
-        int_values = np.array([r[:k] for r in rows], dtype=np.int64)
+        n = len(rows)
+        int_values = np.array([r[:k] for r in rows], dtype=np.int64).reshape(n, k)
         text_values = [[r[k + i] for r in rows] for i in range(len(texts))]
         real_values = [np.array([r[k + len(texts) + i] for r in rows], dtype=np.float64) for i in range(len(reals))]
     cols = _Columns(int_values.reshape(n, k), text_values, real_values)
@@ -90,6 +93,19 @@ def _read_columns(conn: Connection, table: str, ints: list[str], texts: tuple[st
             cols = _Columns(cols.ints[perm], [[t[i] for i in perm.tolist()] for t in cols.texts],
                             [r[perm] for r in cols.reals])
     return cols
+
+
+def _joined(conn: Connection, table: str, ints: list[str], texts: tuple[str, ...],
+            reals: tuple[str, ...]) -> tuple[int, list]:
+    """(row count, each column of every row joined into one string by SQLite)."""
+    row = " || ' ' || ".join(ints)
+    aggregates = [f"group_concat({row}, ' ')"]
+    aggregates += [f"group_concat({c}, char(31))" for c in texts] + [f"group_concat({c}, ' ')" for c in reals]
+    try:
+        n, *joined = conn.execute(f"SELECT count(*), {', '.join(aggregates)} FROM {table}").fetchone()
+    except sqlean.Error:  # e.g. a string over SQLite's length limit (1 GB): read row by row
+        n, joined = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0], [None] * len(aggregates)
+    return int(n), joined
 
 
 def _shared(texts: list[str]) -> list[str]:

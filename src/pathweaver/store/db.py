@@ -51,8 +51,18 @@ def _is_locked(exc: Exception) -> bool:
     return "locked" in text or "busy" in text
 
 
+def is_url(path: object) -> bool:
+    """Whether a store location is a PostgreSQL URL (``store.pg``) rather than a file or directory."""
+    return str(path).startswith(("postgresql://", "postgres://"))
+
+
 def connect(path: Path, readonly: bool = False) -> Connection:
-    """Open ``path`` with WAL, foreign keys, a busy timeout and sqlite-vec loaded."""
+    """Open ``path`` with WAL, foreign keys, a busy timeout and sqlite-vec loaded; a postgresql:// URL gets a
+    connection that speaks the same SQL (``store.pg.dialect``)."""
+    if is_url(path):
+        from pathweaver.store.pg.database import pg_connect
+
+        return pg_connect(str(path))
     if readonly:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
                                check_same_thread=False, isolation_level=None)
@@ -104,7 +114,7 @@ class SharedReader:
     one is held and closes with the last ``release`` (so the last writer to close can checkpoint and remove the
     WAL); a lookup while none is held opens a connection for that block alone."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | str) -> None:
         self.path = path
         self._conn: Connection | None = None
         self._holders = 0
@@ -143,9 +153,9 @@ _readers: dict[Path, SharedReader] = {}
 _readers_lock = threading.Lock()
 
 
-def shared_reader(path: Path) -> SharedReader:
+def shared_reader(path: Path | str) -> SharedReader:
     """The one ``SharedReader`` of the store file at ``path`` in this process."""
-    key = Path(path).resolve()
+    key = path if is_url(path) else Path(path).resolve()
     with _readers_lock:
         reader = _readers.get(key)
         if reader is None:
@@ -270,6 +280,10 @@ class Database:
             self.conn.execute("VACUUM")
         except OperationalError as exc:
             log.warning("VACUUM after %s failed (%s); run `pathweaver compact` later", after, exc)
+
+    def size(self) -> int:
+        """The store file's size in bytes."""
+        return self.path.stat().st_size
 
     def compact(self) -> int:
         """VACUUM the store (no other process may hold it open); returns the file's size after, in bytes."""

@@ -21,6 +21,7 @@ from pathweaver.store.columns import _chunk_rows, _document_links, _index_of, _r
 from pathweaver.store.composed import composed_search
 from pathweaver.store.db import Connection, Database, connect
 from pathweaver.store.graphvecs import recipe_of, relation_vectors
+from pathweaver.store.pg.dialect import is_pg
 from pathweaver.store.records import RecordReader
 from pathweaver.store.schema import DESCRIPTION
 from pathweaver.store.snapshot import GraphSnapshot, Lazy, LazyRows, StoredTexts
@@ -74,6 +75,10 @@ def link_names_to(conn: Connection, targets: Iterable[str]) -> set[str]:
 
 def fts_chunk_ids(conn: Connection, query: str) -> set[int]:
     """Chunk ids whose FTS row matches ``query`` (an FTS5 expression)."""
+    if is_pg(conn):
+        from pathweaver.store.pg.reads import fts_chunk_ids as pg_ids
+
+        return pg_ids(conn, query)
     return {int(r[0]) for r in conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?", (query,))}
 
 

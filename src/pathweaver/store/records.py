@@ -17,6 +17,7 @@ from pathweaver.config import ConfigError
 from pathweaver.store.bm25 import Bm25Index, query_terms, read_index
 from pathweaver.store.columns import CITED_DOC, FILE_SPAN
 from pathweaver.store.db import Connection, Database
+from pathweaver.store.pg.dialect import is_pg
 from pathweaver.store.schema import DESCRIPTION, SOURCE_SENTENCE
 from pathweaver.store.snapshot import file_span_json
 from pathweaver.text import POSSESSIVE_RE, is_stopword, normalize
@@ -234,7 +235,13 @@ class RecordReader:
         longer at that version, or its FTS rows are not exactly its chunks."""
         with self._read() as conn:
             now = self.db.version()
-            return read_index(conn, version) if now == version else None
+            if now != version:
+                return None
+            if is_pg(conn):
+                from pathweaver.store.pg.reads import bm25_index
+
+                return bm25_index(conn, version)
+            return read_index(conn, version)
 
     def bm25_chunks(self, text: str, k: int, index: Bm25Index | None = None) -> list[tuple[int, float]]:
         """Top ``k`` chunks by FTS5 BM25 of the question's content words (``bm25_words``) as (chunk id, score),
@@ -244,8 +251,15 @@ class RecordReader:
         words = bm25_words(text)
         if not words or k < 1:
             return []
+        if index is None and is_pg(self.db.conn):  # no FTS5 to ask: the postings, at this version
+            index = self.bm25_index(self.db.version())
         if index is not None:
-            terms = query_terms(self.db.conn, words)
+            if is_pg(self.db.conn):
+                from pathweaver.store.pg.reads import query_terms as pg_terms
+
+                terms = pg_terms(self.db.conn, words)
+            else:
+                terms = query_terms(self.db.conn, words)
             if terms is not None:
                 return specific(index.top(terms, k))
         rows = self.db.conn.execute(
@@ -275,6 +289,11 @@ class RecordReader:
         query = fts_query(text)
         if not query or k < 1:
             return []
+        if is_pg(self.db.conn):
+            from pathweaver.store.pg.reads import find_entities
+
+            return [{"id": r[0], "name": r[1], "kind": r[2], "score": float(r[3])}
+                    for r in find_entities(self.db.conn, query, int(k))]
         rows = self.db.conn.execute(
             "SELECT e.id, e.name, e.kind, -bm25(entities_fts) FROM entities_fts JOIN entities e ON e.id = "
             "entities_fts.rowid WHERE entities_fts MATCH ? ORDER BY bm25(entities_fts) LIMIT ?",

@@ -11,6 +11,7 @@ import numpy as np
 from pathweaver.store.columns import _positions, _read_columns
 from pathweaver.store.db import Connection
 from pathweaver.store.graphvecs import phrase_vectors, recipe_of
+from pathweaver.store.pg.dialect import is_pg
 from pathweaver.store.snapshot import GraphSnapshot
 from pathweaver.store.vecdump import vec0_rows
 
@@ -109,6 +110,10 @@ def _vectors(
     out = np.zeros((len(ids), dim), dtype=np.float32)
     if not len(ids) or not dim:
         return out
+    if is_pg(conn):  # pgvector rows: every one, read as text (store.pg.reads)
+        from pathweaver.store.pg.reads import vectors
+
+        return vectors(conn, ids, dim)
     query, args = f"SELECT rowid, embedding FROM {table}", ()
     if reuse is not None and reuse[1].shape[1:] == (dim,) and reuse[1].shape[0]:
         old_pos, old_vecs = reuse
