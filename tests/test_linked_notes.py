@@ -155,3 +155,22 @@ def test_lego_path_scores_are_kept_for_a_rerun(service: Pathweaver) -> None:
     first = PathScorer(snap, encode, np.eye(1, 4, dtype=np.float32)[0], cache=kept).texts(["a b", "c d"])
     again = PathScorer(snap, encode, np.eye(1, 4, dtype=np.float32)[0], cache=kept).texts(["c d", "a b"])
     assert calls == [["a b", "c d"]] and list(first) == list(again) == [1.0, 1.0]
+
+
+def test_lego_isar_embeds_no_path_text_by_default(service: Pathweaver, monkeypatch: pytest.MonkeyPatch) -> None:
+    # ISAR scores each step's new triple (B.8 (1)) by default; the paper preset embeds each whole path's text
+    assert method_defaults("lego:sbe+isar")["triple_scoring"] is True
+    assert method_defaults("lego:sbe+isar", "paper")["triple_scoring"] is False
+    embedded: list[str] = []
+    texts = PathScorer.texts
+
+    def spy(self: PathScorer, batch: list[str]) -> np.ndarray:
+        embedded.extend(batch)
+        return texts(self, batch)
+
+    monkeypatch.setattr(PathScorer, "texts", spy)
+    result = service.retrieve(QUESTION, method="lego:sbe+isar", top_k=3)
+    assert result.paths and embedded == []
+    assert {"Sourdough.md", "oven-settings.md"} <= set(names(service, result))
+    full = service.retrieve(QUESTION, method="lego:sbe+isar", top_k=3, params={"triple_scoring": False})
+    assert full.paths and embedded and all(t in embedded for t in (p.text for p in full.paths))

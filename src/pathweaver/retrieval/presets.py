@@ -82,7 +82,8 @@ PAPER: dict[str, Preset] = {
     ),
     "lego": Preset(
         params={"names": False, "statistical": 1.0, "use_synonyms": False, "tail_passages": False,
-                "triple_passages": "all", "fill": "dense", "linked_notes": 0, "hybrid_turns": False},
+                "triple_passages": "all", "fill": "dense", "linked_notes": 0, "hybrid_turns": False,
+                "triple_scoring": False},
         differs="AGRAG's statistical graph stands in for Freebase; the question's names and nearest entities stand "
                 "in for given topic entities",
     ),
@@ -109,7 +110,8 @@ DEFAULT_DIFFERS: dict[str, str] = {
     "pooling": "base scorer is ppr (paper: SubgraphRAG's MLP), name triples join, passages score "
                "base^0.5 x pooled^0.5 over all coarse triples" + NOTES_DIFFERS,
     "lego": "walks the name edges beside the triples, a name edge brings the named document's passage, the "
-            "extracted subgraph fills before dense back-fill" + NOTES_DIFFERS,
+            "extracted subgraph fills before dense back-fill, ISAR scores each step's new triple (B.8 (1); paper "
+            "Algorithm 1: the whole path's text)" + NOTES_DIFFERS,
     "pank": "runs over ppr and fuses the whole question's ranking with the sub-questions' (paper: LightRAG "
             "retrieval per sub-question)",
 }
