@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 
+from pathweaver.extract.names import without_disambiguator
 from pathweaver.extractive.questions import _WH, _WORD_RE
 from pathweaver.extractive.types import ChunksLike, ExtractiveParams, Passage, Sentence, WordDfFn
 from pathweaver.retrieval.context import Context, sentences
@@ -187,6 +188,27 @@ def _title_named(passage: Passage, asked: set[str]) -> bool:
     return False
 
 
+_SUBJECT_PRONOUN = re.compile(r"^(?P<p>He|She|It)\s+(?=[a-z])")
+_NAME_TITLE = re.compile(r"^[A-Z][\w'’.\-]*(?:\s+(?:(?:of|de|van|von|da|di|del|der|le|la)\s+)?[A-Z][\w'’.\-]*){0,3}$")
+
+
+def resolve_subject(text: str, passage: Passage, previous: str) -> str:
+    """A sentence whose subject is a leading "He"/"She"/"It" with that pronoun replaced by the note's title, when
+    the note is about one named entity: the title is a name (capitalised words, no digits) that the note writes
+    before the sentence. "It" also needs the sentence before to open with that name (the same subject goes on),
+    as an "it" of its own ("It is easy to ...") is common."""
+    m = _SUBJECT_PRONOUN.match(text)
+    title = without_disambiguator(passage.title) or passage.title.strip()
+    if not m or not _NAME_TITLE.match(title) or any(ch.isdigit() for ch in title):
+        return text
+    at = passage.text.find(text[:40])
+    if title not in passage.text[: at if at >= 0 else len(passage.text)]:
+        return text
+    if m.group("p") == "It" and not re.match(rf"(?:the\s+)?{re.escape(title)}\b", previous, re.I):
+        return text
+    return f"{title} {text[m.end():]}"
+
+
 def rank_sentences(
     question: str,
     passages: list[Passage],
@@ -198,7 +220,10 @@ def rank_sentences(
     """Every sentence of ``passages``, best first: embed_weight * cosine + overlap_weight * the share of the
     question's idf weight it holds - rank_decay * chunk rank + title_bonus when the question names the chunk's
     title."""
-    cands = [(s, p, i, h) for p in passages for i, (s, h) in enumerate(units(p.text))]
+    cands = []
+    for p in passages:
+        found = units(p.text)
+        cands += [(resolve_subject(s, p, found[i - 1][0] if i else ""), p, i, h) for i, (s, h) in enumerate(found)]
     if not cands:
         return []
     asked = content_words(question)

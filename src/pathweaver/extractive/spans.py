@@ -80,6 +80,40 @@ def _cued(before: str, question_stems: set[str]) -> float:
     return 0.5 if len(words) == 2 and stem(words[0]) in question_stems else 0.0
 
 
+_LONG_UNITS = re.compile(r"\b(?:years?|months?|weeks?|days?|hours?|minutes?|seconds?|ms|miles?|mi|km|kilometres?|"
+                         r"kilometers?|metres?|meters?|feet|ft|characters?|words?|lines?|episodes?|pages?)$", re.I)
+_HOW_LONG = re.compile(r"\bhow long\b", re.I)
+_HOW_MANY = re.compile(r"\bhow many\s+(?P<n>(?:[\w\-]+\s+){0,2}?[\w\-]+?)(?=\s+(?:does|do|did|is|are|was|were|can|could|"
+                       r"will|would|should|has|have|had|of|in|on|for|per|a|an|the)\b|\s*\??$)", re.I)
+_COUNTED_AFTER = re.compile(r"^\s*((?:[\w\-]+\s+){0,2}?[\w\-]+)")
+
+
+def _number_spans(sentence: str, question: str, qwords: set[str], qstems: set[str]) -> list[tuple[int, str, float]]:
+    """Numbers of ``sentence`` for a "how many / how much / how long" question: "How long ...?" asks for an
+    amount of time or length, so a bare count ("1.24 million") is no answer to it; "How many N ...?" takes the
+    number with its N when the sentence writes one after it ("25 notes"), which is also its cue."""
+    counted = _HOW_MANY.search(question)
+    nouns = {stem(w) for w in _tokens(counted.group("n"))} if counted else set()
+    out: list[tuple[int, str, float]] = []
+    for m in NUMBER_RE.finditer(sentence):
+        text = m.group(0).strip()
+        if not text or _in_question(text, qwords) or re.fullmatch(r"1\d{3}|20\d{2}", text):
+            continue
+        if _HOW_LONG.search(question) and not _LONG_UNITS.search(text):
+            continue
+        bonus = 0.1 * (" " in text) + 0.3 * text.startswith(("$", "€", "£", "¥"))
+        after = _COUNTED_AFTER.match(sentence[m.end():])
+        if nouns and after:
+            words = after.group(1).split()
+            hit = next((i for i, w in enumerate(words) if stem(w.lower().strip(".,;:")) in nouns), None)
+            if hit is not None:  # "25 notes", "9.0 urgency points"
+                text = f"{text} {' '.join(words[: hit + 1])}".rstrip(".,;:")
+                bonus += 1.0
+        cue = _cued(sentence[max(0, m.start() - 60): m.start()], qstems)
+        out.append((m.start(), text, bonus + cue))
+    return out
+
+
 def typed_spans(sentence: str, kind: str, question: str) -> list[tuple[int, str, float]]:
     """Spans of ``sentence`` of the expected ``kind`` that the question does not name: (start, text, bonus)."""
     qwords = set(_tokens(question))
@@ -105,12 +139,7 @@ def typed_spans(sentence: str, kind: str, question: str) -> list[tuple[int, str,
             out.append((d.start, text, bonus + _cued(sentence[max(0, d.start - 60): d.start], qstems)))
         return out
     if kind == "number":
-        for m in NUMBER_RE.finditer(sentence):
-            text = m.group(0).strip()
-            if text and not _in_question(text, qwords) and not re.fullmatch(r"1\d{3}|20\d{2}", text):
-                cue = _cued(sentence[max(0, m.start() - 60): m.start()], qstems)
-                out.append((m.start(), text, 0.1 * (" " in text) + cue))
-        return out
+        return _number_spans(sentence, question, qwords, qstems)
     for start, span in _cap_spans(sentence):
         if _in_question(span, qwords):
             continue
