@@ -45,6 +45,7 @@ from pathweaver.extractive.types import (
 from pathweaver.retrieval.types import EncodeFn
 
 NOT_SAID = "The notes don't say."
+_AMOUNT = re.compile(r"\bhow (?:many|much)\b", re.I)
 
 
 def _not_said(ranked: list[Sentence]) -> Answer:
@@ -79,8 +80,7 @@ def _best_span(question: str, kind: str, ranked: list[Sentence],
                params: ExtractiveParams) -> tuple[str, Sentence, bool] | None:
     """The best span of the expected ``kind`` in the best sentences that the question does not already name, its
     sentence, and whether the evidence clearly states it: a span of the best answer sentence, or one that its
-    sentence cues (the question's words just before it, its counted noun after it, the asked head noun in it)
-    in a sentence within ``sentence_margin`` of the best."""
+    sentence cues (the question's words just before it, its counted noun after it, the asked head noun in it)."""
     qwords = set(_tokens(question))
     best: tuple[float, int, str, Sentence, float] | None = None
     top = _answers(ranked)[0]
@@ -95,7 +95,7 @@ def _best_span(question: str, kind: str, ranked: list[Sentence],
     if best is None:
         return None
     sent, bonus = best[3], best[4]
-    return best[2], sent, sent is top or (bonus > 0 and sent.score >= top.score - params.sentence_margin)
+    return best[2], sent, sent is top or bonus > 0
 
 
 def _typed_span(question: str, kind: str, ranked: list[Sentence],
@@ -114,12 +114,13 @@ def _answers(ranked: list[Sentence]) -> list[Sentence]:
 
 def _sentences(ranked: list[Sentence], params: ExtractiveParams, must: Sentence | None = None) -> Answer:
     """The best sentence and up to ``answer_sentences - 1`` more that score within ``sentence_margin`` of it
-    (``must`` among them when given), each cited; sentences of one chunk in the chunk's order. A sentence that
+    (``other_margin`` for another chunk's: an answer goes on in its own note; ``must`` among them when given), each cited; sentences of one chunk in the chunk's order. A sentence that
     ends with a colon ("To stop a formula from being upgraded:") brings the line after it (the command or list
     it introduces)."""
     ranked = _answers(ranked)
     top = ranked[0]
-    chosen = [s for s in ranked[: params.answer_sentences] if s.score >= top.score - params.sentence_margin]
+    chosen = [s for s in ranked[: params.answer_sentences] if s.score >= top.score - (
+        params.sentence_margin if s.passage.n == top.passage.n else params.other_margin)]
     if must is not None and must not in chosen:
         chosen = chosen[: params.answer_sentences - 1] + [must]
     for s in list(chosen):
@@ -293,6 +294,8 @@ def extractive_answer(
             return Answer(((chained[0], tuple(chained[1])),), supported=True)
     if kind in SPAN_TYPES:
         span = _best_span(question, kind, ranked, params)
+        if span is None and _AMOUNT.search(question):  # an amount asked for that no close sentence states
+            return _not_said(ranked)
         if span is not None and span[2]:
             return Answer(((span[0], (span[1].passage.n,)),), supported=True)
         if span is not None:  # a span the evidence does not clearly state: the sentences, its own among them

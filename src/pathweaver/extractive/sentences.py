@@ -91,6 +91,15 @@ def _prose(lines: list[str]) -> list[str]:
     return out
 
 
+def _titled(first: str, prose: list[str]) -> bool:
+    """Whether a paragraph's first line is a title over the text that follows: a short line (at most eight words)
+    without closing punctuation that is no list item, followed by a line that is a sentence."""
+    line = prose[0]
+    return (not _LIST_MARK.match(first) and len(line.split()) <= 8
+            and not line.endswith((".", "!", "?", ":", ";", ",", '"', "”", ")"))
+            and prose[1].endswith((".", "!", "?")) and len(prose[1].split()) > 8)
+
+
 def units(text: str) -> list[tuple[str, bool]]:
     """The answer units of ``text`` with whether each is a heading: a list item or a short line (a title) is a
     unit of its own, a wrapped paragraph is read across its line breaks and split into sentences, and a table
@@ -105,6 +114,9 @@ def units(text: str) -> list[tuple[str, bool]]:
             continue
         prose = _prose(lines)
         heading = len(prose) == 1 and not prose[0].endswith((".", "!", "?", ":", ";", '"', "”", ")"))
+        if len(prose) > 1 and _titled(lines[0], prose):  # a title line over its text: "Jacob Marley\nJacob ..."
+            out.append((prose[0], True))
+            prose = prose[1:]
         for line in prose:
             pending = ""
             for a, b in sentences(line):
@@ -153,6 +165,8 @@ def stem(word: str) -> str:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]
             break
+    if word.endswith("e") and len(word) >= 5:  # "cease" and "ceased", "trade" and "trading"
+        word = word[:-1]
     return word[:6]
 
 

@@ -85,6 +85,8 @@ _LONG_UNITS = re.compile(r"\b(?:years?|months?|weeks?|days?|hours?|minutes?|seco
 _HOW_LONG = re.compile(r"\bhow long\b", re.I)
 _HOW_MANY = re.compile(r"\bhow many\s+(?P<n>(?:[\w\-]+\s+){0,2}?[\w\-]+?)(?=\s+(?:does|do|did|is|are|was|were|can|could|"
                        r"will|would|should|has|have|had|of|in|on|for|per|a|an|the)\b|\s*\??$)", re.I)
+_WORD_NUMBER = re.compile(r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
+                          r"forty|fifty|hundred|a dozen|dozens of|hundreds of|thousands of)\b", re.I)
 _COUNTED_AFTER = re.compile(r"^\s*((?:[\w\-]+\s+){0,2}?[\w\-]+)")
 
 
@@ -111,6 +113,12 @@ def _number_spans(sentence: str, question: str, qwords: set[str], qstems: set[st
                 bonus += 1.0
         cue = _cued(sentence[max(0, m.start() - 60): m.start()], qstems)
         out.append((m.start(), text, bonus + cue))
+    for m in _WORD_NUMBER.finditer(sentence):  # "no more than five versions": a number word with its N
+        after = _COUNTED_AFTER.match(sentence[m.end():])
+        words = after.group(1).split() if after else []
+        hit = next((i for i, w in enumerate(words) if stem(w.lower().strip(".,;:")) in nouns), None)
+        if hit is not None:
+            out.append((m.start(), f"{m.group(0)} {' '.join(words[: hit + 1])}".rstrip(".,;:"), 1.0))
     return out
 
 

@@ -24,9 +24,10 @@ class ExtractiveParams:
     cue_bonus: float = 1.0  # times a span's cue score (the question's own words just before it: "born in")
     chain: bool = True  # answer a nested question hop by hop over the same chunks (heuristic plan)
     min_sim: float = 0.35  # the best sentence's cosine with the question below this: the notes don't say
-    min_coverage: float = 0.5  # share of the question's idf weight (by stem) the evidence must hold
+    min_coverage: float = 0.55  # share of the question's idf weight (by stem) the evidence must hold
     answer_sentences: int = 3  # most sentences (list items, table rows) an open question's answer quotes
-    sentence_margin: float = 0.1  # a further sentence joins the answer when it scores within this of the best
+    sentence_margin: float = 0.4  # a further sentence of the best one's chunk joins when it scores within this
+    other_margin: float = 0.1  # a sentence of another chunk joins when it scores within this of the best
 
 
 @dataclass(frozen=True)
