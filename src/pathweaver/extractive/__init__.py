@@ -80,7 +80,9 @@ def _best_span(question: str, kind: str, ranked: list[Sentence],
                params: ExtractiveParams) -> tuple[str, Sentence, bool] | None:
     """The best span of the expected ``kind`` in the best sentences that the question does not already name, its
     sentence, and whether the evidence clearly states it: a span of the best answer sentence, or one that its
-    sentence cues (the question's words just before it, its counted noun after it, the asked head noun in it)."""
+    sentence cues (the question's words just before it, its counted noun after it, the asked head noun in it)
+    and that scores within ``sentence_margin`` of the best; for an amount ("how many / how much"), only a cued
+    one."""
     qwords = set(_tokens(question))
     best: tuple[float, int, str, Sentence, float] | None = None
     top = _answers(ranked)[0]
@@ -95,7 +97,10 @@ def _best_span(question: str, kind: str, ranked: list[Sentence],
     if best is None:
         return None
     sent, bonus = best[3], best[4]
-    return best[2], sent, sent is top or bonus > 0
+    cued = bonus >= params.stated_cue
+    if _AMOUNT.search(question):  # a bare number is no amount: "How much did it cost?" is not "250"
+        return best[2], sent, cued
+    return best[2], sent, sent is top or (cued and sent.score >= top.score - params.sentence_margin)
 
 
 def _typed_span(question: str, kind: str, ranked: list[Sentence],
@@ -121,7 +126,7 @@ def _sentences(ranked: list[Sentence], params: ExtractiveParams, must: Sentence 
     top = ranked[0]
     chosen = [s for s in ranked[: params.answer_sentences] if s.score >= top.score - (
         params.sentence_margin if s.passage.n == top.passage.n else params.other_margin)]
-    if must is not None and must not in chosen:
+    if must is not None and must not in chosen and must.score >= top.score - params.sentence_margin:
         chosen = chosen[: params.answer_sentences - 1] + [must]
     for s in list(chosen):
         after = split_sentences(s.passage.text)[s.index + 1: s.index + 2] if s.text.endswith(":") else []
@@ -294,7 +299,7 @@ def extractive_answer(
             return Answer(((chained[0], tuple(chained[1])),), supported=True)
     if kind in SPAN_TYPES:
         span = _best_span(question, kind, ranked, params)
-        if span is None and _AMOUNT.search(question):  # an amount asked for that no close sentence states
+        if _AMOUNT.search(question) and not (span and span[2]):  # an amount asked for that no sentence states
             return _not_said(ranked)
         if span is not None and span[2]:
             return Answer(((span[0], (span[1].passage.n,)),), supported=True)

@@ -212,7 +212,8 @@ def resolve_subject(text: str, passage: Passage, previous: str) -> str:
     before the sentence. "It" also needs the sentence before to open with that name (the same subject goes on),
     as an "it" of its own ("It is easy to ...") is common."""
     m = _SUBJECT_PRONOUN.match(text)
-    title = without_disambiguator(passage.title) or passage.title.strip()
+    named = passage.title or passage.text.split("\n", 1)[0]  # an untitled passage's first line is its title
+    title = without_disambiguator(named) or named.strip()
     if not m or not _NAME_TITLE.match(title) or any(ch.isdigit() for ch in title):
         return text
     at = passage.text.find(text[:40])

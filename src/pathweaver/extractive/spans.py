@@ -73,6 +73,9 @@ def _cued(before: str, question_stems: set[str]) -> float:
     born?", "face of" before a name for "Whose face did Scrooge see?"): 1 when the nearest content word before
     it is a question word, 0.5 when the one before that is, else 0. Only lower-case words count: a name the
     question shares is no cue."""
+    label = before.rstrip()
+    if label.endswith(":"):  # "Storage: 10 GB" (a table row, a "Label: value" line): the label is the cue
+        before = label[:-1].lower()
     clause = re.split(r"[()\[\],;:.!?]", before)[-1]  # the cue is in the span's own clause
     words = [w for w in re.findall(r"[^\W\d_]+", clause) if w.islower() and w not in STOPWORDS][-2:]
     if words and stem(words[-1]) in question_stems:
@@ -83,6 +86,7 @@ def _cued(before: str, question_stems: set[str]) -> float:
 _LONG_UNITS = re.compile(r"\b(?:years?|months?|weeks?|days?|hours?|minutes?|seconds?|ms|miles?|mi|km|kilometres?|"
                          r"kilometers?|metres?|meters?|feet|ft|characters?|words?|lines?|episodes?|pages?)$", re.I)
 _HOW_LONG = re.compile(r"\bhow long\b", re.I)
+_HOW_MUCH = re.compile(r"\bhow much\b", re.I)
 _HOW_MANY = re.compile(r"\bhow many\s+(?P<n>(?:[\w\-]+\s+){0,2}?[\w\-]+?)(?=\s+(?:does|do|did|is|are|was|were|can|could|"
                        r"will|would|should|has|have|had|of|in|on|for|per|a|an|the)\b|\s*\??$)", re.I)
 _WORD_NUMBER = re.compile(r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
@@ -103,7 +107,8 @@ def _number_spans(sentence: str, question: str, qwords: set[str], qstems: set[st
             continue
         if _HOW_LONG.search(question) and not _LONG_UNITS.search(text):
             continue
-        bonus = 0.1 * (" " in text) + 0.3 * text.startswith(("$", "€", "£", "¥"))
+        bonus = 0.1 * (" " in text) + 0.5 * bool(_HOW_MUCH.search(question) and text.startswith(("$", "€", "£", "¥")))
+        bonus += 0.5 * bool(_HOW_LONG.search(question))  # it has the unit "how long" asks for
         after = _COUNTED_AFTER.match(sentence[m.end():])
         if nouns and after:
             words = after.group(1).split()

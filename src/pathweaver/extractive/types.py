@@ -21,6 +21,7 @@ class ExtractiveParams:
     overlap_weight: float = 1.0  # share of the question's idf weight the sentence holds
     rank_decay: float = 0.05  # score lost per chunk rank
     title_bonus: float = 0.0  # a sentence of a chunk whose title the question names (the passage about it)
+    stated_cue: float = 0.5  # a span's cue score from which its sentence states it (not only its best sentence)
     cue_bonus: float = 1.0  # times a span's cue score (the question's own words just before it: "born in")
     chain: bool = True  # answer a nested question hop by hop over the same chunks (heuristic plan)
     min_sim: float = 0.35  # the best sentence's cosine with the question below this: the notes don't say
