@@ -52,7 +52,7 @@ def _not_said(ranked: list[Sentence]) -> Answer:
     """The answer when the evidence does not decide: ``NOT_SAID`` and the closest sentence, cited."""
     if not ranked:
         return Answer(((NOT_SAID, ()),), supported=False)
-    best = ranked[0]
+    best = _answers(ranked)[0]  # a sentence, not a heading, when the chunks have one
     return Answer(((NOT_SAID, ()), (f'Closest evidence: "{best.text}"', (best.passage.n,))), supported=False)
 
 
@@ -85,8 +85,9 @@ def _best_span(question: str, kind: str, ranked: list[Sentence],
     one."""
     qwords = set(_tokens(question))
     best: tuple[float, int, str, Sentence, float] | None = None
-    top = _answers(ranked)[0]
-    for pos, sent in enumerate(ranked[: params.max_sentences]):
+    answers = _answers(ranked)  # a heading names what its chunk is about: no span of it answers
+    top = answers[0]
+    for pos, sent in enumerate(answers[: params.max_sentences]):
         for start, span, bonus in typed_spans(sent.text, kind, question):
             words = _tokens(span)
             shared = sum(w in qwords for w in words) / max(len(words), 1)

@@ -202,15 +202,15 @@ def _title_named(passage: Passage, asked: set[str]) -> bool:
     return False
 
 
-_SUBJECT_PRONOUN = re.compile(r"^(?P<p>He|She|It)\s+(?=[a-z])")
+_SUBJECT_PRONOUN = re.compile(r"^(?P<p>He|She)\s+(?=[a-z])")
 _NAME_TITLE = re.compile(r"^[A-Z][\w'’.\-]*(?:\s+(?:(?:of|de|van|von|da|di|del|der|le|la)\s+)?[A-Z][\w'’.\-]*){0,3}$")
 
 
-def resolve_subject(text: str, passage: Passage, previous: str) -> str:
-    """A sentence whose subject is a leading "He"/"She"/"It" with that pronoun replaced by the note's title, when
+def resolve_subject(text: str, passage: Passage) -> str:
+    """A sentence whose subject is a leading "He" or "She" with that pronoun replaced by the note's title, when
     the note is about one named entity: the title is a name (capitalised words, no digits) that the note writes
-    before the sentence. "It" also needs the sentence before to open with that name (the same subject goes on),
-    as an "it" of its own ("It is easy to ...") is common."""
+    before the sentence. "It" stays: an "it" of its own ("It is easy to ...") is common, and a thing's name made
+    the subject reads as a span of the sentence."""
     m = _SUBJECT_PRONOUN.match(text)
     named = passage.title or passage.text.split("\n", 1)[0]  # an untitled passage's first line is its title
     title = without_disambiguator(named) or named.strip()
@@ -218,8 +218,6 @@ def resolve_subject(text: str, passage: Passage, previous: str) -> str:
         return text
     at = passage.text.find(text[:40])
     if title not in passage.text[: at if at >= 0 else len(passage.text)]:
-        return text
-    if m.group("p") == "It" and not re.match(rf"(?:the\s+)?{re.escape(title)}\b", previous, re.I):
         return text
     return f"{title} {text[m.end():]}"
 
@@ -238,7 +236,7 @@ def rank_sentences(
     cands = []
     for p in passages:
         found = units(p.text)
-        cands += [(resolve_subject(s, p, found[i - 1][0] if i else ""), p, i, h) for i, (s, h) in enumerate(found)]
+        cands += [(resolve_subject(s, p), p, i, h) for i, (s, h) in enumerate(found)]
     if not cands:
         return []
     asked = content_words(question)
