@@ -124,3 +124,24 @@ def test_on_the_indexed_corpus_with_the_embedder(indexed) -> None:  # type: igno
     assert text == "Warsaw"
     cited = [c for c in context.citations if c["n"] in cites]
     assert cited and all("marie-curie" in c["doc"] for c in cited)
+
+
+def test_question_words_that_join_a_clause_ask_for_no_date_and_lists_ask_for_notes() -> None:
+    # "when" inside a question, or opening a clause before the question proper, asks for no time
+    assert answer_type("What carries the most weight when the plugin ranks a task?") == "other"
+    assert answer_type("When a maintainer is tired, what do the guidelines favour?") == "other"
+    assert answer_type("The civil war ended when?") == "date"
+    # the notes are asked for by the head noun, not by a "page" somewhere in the question
+    assert answer_type("Which of my notes are minutes of a meeting?") == "list"
+    assert answer_type("Which cross-entropy losses do I have notes on?") == "list"
+    assert answer_type("Which wartime story does every page on survivorship bias tell?") == "name"
+
+
+def test_amounts_are_spans_only_where_a_sentence_states_them() -> None:
+    luhmann = ["Slip box\nNiklas Luhmann kept his slip box for forty years. On a single topic he collected 25 notes."]
+    assert ans("How many notes did Luhmann collect on a single topic?", luhmann)[0] == "25 notes"
+    core = ["Versions\nThe core tap supports no more than five versions of a formula at once."]
+    assert ans("How many versions of a formula does the core tap support?", core)[0] == "five versions"
+    bread = ["Sourdough\nFeed the sourdough starter twice a day. Bake the sourdough at 250 degrees for twenty minutes."]
+    said = extractive_answer("How much did the sourdough cost?", bread)
+    assert not said.supported and said.text.startswith(NOT_SAID)

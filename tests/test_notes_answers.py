@@ -1,7 +1,8 @@
 """Answers without a model on notes, with the real embedder and a real store: how-to questions answered by the
-right sentences with their citations, list items and table rows quoted as units, "the notes don't say" (never a
-default "yes") when the notes do not decide, and the three Christmas Carol questions over the demo folder (the
-book's five staves and three reading notes)."""
+right sentences with their citations, list items and table rows quoted as units, a short span only where the
+question asks for one and a sentence states it, each part of a two-part question answered from its own note, a
+note's "She" read as the note's name, "the notes don't say" (never a default "yes") when the notes do not decide,
+and the three Christmas Carol questions over the demo folder (the book's five staves and three reading notes)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,12 @@ NOTES = {
     "250 degrees for twenty minutes with the lid on.\n",
     "Reading list.md": "# Reading list\n\nBooks to read this year: Middlemarch, The Left Hand of Darkness and "
     "Piranesi.\n",
+    "Slip box.md": "# Slip box\n\nNiklas Luhmann kept his slip box for forty years. On a single topic he often "
+    "collected 25 notes, linked one after the other. Each permanent note should be precise, brief and clear.\n",
+    "Ada Lovelace.md": "# Ada Lovelace\n\nAda Lovelace worked with Charles Babbage on the Analytical Engine. She "
+    "wrote the first published algorithm for the engine, to compute Bernoulli numbers.\n",
+    "Old Macs.md": "# Old Macs\n\nApple has announced that Rosetta 2 will remain available for older apps through "
+    "macOS 27. After that only a narrower set of legacy games keeps it.\n",
 }
 
 
@@ -79,6 +86,42 @@ def test_table_rows_and_list_items_are_quoted(notes_pw: Any) -> None:
     out = notes_pw.ask("What should I bring to the team offsite?")
     assert out["supported"] is True and _cited_docs(out) == {"Offsite.md"}
     assert "rain jacket" in out["answer"] or "laptop and charger" in out["answer"]
+
+
+def test_a_number_asked_for_and_stated_is_the_span_with_its_noun(notes_pw: Any) -> None:
+    out = notes_pw.ask("How many notes did Luhmann collect on a single topic?")
+    assert out["supported"] is True
+    assert out["answer"] == "25 notes [1]" or out["answer"].startswith("25 notes ["), out["answer"]
+    assert _cited_docs(out) == {"Slip box.md"}
+
+
+def test_how_long_without_a_duration_is_answered_by_the_sentence(notes_pw: Any) -> None:
+    # "27" is no length of time: the sentence that says "through macOS 27" is the answer, not a bare number
+    out = notes_pw.ask("How long will Rosetta 2 remain available for older apps?")
+    assert out["supported"] is True
+    assert "through macOS 27" in out["answer"] and _cited_docs(out) == {"Old Macs.md"}
+
+
+def test_a_leading_pronoun_is_read_as_the_notes_name(notes_pw: Any) -> None:
+    out = notes_pw.ask("Who wrote the first published algorithm for the Analytical Engine?")
+    assert out["supported"] is True
+    assert out["answer"].startswith("Ada Lovelace"), out["answer"]
+    out = notes_pw.ask("What did Ada Lovelace write to compute Bernoulli numbers?")
+    assert "Ada Lovelace wrote the first published algorithm" in out["answer"]
+    assert "She wrote" not in out["answer"]
+
+
+def test_each_part_of_a_two_part_question_is_answered_from_its_own_note(notes_pw: Any) -> None:
+    out = notes_pw.ask("How do I turn on sync on a new device, and how much storage does the Plus plan include?")
+    assert out["supported"] is True
+    assert "choose Sync and sign in with your account" in out["answer"] and "10 GB" in out["answer"]
+    assert _cited_docs(out) == {"Sync setup.md", "Plans.md"}
+
+
+def test_a_number_the_notes_do_not_state_is_not_made_up(notes_pw: Any) -> None:
+    out = notes_pw.ask("How much did the sourdough flour cost?")
+    assert out["supported"] is False and out["answer"].startswith(NOT_SAID)
+    assert "Closest evidence:" in out["answer"] and "Sourdough.md" in _cited_docs(out)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from pathweaver.extractive import extractive_answer, memo_encode
-from pathweaver.extractive.types import Answer, HopChunks
+from pathweaver.extractive.types import Answer, ChunksLike, HopChunks
 from pathweaver.models.llm import EXTRACTIVE, NO_LLM, LLMBackend, LLMError
 from pathweaver.planner.decompose import Plan, rephrase
 from pathweaver.planner.decompose import decompose as make_plan
@@ -49,7 +49,7 @@ def prompt_messages(question: str, context: Context, layout: str, resolved: str 
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": body}]
 
 
-def _span_answer(context: Context, question: str, env: RetrievalEnv, resolved: dict[str, str],
+def _span_answer(context: ChunksLike, question: str, env: RetrievalEnv, resolved: dict[str, str],
                  encode: EncodeFn | None = None, hop_chunks: HopChunks | None = None) -> Answer:
     """``extractive.extractive_answer`` of ``question`` over the context (with ``encode``, else the env's)."""
     return extractive_answer(
@@ -94,10 +94,25 @@ class HopRetrieval:
         return [(items[h.passage].text, items[h.passage].n, items[h.passage].title) for h in hop]
 
 
-def conjunction_text(context: Context, plan: Plan, env: RetrievalEnv) -> tuple[str, bool]:
+def _part_chunks(context: Context, own: list[tuple[str, int, str]]) -> list[tuple[str, int, str]]:
+    """The chunks one part of a question is answered from: its own retrieved chunks and the whole question's,
+    taken in turn (each list best first, each chunk once), so a part about a second note finds that note even
+    when the question's top chunks are all about the first."""
+    asked = [(i.text, i.n, i.title) for i in context.items if i.kind == "chunk"]
+    out: dict[int, tuple[str, int, str]] = {}
+    for pair in zip(own + [None] * len(asked), asked + [None] * len(own), strict=True):
+        for c in pair:
+            if c is not None:
+                out.setdefault(c[1], c)
+    return list(out.values())
+
+
+def conjunction_text(context: Context, plan: Plan, env: RetrievalEnv,
+                     hops: HopRetrieval | None = None) -> tuple[str, bool]:
     """A question that asks two things answered part by part, each part's answer filling the "#n" of the parts
     after it: "Jacob Marley [1]; Jacob Marley was his sole business partner [1]", and whether every part is
-    decided."""
+    decided. With ``hops``, each part also retrieves for itself (its chunks join the context after the
+    question's, keeping the citation numbers); a part's text said already by an earlier part is not repeated."""
     answers: dict[str, str] = {}
     marked: list[str] = []
     supported = True
@@ -106,9 +121,11 @@ def conjunction_text(context: Context, plan: Plan, env: RetrievalEnv) -> tuple[s
         node = plan.node(node_id)
         question = rephrase(node.question, answers, node.depends_on)
         resolved = {plan.node(d).question: answers[d] for d in node.depends_on if answers.get(d)}
-        answer = _span_answer(context, question, env, resolved, encode)
+        chunks: ChunksLike = _part_chunks(context, hops(question)) if hops is not None else context
+        answer = _span_answer(chunks, question, env, resolved, encode)
         answers[node_id] = answer.text if answer.supported else ""
-        marked.append(answer.marked)
+        if answer.marked not in marked:
+            marked.append(answer.marked)
         supported = supported and answer.supported and bool(answer.parts)
     text = "; ".join(t for t in marked if t)
     return (text, supported) if text else (NO_EVIDENCE, False)
@@ -216,7 +233,7 @@ def ask(
     is_extractive = not answer
     supported = bool(context.items)  # a model's answer says in its own words when the sources lack one
     if is_extractive:
-        answer, supported = (conjunction_text(context, parts, env) if parts is not None
+        answer, supported = (conjunction_text(context, parts, env, hops) if parts is not None
                              else extractive_text(context, extract_q, env, extract_resolved, hops))
         if hops is not None:
             context = hops.context

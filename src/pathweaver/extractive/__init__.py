@@ -20,7 +20,7 @@ import numpy as np
 
 from pathweaver.extract.names import without_disambiguator
 from pathweaver.extractive.choices import choose_option, yes_no
-from pathweaver.extractive.questions import SPAN_TYPES, answer_type, options
+from pathweaver.extractive.questions import _NOT_PERSON, SPAN_TYPES, answer_type, options
 from pathweaver.extractive.sentences import (
     _title_named,
     _tokens,
@@ -45,19 +45,21 @@ from pathweaver.extractive.types import (
 from pathweaver.retrieval.types import EncodeFn
 
 NOT_SAID = "The notes don't say."
+_AMOUNT = re.compile(r"\bhow (?:many|much)\b", re.I)
 
 
 def _not_said(ranked: list[Sentence]) -> Answer:
     """The answer when the evidence does not decide: ``NOT_SAID`` and the closest sentence, cited."""
     if not ranked:
         return Answer(((NOT_SAID, ()),), supported=False)
-    best = ranked[0]
+    best = _answers(ranked)[0]  # a sentence, not a heading, when the chunks have one
     return Answer(((NOT_SAID, ()), (f'Closest evidence: "{best.text}"', (best.passage.n,))), supported=False)
 
 
 def _named(question: str) -> set[str]:
-    """The capitalised content words inside the question (not its first word): the names it asks about."""
-    return capitalised(question) & content_words(question)
+    """The capitalised content words inside the question (not its first word): the names it asks about; a month
+    or a day is a date, which notes write in other ways ("2021-01-14")."""
+    return (capitalised(question) & content_words(question)) - _NOT_PERSON
 
 
 def decides(question: str, passages: list[Passage], ranked: list[Sentence], params: ExtractiveParams,
@@ -74,19 +76,39 @@ def decides(question: str, passages: list[Passage], ranked: list[Sentence], para
     return coverage(question, texts, word_df, n_docs) >= params.min_coverage
 
 
-def _typed_span(question: str, kind: str, ranked: list[Sentence], params: ExtractiveParams) -> tuple[str, list[int]] | None:
-    """The best span of the expected ``kind`` in the best sentences that the question does not already name."""
+def _best_span(question: str, kind: str, ranked: list[Sentence],
+               params: ExtractiveParams) -> tuple[str, Sentence, bool] | None:
+    """The best span of the expected ``kind`` in the best sentences that the question does not already name, its
+    sentence, and whether the evidence clearly states it: a span of the best answer sentence, or one that its
+    sentence cues (the question's words just before it, its counted noun after it, the asked head noun in it)
+    and that scores within ``sentence_margin`` of the best; for an amount ("how many / how much"), only a cued
+    one."""
     qwords = set(_tokens(question))
-    best: tuple[float, int, str, Sentence] | None = None
-    for pos, sent in enumerate(ranked[: params.max_sentences]):
+    best: tuple[float, int, str, Sentence, float] | None = None
+    answers = _answers(ranked)  # a heading names what its chunk is about: no span of it answers
+    top = answers[0]
+    for pos, sent in enumerate(answers[: params.max_sentences]):
         for start, span, bonus in typed_spans(sent.text, kind, question):
             words = _tokens(span)
             shared = sum(w in qwords for w in words) / max(len(words), 1)
             score = sent.score + params.cue_bonus * bonus - 0.3 * shared - 0.001 * start / max(len(sent.text), 1)
-            cand = (score, -pos, span, sent)
+            cand = (score, -pos, span, sent, bonus)
             if best is None or cand[:2] > best[:2]:
                 best = cand
-    return (best[2], [best[3].passage.n]) if best is not None else None
+    if best is None:
+        return None
+    sent, bonus = best[3], best[4]
+    cued = bonus >= params.stated_cue
+    if _AMOUNT.search(question):  # a bare number is no amount: "How much did it cost?" is not "250"
+        return best[2], sent, cued
+    return best[2], sent, sent is top or (cued and sent.score >= top.score - params.sentence_margin)
+
+
+def _typed_span(question: str, kind: str, ranked: list[Sentence],
+                params: ExtractiveParams) -> tuple[str, list[int]] | None:
+    """``_best_span`` as (span, its citation), stated clearly or not (a chain's hop needs a name to go on)."""
+    found = _best_span(question, kind, ranked, params)
+    return (found[0], [found[1].passage.n]) if found else None
 
 
 def _answers(ranked: list[Sentence]) -> list[Sentence]:
@@ -96,13 +118,17 @@ def _answers(ranked: list[Sentence]) -> list[Sentence]:
     return kept or ranked
 
 
-def _sentences(ranked: list[Sentence], params: ExtractiveParams) -> Answer:
-    """The best sentence and up to ``answer_sentences - 1`` more that score within ``sentence_margin`` of it,
-    each cited; sentences of one chunk in the chunk's order. A sentence that ends with a colon ("To stop a
-    formula from being upgraded:") brings the line after it (the command or list it introduces)."""
+def _sentences(ranked: list[Sentence], params: ExtractiveParams, must: Sentence | None = None) -> Answer:
+    """The best sentence and up to ``answer_sentences - 1`` more that score within ``sentence_margin`` of it
+    (``other_margin`` for another chunk's: an answer goes on in its own note; ``must`` among them when given), each cited; sentences of one chunk in the chunk's order. A sentence that
+    ends with a colon ("To stop a formula from being upgraded:") brings the line after it (the command or list
+    it introduces)."""
     ranked = _answers(ranked)
     top = ranked[0]
-    chosen = [s for s in ranked[: params.answer_sentences] if s.score >= top.score - params.sentence_margin]
+    chosen = [s for s in ranked[: params.answer_sentences] if s.score >= top.score - (
+        params.sentence_margin if s.passage.n == top.passage.n else params.other_margin)]
+    if must is not None and must not in chosen and must.score >= top.score - params.sentence_margin:
+        chosen = chosen[: params.answer_sentences - 1] + [must]
     for s in list(chosen):
         after = split_sentences(s.passage.text)[s.index + 1: s.index + 2] if s.text.endswith(":") else []
         if after and all((c.passage.n, c.index) != (s.passage.n, s.index + 1) for c in chosen):
@@ -273,9 +299,13 @@ def extractive_answer(
         if chained is not None:
             return Answer(((chained[0], tuple(chained[1])),), supported=True)
     if kind in SPAN_TYPES:
-        span = _typed_span(question, kind, ranked, params)
-        if span is not None:
-            return Answer(((span[0], tuple(span[1])),), supported=True)
+        span = _best_span(question, kind, ranked, params)
+        if _AMOUNT.search(question) and not (span and span[2]):  # an amount asked for that no sentence states
+            return _not_said(ranked)
+        if span is not None and span[2]:
+            return Answer(((span[0], (span[1].passage.n,)),), supported=True)
+        if span is not None:  # a span the evidence does not clearly state: the sentences, its own among them
+            return _sentences(ranked, params, must=span[1])
     return _sentences(ranked, params)
 
 

@@ -32,7 +32,7 @@ DATE_RE = re.compile(
     rf"|(?P<y4>1\d{{3}}|20\d{{2}})(?:s\b)?)\b"
 )
 NUMBER_RE = re.compile(
-    r"\b(?:about |approximately |over |nearly |some )?\d[\d,]*(?:\.\d+)?(?:\s*(?:million|billion|thousand|hundred))?"
+    r"(?:\b(?:about |approximately |over |nearly |some )|(?<![\w$€£¥])(?=[$€£¥]))?[$€£¥]?\b\d[\d,]*(?:\.\d+)?(?:\s*(?:million|billion|thousand|hundred))?"
     r"(?:\s*(?:square\s+)?(?:miles?|mi|km|kilometres?|kilometers?|metres?|meters?|feet|ft|years?|people|inhabitants|"
     r"members|seats?|episodes?|books?|copies|acres|hectares|percent|%|[KMGT]i?B|bytes|ms|seconds?|minutes?|hours?|days?|weeks?|"
     r"months?|times|users?|characters?|words?|lines?|files?|items?|euros?|dollars?|cents?)(?!\w))?"
@@ -67,6 +67,16 @@ _WH = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "
        "are", "were", "name"}
 
 
+# the notes themselves are asked for: the head noun after "which"/"what" (or "which of my"), or "notes on/about X"
+_LIST = re.compile(r"^(?:which|what)\s+(?:(?:of\s+)?(?:my|the|our|these|those)\s+)?(?:[\w\-]+\s+){0,2}?"
+                   r"(?:notes|pages|files|documents)\b|^which\b.*\b(?:have|has|wrote|write|written|keep|kept|took|take)\s+"
+                   r"(?:a\s+|any\s+)?(?:notes?|pages?)\b")
+# "when" asks for a time where it opens the question ("When was X born?") or ends it ("... ended when?"); inside a
+# question it joins a clause ("What matters when the plugin ranks tasks?"), and an opening "When X happens, what
+# ...?" is a clause too
+_WHEN = re.compile(r"^when\b(?![^?]*,\s*(?:what|which|who|how|why|where|do|does|should|can)\b)|\bwhen\s*\??$")
+
+
 def answer_type(question: str) -> str:
     """The expected answer type of ``question`` (one of ``ANSWER_TYPES``), from its wh-word and head noun."""
     q = " ".join(question.split())
@@ -75,10 +85,9 @@ def answer_type(question: str) -> str:
         return "choice"
     if _YESNO_START.match(low):
         return "yesno"
-    if re.match(r"which\b.*\b(?:notes?|pages?|files?|documents?)\b|what\s+(?:[\w\-]+\s+){0,2}?(?:notes|pages|files|"
-                r"documents)\b", low):  # "Which notes ...?", "Which plugins have a note of their own?": the notes
+    if _LIST.search(low):  # "Which notes ...?", "Which of my notes ...?", "Which X do I have notes on?"
         return "list"
-    if re.match(r"when\b", low) or re.search(r"(?-i:\bwhen\b)", q) or re.search(
+    if _WHEN.search(low) or re.search(
         r"\b(?:what year|which year|what date|in what year|date of|year of|what decade|what century)\b", low
     ):  # a capitalised "When" inside the question starts a title ("When The Stars Go Blue")
         return "date"

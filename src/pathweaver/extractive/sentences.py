@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 
+from pathweaver.extract.names import without_disambiguator
 from pathweaver.extractive.questions import _WH, _WORD_RE
 from pathweaver.extractive.types import ChunksLike, ExtractiveParams, Passage, Sentence, WordDfFn
 from pathweaver.retrieval.context import Context, sentences
@@ -90,6 +91,15 @@ def _prose(lines: list[str]) -> list[str]:
     return out
 
 
+def _titled(first: str, prose: list[str]) -> bool:
+    """Whether a paragraph's first line is a title over the text that follows: a short line (at most eight words)
+    without closing punctuation that is no list item, followed by a line that is a sentence."""
+    line = prose[0]
+    return (not _LIST_MARK.match(first) and len(line.split()) <= 8
+            and not line.endswith((".", "!", "?", ":", ";", ",", '"', "”", ")"))
+            and prose[1].endswith((".", "!", "?")) and len(prose[1].split()) > 8)
+
+
 def units(text: str) -> list[tuple[str, bool]]:
     """The answer units of ``text`` with whether each is a heading: a list item or a short line (a title) is a
     unit of its own, a wrapped paragraph is read across its line breaks and split into sentences, and a table
@@ -104,6 +114,9 @@ def units(text: str) -> list[tuple[str, bool]]:
             continue
         prose = _prose(lines)
         heading = len(prose) == 1 and not prose[0].endswith((".", "!", "?", ":", ";", '"', "”", ")"))
+        if len(prose) > 1 and _titled(lines[0], prose):  # a title line over its text: "Jacob Marley\nJacob ..."
+            out.append((prose[0], True))
+            prose = prose[1:]
         for line in prose:
             pending = ""
             for a, b in sentences(line):
@@ -152,6 +165,8 @@ def stem(word: str) -> str:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]
             break
+    if word.endswith("e") and len(word) >= 5:  # "cease" and "ceased", "trade" and "trading"
+        word = word[:-1]
     return word[:6]
 
 
@@ -187,6 +202,26 @@ def _title_named(passage: Passage, asked: set[str]) -> bool:
     return False
 
 
+_SUBJECT_PRONOUN = re.compile(r"^(?P<p>He|She)\s+(?=[a-z])")
+_NAME_TITLE = re.compile(r"^[A-Z][\w'’.\-]*(?:\s+(?:(?:of|de|van|von|da|di|del|der|le|la)\s+)?[A-Z][\w'’.\-]*){0,3}$")
+
+
+def resolve_subject(text: str, passage: Passage) -> str:
+    """A sentence whose subject is a leading "He" or "She" with that pronoun replaced by the note's title, when
+    the note is about one named entity: the title is a name (capitalised words, no digits) that the note writes
+    before the sentence. "It" stays: an "it" of its own ("It is easy to ...") is common, and a thing's name made
+    the subject reads as a span of the sentence."""
+    m = _SUBJECT_PRONOUN.match(text)
+    named = passage.title or passage.text.split("\n", 1)[0]  # an untitled passage's first line is its title
+    title = without_disambiguator(named) or named.strip()
+    if not m or not _NAME_TITLE.match(title) or any(ch.isdigit() for ch in title):
+        return text
+    at = passage.text.find(text[:40])
+    if title not in passage.text[: at if at >= 0 else len(passage.text)]:
+        return text
+    return f"{title} {text[m.end():]}"
+
+
 def rank_sentences(
     question: str,
     passages: list[Passage],
@@ -198,7 +233,10 @@ def rank_sentences(
     """Every sentence of ``passages``, best first: embed_weight * cosine + overlap_weight * the share of the
     question's idf weight it holds - rank_decay * chunk rank + title_bonus when the question names the chunk's
     title."""
-    cands = [(s, p, i, h) for p in passages for i, (s, h) in enumerate(units(p.text))]
+    cands = []
+    for p in passages:
+        found = units(p.text)
+        cands += [(resolve_subject(s, p), p, i, h) for i, (s, h) in enumerate(found)]
     if not cands:
         return []
     asked = content_words(question)

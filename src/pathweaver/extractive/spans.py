@@ -73,11 +73,58 @@ def _cued(before: str, question_stems: set[str]) -> float:
     born?", "face of" before a name for "Whose face did Scrooge see?"): 1 when the nearest content word before
     it is a question word, 0.5 when the one before that is, else 0. Only lower-case words count: a name the
     question shares is no cue."""
+    label = before.rstrip()
+    if label.endswith(":"):  # "Storage: 10 GB" (a table row, a "Label: value" line): the label is the cue
+        before = label[:-1].lower()
     clause = re.split(r"[()\[\],;:.!?]", before)[-1]  # the cue is in the span's own clause
     words = [w for w in re.findall(r"[^\W\d_]+", clause) if w.islower() and w not in STOPWORDS][-2:]
     if words and stem(words[-1]) in question_stems:
         return 1.0
     return 0.5 if len(words) == 2 and stem(words[0]) in question_stems else 0.0
+
+
+_LONG_UNITS = re.compile(r"\b(?:years?|months?|weeks?|days?|hours?|minutes?|seconds?|ms|miles?|mi|km|kilometres?|"
+                         r"kilometers?|metres?|meters?|feet|ft|characters?|words?|lines?|episodes?|pages?)$", re.I)
+_HOW_LONG = re.compile(r"\bhow long\b", re.I)
+_HOW_MUCH = re.compile(r"\bhow much\b", re.I)
+_HOW_MANY = re.compile(r"\bhow many\s+(?P<n>(?:[\w\-]+\s+){0,2}?[\w\-]+?)(?=\s+(?:does|do|did|is|are|was|were|can|could|"
+                       r"will|would|should|has|have|had|of|in|on|for|per|a|an|the)\b|\s*\??$)", re.I)
+_WORD_NUMBER = re.compile(r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
+                          r"forty|fifty|hundred|a dozen|dozens of|hundreds of|thousands of)\b", re.I)
+_COUNTED_AFTER = re.compile(r"^\s*((?:[\w\-]+\s+){0,2}?[\w\-]+)")
+
+
+def _number_spans(sentence: str, question: str, qwords: set[str], qstems: set[str]) -> list[tuple[int, str, float]]:
+    """Numbers of ``sentence`` for a "how many / how much / how long" question: "How long ...?" asks for an
+    amount of time or length, so a bare count ("1.24 million") is no answer to it; "How many N ...?" takes the
+    number with its N when the sentence writes one after it ("25 notes"), which is also its cue."""
+    counted = _HOW_MANY.search(question)
+    nouns = {stem(w) for w in _tokens(counted.group("n"))} if counted else set()
+    out: list[tuple[int, str, float]] = []
+    for m in NUMBER_RE.finditer(sentence):
+        text = m.group(0).strip()
+        if not text or _in_question(text, qwords) or re.fullmatch(r"1\d{3}|20\d{2}", text):
+            continue
+        if _HOW_LONG.search(question) and not _LONG_UNITS.search(text):
+            continue
+        bonus = 0.1 * (" " in text) + 0.5 * bool(_HOW_MUCH.search(question) and text.startswith(("$", "€", "£", "¥")))
+        bonus += 0.5 * bool(_HOW_LONG.search(question))  # it has the unit "how long" asks for
+        after = _COUNTED_AFTER.match(sentence[m.end():])
+        if nouns and after:
+            words = after.group(1).split()
+            hit = next((i for i, w in enumerate(words) if stem(w.lower().strip(".,;:")) in nouns), None)
+            if hit is not None:  # "25 notes", "9.0 urgency points"
+                text = f"{text} {' '.join(words[: hit + 1])}".rstrip(".,;:")
+                bonus += 1.0
+        cue = _cued(sentence[max(0, m.start() - 60): m.start()], qstems)
+        out.append((m.start(), text, bonus + cue))
+    for m in _WORD_NUMBER.finditer(sentence):  # "no more than five versions": a number word with its N
+        after = _COUNTED_AFTER.match(sentence[m.end():])
+        words = after.group(1).split() if after else []
+        hit = next((i for i, w in enumerate(words) if stem(w.lower().strip(".,;:")) in nouns), None)
+        if hit is not None:
+            out.append((m.start(), f"{m.group(0)} {' '.join(words[: hit + 1])}".rstrip(".,;:"), 1.0))
+    return out
 
 
 def typed_spans(sentence: str, kind: str, question: str) -> list[tuple[int, str, float]]:
@@ -105,12 +152,7 @@ def typed_spans(sentence: str, kind: str, question: str) -> list[tuple[int, str,
             out.append((d.start, text, bonus + _cued(sentence[max(0, d.start - 60): d.start], qstems)))
         return out
     if kind == "number":
-        for m in NUMBER_RE.finditer(sentence):
-            text = m.group(0).strip()
-            if text and not _in_question(text, qwords) and not re.fullmatch(r"1\d{3}|20\d{2}", text):
-                cue = _cued(sentence[max(0, m.start() - 60): m.start()], qstems)
-                out.append((m.start(), text, 0.1 * (" " in text) + cue))
-        return out
+        return _number_spans(sentence, question, qwords, qstems)
     for start, span in _cap_spans(sentence):
         if _in_question(span, qwords):
             continue

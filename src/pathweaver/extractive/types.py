@@ -21,12 +21,14 @@ class ExtractiveParams:
     overlap_weight: float = 1.0  # share of the question's idf weight the sentence holds
     rank_decay: float = 0.05  # score lost per chunk rank
     title_bonus: float = 0.0  # a sentence of a chunk whose title the question names (the passage about it)
+    stated_cue: float = 0.5  # a span's cue score from which its sentence states it (not only its best sentence)
     cue_bonus: float = 1.0  # times a span's cue score (the question's own words just before it: "born in")
     chain: bool = True  # answer a nested question hop by hop over the same chunks (heuristic plan)
     min_sim: float = 0.35  # the best sentence's cosine with the question below this: the notes don't say
-    min_coverage: float = 0.5  # share of the question's idf weight (by stem) the evidence must hold
+    min_coverage: float = 0.55  # share of the question's idf weight (by stem) the evidence must hold
     answer_sentences: int = 3  # most sentences (list items, table rows) an open question's answer quotes
-    sentence_margin: float = 0.1  # a further sentence joins the answer when it scores within this of the best
+    sentence_margin: float = 0.4  # a further sentence of the best one's chunk joins when it scores within this
+    other_margin: float = 0.1  # a sentence of another chunk joins when it scores within this of the best
 
 
 @dataclass(frozen=True)

@@ -250,7 +250,9 @@ def _spans_whole(text: str, cand: tuple[int, int, str]) -> bool:
 
 
 _ASKS = r"(?:who|whom|what|when|where|which|why|how|is|are|was|were|do|does|did|can|could|should|will|would|has|have)"
-_CONJUNCTION = re.compile(rf"^(?P<a>{_ASKS}\b.+?),\s+and\s+(?P<b>{_ASKS}\b.+?)\s*\??$", re.I)
+# the first part may open with a phrase ("With custom statuses, which ...?", "Since which release ...?")
+_CONJUNCTION = re.compile(rf"^(?P<a>(?:[^,?]{{1,60}},\s+|(?:since|in|with|for|from|by|on|at|after|before|until|during)\s+)?"
+                          rf"{_ASKS}\b.+?),\s+and\s+(?P<b>{_ASKS}\b.+?)\s*\??$", re.I)
 _PRONOUN = re.compile(r"\b(?:he|she|they|him|her|them|it)\b", re.I)
 # "Whose sister played Susie?" (the noun is the subject); not "Whose face did he see?", where it is the object
 _WHOSE = re.compile(r"^whose\s+(?P<n>[a-z][\w\-]*)\s+(?P<rest>(?:was|is|were|are|played|has|had|won|wrote|"
