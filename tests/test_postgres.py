@@ -14,12 +14,11 @@ from pathweaver.store.bm25 import query_terms
 from pathweaver.store.db import Database, StoreError
 from pathweaver.store.fts_tokens import Fts5Tokenizer
 from pathweaver.store.records import RecordReader, fts_words
-from pathweaver.store.writes import ChunkRow, insert_chunks, upsert_document
+from pathweaver.store.writes import ChunkRow, delete_document, insert_chunks, upsert_document
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
 
 from pathweaver.store.pg import search as pgsearch  # noqa: E402
-from pathweaver.store.pg import writes as pgwrites  # noqa: E402
 from pathweaver.store.pg.database import CHANNEL, PgDatabase  # noqa: E402
 from pathweaver.store.pg.schema import SCHEMA  # noqa: E402
 
@@ -127,30 +126,29 @@ def test_write_bumps_the_version_notifies_and_rolls_back_on_error(pg_url: str) -
     with PgDatabase(pg_url) as db, psycopg.connect(pg_url, autocommit=True) as listener:
         listener.execute(f"LISTEN {CHANNEL}")
         with db.write() as conn:
-            pgwrites.upsert_document(conn, "a.md", title="A")
+            upsert_document(conn, "a.md", title="A")
         assert db.version() == 1
         select.select([listener.fileno()], [], [], 5)
         assert [n.payload for n in listener.notifies(timeout=2, stop_after=1)] == ["1"]
         with pytest.raises(RuntimeError), db.write() as conn:
-            pgwrites.upsert_document(conn, "b.md", title="B")
+            upsert_document(conn, "b.md", title="B")
             raise RuntimeError("boom")
         assert db.version() == 1
         assert [r[0] for r in db.conn.execute("SELECT path FROM documents")] == ["a.md"]
 
 
 def test_deleting_a_document_takes_its_postings_vectors_and_grams(pg_url: str) -> None:
-    tok = Fts5Tokenizer()
     with PgDatabase(pg_url) as db:
         db.ensure_embedding("m", DIM)
         path, title, rows = _notes()[0]
         with db.write() as conn:
-            doc = pgwrites.upsert_document(conn, path, title=title)
-            pgwrites.insert_chunks(conn, tok, doc, title, rows, _vecs(len(rows), 1))
+            doc = upsert_document(conn, path, title=title)
+            insert_chunks(conn, doc, title, rows, _vecs(len(rows), 1))
         counts = [db.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
                   for t in ("chunk_terms", "chunk_lengths", "chunk_vec", "gram_df")]
         assert min(counts) > 0
         with db.write() as conn:
-            assert pgwrites.delete_document(conn, doc) == len(rows)
+            assert delete_document(conn, doc) == len(rows)
         for t in ("chunks", "chunk_terms", "chunk_lengths", "chunk_vec", "gram_df"):
             assert db.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] == 0, t
         assert db.integrity_ok()
@@ -169,7 +167,7 @@ def test_bm25_ranks_exactly_as_the_sqlite_store(pg_url: str, tmp_path: Path) -> 
             with lite.write() as conn:
                 insert_chunks(conn, upsert_document(conn, path, title=title), title, rows, vecs)
             with pg.write() as conn:
-                pgwrites.insert_chunks(conn, tok, pgwrites.upsert_document(conn, path, title=title), title, rows, vecs)
+                insert_chunks(conn, upsert_document(conn, path, title=title), title, rows, vecs)
         lite_index = RecordReader(lite).bm25_index(lite.version())
         with pg.conn.transaction():
             pg_index = pgsearch.read_index(pg.conn, pg.version())
@@ -186,7 +184,6 @@ def test_bm25_ranks_exactly_as_the_sqlite_store(pg_url: str, tmp_path: Path) -> 
 
 
 def test_vectors_round_trip_and_hnsw_finds_the_nearest(pg_url: str) -> None:
-    tok = Fts5Tokenizer()
     with PgDatabase(pg_url) as db:
         db.ensure_embedding("m", DIM)
         path, title, rows = _notes()[0]
@@ -195,8 +192,7 @@ def test_vectors_round_trip_and_hnsw_finds_the_nearest(pg_url: str) -> None:
                          n_words=r.n_words) for i, r in enumerate(rows)]
         vecs = _vecs(len(rows), 7)
         with db.write() as conn:
-            ids = pgwrites.insert_chunks(conn, tok, pgwrites.upsert_document(conn, path, title=title), title, rows,
-                                         vecs)
+            ids = insert_chunks(conn, upsert_document(conn, path, title=title), title, rows, vecs)
         got_ids, got = pgsearch.read_vectors(db.conn, DIM)
         assert got_ids.tolist() == ids
         assert np.array_equal(got, vecs)

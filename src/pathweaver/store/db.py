@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import sqlean as sqlite3
 import sqlite_vec
@@ -163,7 +163,37 @@ def shared_reader(path: Path | str) -> SharedReader:
         return reader
 
 
-class Database:
+class StoreHandle:
+    """What both backends' databases share: closing (with the shared reader), and the meta reads; ``conn``
+    takes the SQLite store's SQL on either backend (``store.pg.dialect``)."""
+
+    conn: Any
+    shared: SharedReader
+    _closed: bool = True
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.shared.release()
+        self.conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def version(self) -> int:
+        """The store version counter: one cheap read, moves on every committed change."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()
+        return int(row[0]) if row else 0
+
+
+class Database(StoreHandle):
     """A store file: migrations on open, ``write()`` transactions that bump the version, and plain reads."""
 
     def __init__(self, store_dir: Path, readonly: bool = False) -> None:
@@ -180,29 +210,6 @@ class Database:
         self._closed = False
         if not readonly:
             retry_locked(self._migrate)
-
-    # -- lifecycle -------------------------------------------------------------------------------------------
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self.shared.release()
-        self.conn.close()
-
-    def __enter__(self) -> Database:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # -- meta ------------------------------------------------------------------------------------------------
-    def get_meta(self, key: str, default: str | None = None) -> str | None:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else default
-
-    def version(self) -> int:
-        """The store version counter: one cheap read, moves on every committed change."""
-        row = self.conn.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()
-        return int(row[0]) if row else 0
 
     # -- transactions ----------------------------------------------------------------------------------------
     @contextlib.contextmanager

@@ -168,6 +168,14 @@ SCHEMA_SOURCE_SPANS_ONLY: list[str] = ["ALTER TABLE relation_sources DROP COLUMN
 # document has the same heading ("References", "Early life" in every article name nothing). ``name_rows`` is the
 # one definition of "the names a document has" that vocabulary, ties and garbage collection all read, so each
 # global rule is applied at read time and every stored row stays a fact of one document.
+NAME_ROWS_VIEW = """CREATE VIEW name_rows(doc_id, name, kind) AS
+        SELECT doc_id, name, kind FROM doc_names WHERE kind != 'heading'
+        UNION ALL
+        SELECT doc_id, name, kind FROM doc_names WHERE kind = 'heading' AND name IN (
+            SELECT name FROM doc_names WHERE kind = 'heading' GROUP BY name HAVING count(*) = 1)
+        UNION ALL
+        SELECT DISTINCT n.doc_id, l.name, 'link' FROM link_names l
+            JOIN doc_names n ON n.name = l.target AND n.kind IN ('title', 'alias')"""
 SCHEMA_LINK_NAMES: list[str] = [
     """CREATE TABLE link_names (
         doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
@@ -176,14 +184,7 @@ SCHEMA_LINK_NAMES: list[str] = [
         PRIMARY KEY (doc_id, target, name)
     ) WITHOUT ROWID""",
     "CREATE INDEX link_names_target ON link_names(target)",
-    """CREATE VIEW name_rows(doc_id, name, kind) AS
-        SELECT doc_id, name, kind FROM doc_names WHERE kind != 'heading'
-        UNION ALL
-        SELECT doc_id, name, kind FROM doc_names WHERE kind = 'heading' AND name IN (
-            SELECT name FROM doc_names WHERE kind = 'heading' GROUP BY name HAVING count(*) = 1)
-        UNION ALL
-        SELECT DISTINCT n.doc_id, l.name, 'link' FROM link_names l
-            JOIN doc_names n ON n.name = l.target AND n.kind IN ('title', 'alias')""",
+    NAME_ROWS_VIEW,
 ]
 
 # The norms of composed entity and relation vectors' sums (``store.composed``): with them a query scores every

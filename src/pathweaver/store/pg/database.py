@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from pathweaver.store.db import EmbeddingMismatchError, StoreError, shared_reader
+from pathweaver.store.db import EmbeddingMismatchError, StoreError, StoreHandle, shared_reader
 from pathweaver.store.pg.connect import check_vector, connect, redacted
 from pathweaver.store.pg.dialect import WRITE_LOCK, PgConnection
 from pathweaver.store.pg.schema import OUR_TABLES, PG_SCHEMA_VERSION, SCHEMA, TABLES, vector_ddl
@@ -54,7 +54,7 @@ def pg_connect(url: str) -> PgConnection:
     return PgConnection(raw, url)
 
 
-class PgDatabase:
+class PgDatabase(StoreHandle):
     """A PostgreSQL store at ``url``: checks and schema on open, ``write()`` transactions that bump the version."""
 
     def __init__(self, url: str, readonly: bool = False) -> None:
@@ -122,28 +122,6 @@ class PgDatabase:
 
     def _use_schema(self) -> None:
         search_path(self.conn.raw)
-
-    def close(self) -> None:
-        if not getattr(self, "_closed", True):
-            self._closed = True
-            self.shared.release()
-        self.conn.close()
-
-    def __enter__(self) -> PgDatabase:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # -- meta ------------------------------------------------------------------------------------------------
-    def get_meta(self, key: str, default: str | None = None) -> str | None:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
-        return row[0] if row else default
-
-    def version(self) -> int:
-        """The store version counter: one cheap read, moves on every committed change."""
-        row = self.conn.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()
-        return int(row[0]) if row else 0
 
     # -- transactions ----------------------------------------------------------------------------------------
     @contextlib.contextmanager

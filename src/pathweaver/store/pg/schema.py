@@ -10,10 +10,12 @@ postings and vectors reference their chunk ``ON DELETE CASCADE`` (FTS5 and vec0 
 
 from __future__ import annotations
 
+from pathweaver.store.schema import NAME_ROWS_VIEW
+
 SCHEMA = "pathweaver"
 # The PostgreSQL schema's own version: stores of another version are refused (``database.PgDatabase``).
 PG_SCHEMA_VERSION = 2
-HNSW_M = 16  # pgvector's defaults, stated: docs/scaling.md says when to raise them
+HNSW_M = 16  # pgvector's defaults, stated
 HNSW_EF_CONSTRUCTION = 64
 
 TABLES: list[str] = [
@@ -144,14 +146,7 @@ TABLES: list[str] = [
         PRIMARY KEY (doc_id, target)
     )""",
     "CREATE INDEX embeds_target ON embeds(target)",
-    """CREATE VIEW name_rows(doc_id, name, kind) AS
-        SELECT doc_id, name, kind FROM doc_names WHERE kind != 'heading'
-        UNION ALL
-        SELECT doc_id, name, kind FROM doc_names WHERE kind = 'heading' AND name IN (
-            SELECT name FROM doc_names WHERE kind = 'heading' GROUP BY name HAVING count(*) = 1)
-        UNION ALL
-        SELECT DISTINCT n.doc_id, l.name, 'link' FROM link_names l
-            JOIN doc_names n ON n.name = l.target AND n.kind IN ('title', 'alias')""",
+    NAME_ROWS_VIEW,
     "CREATE TABLE entity_norms (id BIGINT PRIMARY KEY, norm DOUBLE PRECISION NOT NULL)",
     "CREATE TABLE relation_norms (id BIGINT PRIMARY KEY, norm DOUBLE PRECISION NOT NULL)",
 ]
