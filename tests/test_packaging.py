@@ -32,10 +32,10 @@ def rule(makefile: str, target: str) -> str:
     return match.group(1)
 
 
-def test_make_demo_installs_without_the_extra_and_make_test_with_it() -> None:
+def test_make_demo_installs_without_the_extras_and_make_test_with_them() -> None:
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    assert "llama" not in rule(makefile, "$(STAMP)")
+    assert "llama" not in rule(makefile, "$(STAMP)") and "postgres" not in rule(makefile, "$(STAMP)")
     assert "$(STAMP)" in rule(makefile, "demo") and "LLAMA" not in rule(makefile, "demo")
-    assert ".[dev,llama]" in rule(makefile, "$(LLAMA_STAMP)")
+    assert ".[dev,llama,postgres]" in rule(makefile, "$(LLAMA_STAMP)")
     assert "CMAKE_ARGS" in rule(makefile, "$(LLAMA_STAMP)")
     assert "$(LLAMA_STAMP)" in rule(makefile, "test")
