@@ -38,8 +38,9 @@ from typing import Any
 
 import numpy as np
 
+from pathweaver.store import graph_writes as gw
 from pathweaver.store.db import Database
-from pathweaver.store.writes import ChunkRow, insert_chunks, upsert_document
+from pathweaver.store.writes import ChunkRow, cache_put, insert_chunks, upsert_document
 
 DIM = 384
 VOCAB = 50_000
@@ -48,6 +49,8 @@ CHUNKS_PER_DOC = 10
 DOCS_PER_TX = 1_000
 CENTRES = 1_000
 K = 10
+MENTIONS_PER_CHUNK = 4  # entities named per chunk; two relations per chunk join them in pairs
+LABEL = "related to"
 
 
 def make_words(rng: np.random.Generator) -> np.ndarray:
@@ -66,20 +69,56 @@ def chunk_vectors(rng: np.random.Generator, centres: np.ndarray, n: int) -> np.n
 
 
 def batches(n: int, seed: int) -> Any:
-    """(doc index, title, rows, vecs) per document, in the same order for both backends."""
+    """(doc index, title, rows, vecs, entity indices per chunk) per document, the same order for both backends.
+    Entities: a pool of n/2 names, each chunk naming MENTIONS_PER_CHUNK of them (half drawn uniformly, half
+    Zipf s = 1.3, so a few names are hubs as real ones are)."""
     rng = np.random.default_rng(seed)
+    erng = np.random.default_rng(seed + 2)
+    pool = max(n // 2, MENTIONS_PER_CHUNK)
     words = make_words(rng)
     centres = rng.standard_normal((CENTRES, DIM)).astype(np.float32)
     for first in range(0, n, CHUNKS_PER_DOC * DOCS_PER_TX):
         m = min(CHUNKS_PER_DOC * DOCS_PER_TX, n - first)
         texts, vecs = chunk_texts(rng, words, m), chunk_vectors(rng, centres, m)
+        half = MENTIONS_PER_CHUNK // 2
+        ents = np.concatenate([erng.integers(0, pool, (m, half)),
+                               (erng.zipf(1.3, (m, MENTIONS_PER_CHUNK - half)) - 1) % pool], axis=1)
         docs = []
         for d in range(0, m, CHUNKS_PER_DOC):
             rows = [ChunkRow(ord=i, start=0, end=len(t), n_tokens=WORDS_PER_CHUNK, text=t, heading="", grams={},
                              n_words=WORDS_PER_CHUNK) for i, t in enumerate(texts[d : d + CHUNKS_PER_DOC])]
             docs.append(((first + d) // CHUNKS_PER_DOC, f"doc {(first + d) // CHUNKS_PER_DOC}", rows,
-                         vecs[d : d + CHUNKS_PER_DOC]))
+                         vecs[d : d + CHUNKS_PER_DOC], ents[d : d + CHUNKS_PER_DOC]))
         yield docs
+
+
+def entity_name(i: int) -> str:
+    return f"Entity {i}"
+
+
+def entity_vector(i: int, seed: int) -> np.ndarray:
+    v = np.random.default_rng((seed, i)).standard_normal(DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def write_document(conn: Any, seed: int, doc: tuple) -> None:
+    """One document through the index's write path: chunks, vectors, postings, then its entities (cached name
+    vectors, as ``entities:encoded`` reads them), mentions and relations with their source chunk."""
+    i, title, rows, vecs, ents = doc
+    chunk_ids = insert_chunks(conn, upsert_document(conn, f"d{i}.md", title=title), title, rows, vecs)
+    names = sorted({entity_name(int(e)) for e in ents.ravel()})
+    cache_put(conn, {entity_name(int(e)): entity_vector(int(e), seed) for e in set(ents.ravel().tolist())})
+    ids = gw.ensure_entities(conn, dict.fromkeys(names, "ner"), {"ner": 4})
+    gw.insert_mentions(conn, [(ids[entity_name(int(e))], cid, 1, 1.0)
+                              for cid, row in zip(chunk_ids, ents, strict=True) for e in set(row.tolist())])
+    keys, sources = [], []
+    for cid, row in zip(chunk_ids, ents, strict=True):
+        for a, b in zip(row[0::2].tolist(), row[1::2].tolist(), strict=True):
+            if a != b:
+                key = (ids[entity_name(a)], ids[entity_name(b)], LABEL)
+                keys.append((key, "cooccur", f"{entity_name(a)} {LABEL} {entity_name(b)}"))
+                sources.append((key, cid, 0, 0))
+    gw.ensure_relations(conn, keys, sources)
 
 
 def queries(seed: int, n_q: int) -> tuple[list[str], np.ndarray]:
@@ -144,6 +183,9 @@ def serve(location: str, seed: int, n_q: int) -> dict[str, Any]:
     pw.bm25_index(snap, wait=True)
     out["snapshot_s"] = round(time.perf_counter() - t, 1)
     out["rss_snapshot_mb"] = round(rss_mb())
+    out["entities"], out["relations"] = int(snap.n_entities), int(snap.n_relations)
+    info = pw.retrieve(texts[0], method="ppr", top_k=K).info
+    out["ppr_seeds"] = {"entities": info.get("seed_entities"), "triples": info.get("seed_triples")}
     for method in ("dense", "hybrid", "ppr"):
         pw.retrieve(texts[0], method=method, top_k=K)  # first call builds the method's cached pieces
         out[method] = pct([float(pw.retrieve(q, method=method, top_k=K).info["seconds"]) for q in texts])
@@ -169,11 +211,14 @@ def run_sqlite(n: int, seed: int, qvecs: np.ndarray, root: Path) -> tuple[dict[s
     store = root / f"sqlite-{n}"
     with Database(store) as db:
         db.ensure_embedding("synthetic", DIM)
-        t = time.perf_counter()
+        t, first = time.perf_counter(), True
         for docs in batches(n, seed):
             with db.write() as conn:
-                for i, title, rows, vecs in docs:
-                    insert_chunks(conn, upsert_document(conn, f"d{i}.md", title=title), title, rows, vecs)
+                if first:
+                    cache_put(conn, {LABEL: entity_vector(2**31, seed)})
+                    first = False
+                for doc in docs:
+                    write_document(conn, seed, doc)
         out["load_s"] = round(time.perf_counter() - t, 1)
         ids = np.array([r[0] for r in db.conn.execute("SELECT id FROM chunks ORDER BY id")], dtype=np.int64)
         matrix = _vectors(db.conn, "chunk_vec", ids, DIM)
@@ -198,9 +243,10 @@ def run_pg(n: int, seed: int, n_q: int, root: Path, exact: list[list[int]]) -> d
             db.ensure_embedding("synthetic", DIM)
             t = time.perf_counter()
             with db.write() as conn, search.hnsw_after_load(conn):
+                cache_put(conn, {LABEL: entity_vector(2**31, seed)})
                 for docs in batches(n, seed):
-                    for i, title, rows, vecs in docs:
-                        insert_chunks(conn, upsert_document(conn, f"d{i}.md", title=title), title, rows, vecs)
+                    for doc in docs:
+                        write_document(conn, seed, doc)
             out["load_s"] = round(time.perf_counter() - t, 1)
             db.conn.execute("VACUUM ANALYZE")
             for ef in (40, 100, 200):
