@@ -5,14 +5,15 @@
 Synthetic data, the same on both backends: chunk texts of 120 words drawn (Zipf, s = 1.1) from a vocabulary of
 50,000 made-up words, 10 chunks per document, titled "doc N"; 384-dim unit vectors drawn around 1,000 random
 centres (real embeddings cluster; uniform random vectors are the worst case for HNSW). Queries: 8 words each, and
-a vector near a random centre. No entities or relations are written: the store has chunks, documents and their
-titles only, so ``ppr`` walks the passage nodes and the name layer the store has (its seeds are the dense and
-hybrid pools); the figure is what a store indexed without NER costs, not a full graph walk.
+a vector near a random centre. The graph: a pool of N/2 entity names ("Entity i", each with a random cached
+vector, kind ``ner``); each chunk names 4 of them (two uniform, two Zipf s = 1.3, so a few are hubs) and two
+``related to`` relations join them in pairs, sourced in that chunk: ~N/2 entities, ~2N relations, 4N mentions
+(hotpotqa's real store has ~5 entities and ~7 relations per chunk: this graph is sparser).
 
 Per backend and size, in one run:
-- load: ``store.writes.insert_chunks`` (the write path of ``pathweaver index``) for every document, in
-  transactions of 1,000 documents on SQLite; on PostgreSQL one transaction with the HNSW index built after the
-  rows (``search.hnsw_after_load``, as ``migrate`` does: maintained row by row it costs ~15x more).
+- load: ``store.writes.insert_chunks`` and ``store.graph_writes`` (the write path of ``pathweaver index``) per
+  document, in transactions of 1,000 documents on SQLite; on PostgreSQL one transaction with the HNSW index built
+  after the rows (``search.hnsw_after_load``, as ``migrate`` does: maintained row by row it costs ~15x more).
 - serve: a separate process (a server's view) opens the store with ``pathweaver.service.Pathweaver``, loads the
   snapshot and the BM25 postings, and times ``dense``, ``hybrid`` and ``ppr`` through ``Pathweaver.retrieve`` (the
   real retrievers; the query embedder is replaced by the synthetic query vectors); its RSS before and after the
