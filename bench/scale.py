@@ -8,7 +8,8 @@ centres (real embeddings cluster; uniform random vectors are the worst case for 
 a vector near a random centre. The graph: a pool of N/2 entity names ("Entity i", each with a random cached
 vector, kind ``ner``); each chunk names 4 of them (two uniform, two Zipf s = 1.3, so a few are hubs) and two
 ``related to`` relations join them in pairs, sourced in that chunk: ~N/2 entities, ~2N relations, 4N mentions
-(hotpotqa's real store has ~5 entities and ~7 relations per chunk: this graph is sparser).
+(the 2WikiMultiHopQA eval store has ~22 entities, ~32 relations and ~34 mentions per chunk: this graph is
+~10x sparser, so ppr's figures here are its cost on a sparse graph, docs/scaling.md).
 
 Per backend and size, in one run:
 - load: ``store.writes.insert_chunks`` and ``store.graph_writes`` (the write path of ``pathweaver index``) per
