@@ -277,6 +277,7 @@ def test_doctor_opens_a_postgres_store_read_only_and_reports_it(pg_url: str, tmp
         db.ensure_embedding("model-a", DIM)
     report = _store(load_settings(pg_url, environ={}), "")
     assert report["exists"] and report["embedding_model"] == "model-a"
+    assert report["pgvector"].count(".") == 2  # "0.8.5"
 
 
 def test_eval_on_postgres_gives_the_figures_of_sqlite(pg_url: str, tmp_path: Path,

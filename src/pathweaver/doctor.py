@@ -43,8 +43,7 @@ def _pg_store(url: str) -> dict[str, Any]:
         with PgDatabase(url, readonly=True) as db:
             out["exists"] = True
             out["embedding_model"] = db.get_meta("embedding_model")
-            out["pgvector"] = db.conn.raw.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'"
-                                                  ).fetchone()[0]
+            out["pgvector"] = db.pgvector_version()
     except Exception as exc:  # an unreachable or foreign database is a finding, not a crash
         out["error"] = f"{type(exc).__name__}: {exc}"
     return out

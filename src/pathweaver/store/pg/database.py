@@ -178,6 +178,11 @@ class PgDatabase(StoreHandle):
         self.conn.raw.execute("VACUUM ANALYZE")
         return self.size()
 
+    def pgvector_version(self) -> str:
+        """The version of the pgvector extension this database has."""
+        row = self.conn.raw.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        return str(row[0]) if row else ""
+
     def integrity_ok(self) -> bool:
         """PostgreSQL checks its own pages; here: every chunk has its postings length row (a cheap invariant)."""
         row = self.conn.execute("SELECT count(*) FROM chunks c LEFT JOIN chunk_lengths l ON l.chunk_id = c.id "
