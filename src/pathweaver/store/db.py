@@ -192,6 +192,34 @@ class StoreHandle:
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()
         return int(row[0]) if row else 0
 
+    readonly: bool = False
+
+    def _begin(self) -> None:
+        """Open the write transaction holding the store's write lock (each backend's own way)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def bump_version(conn: Any) -> int:
+        """Move ``store_version`` on by one inside the open write transaction; returns the new version."""
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def write(self, bump_version: bool = True) -> Iterator[Any]:
+        """One write transaction; bumps ``store_version`` (unless the write changes nothing a reader sees, as an
+        embedding-cache fill) and commits, or rolls back on error."""
+        if self.readonly:
+            raise StoreError("this store was opened read-only")
+        self._begin()
+        try:
+            yield self.conn
+            if bump_version:
+                self.bump_version(self.conn)
+            self.conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.conn.execute("ROLLBACK")
+            raise
+
 
 class Database(StoreHandle):
     """A store file: migrations on open, ``write()`` transactions that bump the version, and plain reads."""
@@ -212,22 +240,8 @@ class Database(StoreHandle):
             retry_locked(self._migrate)
 
     # -- transactions ----------------------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def write(self, bump_version: bool = True) -> Iterator[Connection]:
-        """One ``BEGIN IMMEDIATE`` transaction; bumps ``store_version`` (unless the write changes nothing a reader
-        sees, as an embedding-cache fill) and commits, or rolls back on error."""
-        if self.readonly:
-            raise StoreError("this store was opened read-only")
+    def _begin(self) -> None:
         retry_locked(self.conn.execute, "BEGIN IMMEDIATE")
-        try:
-            yield self.conn
-            if bump_version:
-                self.bump_version(self.conn)
-            self.conn.execute("COMMIT")
-        except BaseException:
-            with contextlib.suppress(Exception):
-                self.conn.execute("ROLLBACK")
-            raise
 
     @staticmethod
     def bump_version(conn: Connection) -> int:

@@ -9,8 +9,6 @@ commit, so another process's reader can learn of it without polling.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 from pathweaver.store.db import EmbeddingMismatchError, StoreError, StoreHandle, shared_reader
@@ -124,22 +122,8 @@ class PgDatabase(StoreHandle):
         search_path(self.conn.raw)
 
     # -- transactions ----------------------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def write(self, bump_version: bool = True) -> Iterator[Any]:
-        """One transaction holding the store's write lock; bumps ``store_version`` (and notifies) unless told not
-        to, and commits, or rolls back on error."""
-        if self.readonly:
-            raise StoreError("this store was opened read-only")
+    def _begin(self) -> None:
         self.conn.execute("BEGIN IMMEDIATE")  # BEGIN + the store's advisory write lock (store.pg.dialect)
-        try:
-            yield self.conn
-            if bump_version:
-                self.bump_version(self.conn)
-            self.conn.execute("COMMIT")
-        except BaseException:
-            with contextlib.suppress(Exception):
-                self.conn.execute("ROLLBACK")
-            raise
 
     @staticmethod
     def bump_version(conn: Any) -> int:
