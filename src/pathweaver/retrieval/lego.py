@@ -40,7 +40,7 @@ from pathweaver.retrieval.lego_paths import (
     path_text,
     sbr_paths,
 )
-from pathweaver.retrieval.linked import LINKED_NOTES, check_linked_notes
+from pathweaver.retrieval.linked import NoteSteps, check_linked_notes
 from pathweaver.retrieval.namegraph import best_passage, name_edges, nearest_own_passage
 from pathweaver.retrieval.ppr import COARSE_TOL
 from pathweaver.retrieval.seeds import dense_scores, top_indices
@@ -60,7 +60,7 @@ PATH_MODULES = ("sbr", "osar", "isar")
 
 
 @dataclass
-class LegoParams:
+class LegoParams(NoteSteps):
     """LEGO-GraphRAG parameters from appendix Table 1 unless marked ours; pathweaver's default walks the name
     edges too, ``preset = "paper"`` the statistical graph alone (``presets.py``)."""
 
@@ -108,13 +108,6 @@ class LegoParams:
     # subgraph's other edges (best triple score first) before any dense back-fill; "dense" back-fills at once (the
     # paths' passages alone, as the paper: only through the paper preset, which then drops the back-fill)
     fill: str = "subgraph"
-
-    # notes linked to or from the top note that may take a slot where they answer what it leaves out (ours, issue
-    # 37; retrieval/linked.py; 0 = off, the paper preset)
-    linked_notes: int = LINKED_NOTES
-    # a question that names no document: the method's notes take turns with hybrid's (ours, issue 37;
-    # retrieval/turns.py; off in the paper preset)
-    hybrid_turns: bool = True
 
     def validate(self) -> None:
         check_linked_notes("lego", self.linked_notes)

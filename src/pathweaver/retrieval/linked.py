@@ -13,6 +13,8 @@ than each result already there.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from pathweaver.config import ConfigError
@@ -91,6 +93,16 @@ def follow_links(snapshot: GraphSnapshot, qvec: np.ndarray, result: RetrievalRes
     if placed:
         result.info["linked_notes"] = placed
     return result
+
+
+@dataclass
+class NoteSteps:
+    """The notes steps a graph method's parameters share (ours, issue 37; both off in the paper preset)."""
+
+    # notes linked to or from the top note that may take a slot where they answer what it leaves out (0 = off)
+    linked_notes: int = LINKED_NOTES
+    # a question that names no document: the method's notes take turns with hybrid's (retrieval/turns.py)
+    hybrid_turns: bool = True
 
 
 def check_linked_notes(method: str, slots: int) -> None:

@@ -54,7 +54,7 @@ from pathweaver.retrieval.graphs import (
     transition_rows,
 )
 from pathweaver.retrieval.keywords import NAME_PARTS, query_names
-from pathweaver.retrieval.linked import LINKED_NOTES, check_linked_notes
+from pathweaver.retrieval.linked import NoteSteps, check_linked_notes
 from pathweaver.retrieval.mcmi_graph import PSEUDO, cost_graph, neighbourhood
 from pathweaver.retrieval.namegraph import passages_of
 from pathweaver.retrieval.ppr import COARSE_TOL, personalized_pagerank
@@ -67,7 +67,7 @@ CHUNK_MODES = ("auto", "turns", "subgraph", "hybrid")
 
 
 @dataclass
-class MCMIParams:
+class MCMIParams(NoteSteps):
     """pathweaver's default MCMI: AGRAG §III-C parameters over the name layer too, plus the bounds that keep a
     query local (ours); ``preset = "paper"`` sets AGRAG's graph and chunks (``presets.py``)."""
 
@@ -101,13 +101,6 @@ class MCMIParams:
     # (``graphs.documents_link``), else "hybrid", since n-gram walks alone pick passages poorly. Whatever the
     # mode, a hybrid chunk the MCMI subgraph did not reach is reported as a back-fill
     chunks: str = "auto"
-
-    # notes linked to or from the top note that may take a slot where they answer what it leaves out (ours, issue
-    # 37; retrieval/linked.py; 0 = off, the paper preset)
-    linked_notes: int = LINKED_NOTES
-    # a question that names no document: the method's notes take turns with hybrid's (ours, issue 37;
-    # retrieval/turns.py; off in the paper preset)
-    hybrid_turns: bool = True
 
     def validate(self) -> None:
         check_linked_notes("mcmi", self.linked_notes)

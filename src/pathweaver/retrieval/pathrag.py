@@ -46,7 +46,7 @@ from pathweaver.config import ConfigError
 from pathweaver.numeric.parallel import matmul
 from pathweaver.retrieval.graphs import cached, documents_link, pair_relations, relation_passages
 from pathweaver.retrieval.keywords import DEFAULT_KEYWORDS, NAME_PARTS, query_names, statistical_keywords
-from pathweaver.retrieval.linked import LINKED_NOTES, check_linked_notes
+from pathweaver.retrieval.linked import NoteSteps, check_linked_notes
 from pathweaver.retrieval.namegraph import (
     mention_sentence,
     name_edges,
@@ -76,7 +76,7 @@ TOP_NODES_LINKED, TOP_NODES_UNLINKED = 10, 40  # N when ``top_nodes`` is None (s
 
 
 @dataclass
-class PathRAGParams:
+class PathRAGParams(NoteSteps):
     """pathweaver's default PathRAG over the names people wrote; ``preset = "paper"`` sets the paper's N = 40,
     K = 15, α = 0.7 (§Experiments, Implementation Details), keyword nodes and graph (``presets.py``)."""
 
@@ -130,13 +130,6 @@ class PathRAGParams:
     # "anchor" (default) as their text unit and a start whose paths may end anywhere (``targets``), or "none"
     unnamed: str = "anchor"
     units_per_node: int = 1
-
-    # notes linked to or from the top note that may take a slot where they answer what it leaves out (ours, issue
-    # 37; retrieval/linked.py; 0 = off, the paper preset)
-    linked_notes: int = LINKED_NOTES
-    # a question that names no document: the method's notes take turns with hybrid's (ours, issue 37;
-    # retrieval/turns.py; off in the paper preset)
-    hybrid_turns: bool = True
 
     def validate(self) -> None:
         check_linked_notes("pathrag", self.linked_notes)

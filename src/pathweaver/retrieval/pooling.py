@@ -36,7 +36,7 @@ import numpy as np
 from pathweaver.config import ConfigError
 from pathweaver.retrieval.graphs import passage_relations, relation_passages
 from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, query_names
-from pathweaver.retrieval.linked import LINKED_NOTES, check_linked_notes
+from pathweaver.retrieval.linked import NoteSteps, check_linked_notes
 from pathweaver.retrieval.namegraph import (
     best_passage,
     name_edges,
@@ -54,7 +54,7 @@ KERNELS = ("dijkstra", "bfs")
 
 
 @dataclass
-class PoolingParams:
+class PoolingParams(NoteSteps):
     """pathweaver's default Path Pooling (over a ppr base); ``preset = "paper"`` pools the naive cosine scorer's 500
     coarse triples into 25 (§4.2) on the paper's triples alone (``presets.py``)."""
 
@@ -108,13 +108,6 @@ class PoolingParams:
     # sequence §3.4 reselects from; "served" those of the reselected top_triples first, then (fill) the rest: the
     # triples the paper serves, only through the paper preset (it lost on dev)
     passages_from: str = "coarse"
-
-    # notes linked to or from the top note that may take a slot where they answer what it leaves out (ours, issue
-    # 37; retrieval/linked.py; 0 = off, the paper preset)
-    linked_notes: int = LINKED_NOTES
-    # a question that names no document: the method's notes take turns with hybrid's (ours, issue 37;
-    # retrieval/turns.py; off in the paper preset)
-    hybrid_turns: bool = True
 
     def validate(self) -> None:
         check_linked_notes("pooling", self.linked_notes)

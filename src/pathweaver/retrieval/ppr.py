@@ -29,7 +29,7 @@ from pathweaver.config import ConfigError
 from pathweaver.numeric.parallel import SparseRows
 from pathweaver.retrieval.graphs import entity_passage_counts, has_names, node_space_graph, transition_rows
 from pathweaver.retrieval.keywords import NAME_PARTS, matched_entities, query_names
-from pathweaver.retrieval.linked import LINKED_NOTES, check_linked_notes
+from pathweaver.retrieval.linked import NoteSteps, check_linked_notes
 from pathweaver.retrieval.namegraph import passages_of
 from pathweaver.retrieval.seeds import (
     HybridParams,
@@ -204,7 +204,7 @@ class RankingSettled:
 
 
 @dataclass
-class PPRParams:
+class PPRParams(NoteSteps):
     """pathweaver's default ppr: HippoRAG 2 / AGRAG §III-C over the name layer too; ``preset = "paper"`` sets the
     papers' values (``presets.py``)."""
 
@@ -263,13 +263,6 @@ class PPRParams:
     document_decay: float = 0.25
     unlinked: float = 0.5
     select_pool: int = 20
-
-    # notes linked to or from the top note that may take a slot where they answer what it leaves out (ours, issue
-    # 37; retrieval/linked.py; 0 = off, the paper preset)
-    linked_notes: int = LINKED_NOTES
-    # a question that names no document: the method's notes take turns with hybrid's (ours, issue 37;
-    # retrieval/turns.py; off in the paper preset)
-    hybrid_turns: bool = True
 
     def validate(self) -> None:
         check_linked_notes("ppr", self.linked_notes)

@@ -223,7 +223,7 @@ def run_method(
     """Run method ``name`` with config/CLI/tool ``overrides`` applied over its preset. pathweaver's default merges
     its chunks per note (``notes.per_note``); under the paper preset the chunk list holds only what the method found
     (``Preset.own_chunks``): back-fill is dropped and ``info["short"]`` says how many chunks are missing."""
-    from pathweaver.retrieval.linked import follow_links
+    from pathweaver.retrieval.linked import NoteSteps, follow_links
     from pathweaver.retrieval.notes import per_note
     from pathweaver.retrieval.turns import hybrid_turns
 
@@ -234,11 +234,11 @@ def run_method(
         result = spec.fn(env, query, top_k, params)
     else:
         result = per_note(lambda k: spec.fn(env, query, k, params), env.snapshot.chunk_docs, top_k)
-        if getattr(params, "hybrid_turns", False):
-            result = hybrid_turns(env, query, result, top_k, getattr(params, "name_parts", NAME_PARTS))
-        slots = getattr(params, "linked_notes", 0)
-        if slots > 0:
-            result = follow_links(env.snapshot, query.vec, result, slots)
+        if isinstance(params, NoteSteps):
+            if params.hybrid_turns:
+                result = hybrid_turns(env, query, result, top_k, getattr(params, "name_parts", NAME_PARTS))
+            if params.linked_notes > 0:
+                result = follow_links(env.snapshot, query.vec, result, params.linked_notes)
     result.method = name
     if preset == "paper" and PAPER[spec.name].own_chunks:
         result.chunks = [c for c in result.chunks if not c.backfill]
