@@ -65,27 +65,10 @@ def _read_columns(conn: Connection, table: str, ints: list[str], texts: tuple[st
                   reals: tuple[str, ...] = (), order: int = 0) -> _Columns:
     """``ints`` (not NULL), ``texts`` and ``reals`` of every row of ``table``, sorted by the first ``order``
     integer columns (0 = the order SQLite gave)."""
-    k = len(ints)
-    if is_pg(conn):  # no group_concat trick: psycopg's rows already carry exact values
-        n, joined = -1, []
-    else:
-        n, joined = _joined(conn, table, ints, texts, reals)
-    if not n:
-        return _Columns(np.zeros((0, k), dtype=np.int64), [[] for _ in texts], [np.zeros(0) for _ in reals])
-    if n < 0:
-        int_values, text_values, real_values = np.zeros(0, dtype=np.int64), [], []
-    else:
-        int_values = _parsed(joined[0], np.int64)
-        text_values = [v.split(TEXT_SEP) if isinstance(v, str) else [] for v in joined[1 : 1 + len(texts)]]
-        real_values = [_parsed(v, np.float64) for v in joined[1 + len(texts) :]]
-    if n < 0 or int_values.size != n * k or any(len(v) != n for v in text_values) \
-            or any(v.size != n for v in real_values):
-        rows = conn.execute(f"SELECT {', '.join([*ints, *texts, *reals])} FROM {table}").fetchall()
-        n = len(rows)
-        int_values = np.array([r[:k] for r in rows], dtype=np.int64).reshape(n, k)
-        text_values = [[r[k + i] for r in rows] for i in range(len(texts))]
-        real_values = [np.array([r[k + len(texts) + i] for r in rows], dtype=np.float64) for i in range(len(reals))]
-    cols = _Columns(int_values.reshape(n, k), text_values, real_values)
+    # PostgreSQL has no group_concat trick to gain from: psycopg's rows already carry exact values
+    cols = None if is_pg(conn) else _joined_columns(conn, table, ints, texts, reals)
+    if cols is None:
+        cols = _row_columns(conn, table, ints, texts, reals)
     if order:
         keys = cols.ints[:, :order]
         if not (keys.shape[0] < 2 or _ascending(keys)):
@@ -95,17 +78,36 @@ def _read_columns(conn: Connection, table: str, ints: list[str], texts: tuple[st
     return cols
 
 
-def _joined(conn: Connection, table: str, ints: list[str], texts: tuple[str, ...],
-            reals: tuple[str, ...]) -> tuple[int, list]:
-    """(row count, each column of every row joined into one string by SQLite)."""
+def _joined_columns(conn: Connection, table: str, ints: list[str], texts: tuple[str, ...],
+                    reals: tuple[str, ...]) -> _Columns | None:
+    """The columns from one row of SQLite aggregates (each column of every row joined into one string, parsed by
+    numpy), or None where that is not exact (a string over SQLite's length limit, a text holding the separator)."""
+    k = len(ints)
     row = " || ' ' || ".join(ints)
     aggregates = [f"group_concat({row}, ' ')"]
     aggregates += [f"group_concat({c}, char(31))" for c in texts] + [f"group_concat({c}, ' ')" for c in reals]
     try:
         n, *joined = conn.execute(f"SELECT count(*), {', '.join(aggregates)} FROM {table}").fetchone()
     except sqlean.Error:  # e.g. a string over SQLite's length limit (1 GB): read row by row
-        n, joined = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0], [None] * len(aggregates)
-    return int(n), joined
+        return None
+    if not n:
+        return _Columns(np.zeros((0, k), dtype=np.int64), [[] for _ in texts], [np.zeros(0) for _ in reals])
+    int_values = _parsed(joined[0], np.int64)
+    text_values = [v.split(TEXT_SEP) if isinstance(v, str) else [] for v in joined[1 : 1 + len(texts)]]
+    real_values = [_parsed(v, np.float64) for v in joined[1 + len(texts) :]]
+    if int_values.size != n * k or any(len(v) != n for v in text_values) or any(v.size != n for v in real_values):
+        return None
+    return _Columns(int_values.reshape(n, k), text_values, real_values)
+
+
+def _row_columns(conn: Connection, table: str, ints: list[str], texts: tuple[str, ...],
+                 reals: tuple[str, ...]) -> _Columns:
+    """The columns read row by row."""
+    k = len(ints)
+    rows = conn.execute(f"SELECT {', '.join([*ints, *texts, *reals])} FROM {table}").fetchall()
+    return _Columns(np.array([r[:k] for r in rows], dtype=np.int64).reshape(len(rows), k),
+                    [[r[k + i] for r in rows] for i in range(len(texts))],
+                    [np.array([r[k + len(texts) + i] for r in rows], dtype=np.float64) for i in range(len(reals))])
 
 
 def _shared(texts: list[str]) -> list[str]:
