@@ -147,6 +147,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
         keys = ("documents", "chunks", "entities", "relations", "synonyms", "mentions", "version")
         lines = [f"{k:>16}: {d[k]}" for k in keys]
         lines.append(f"{'embedding':>16}: {d.get('embedding_model')} ({d.get('embedding_dim')})")
+        machines = d.get("machines", [])
+        for m in machines if len(machines) > 1 else []:  # a team's store: whose documents are in it
+            lines.append(f"{'machine':>16}: {m['name']}: {m['documents']} documents{' (this one)' if m['this'] else ''}")
         for s in d.get("skipped", []):
             lines.append(f"{'skipped':>16}: {s['path']}: {s['reason']}")
         return "\n".join(lines)
@@ -376,12 +379,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_init)
 
     for name, fn, help_text in (
-        ("index", cmd_index, "make the store match these files and folders"),
+        ("index", cmd_index, "make this machine's documents in the store match these files and folders"),
         ("watch", cmd_watch, "index, then follow changes until SIGINT/SIGTERM"),
     ):
         p = sub.add_parser(name, help=help_text)
         p.add_argument("paths", nargs="+", metavar="PATH")
-        p.add_argument("--keep-others", action="store_true", help="keep documents outside PATHs")
+        p.add_argument("--keep-others", action="store_true",
+                       help="keep this machine's documents outside PATHs (another machine's documents are never "
+                            "removed: see $PATHWEAVER_MACHINE)")
         p.add_argument("--force", action="store_true",
                        help="delete documents outside PATHs even where a running server serves them")
         p.add_argument("--json", action="store_true")
