@@ -236,6 +236,9 @@ class RecordReader:
         if table == "relation_sources":  # the sentence column as it was stored before schema 6
             sql = (f"SELECT s.relation_id, s.chunk_id, s.start, s.end, {SOURCE_SENTENCE} AS sentence "
                    "FROM relation_sources s JOIN chunks c ON c.id = s.chunk_id")
+        elif table == "documents":  # paths as this machine reads them (``machines.doc_path``), no machine ids
+            sql = (f"SELECT d.id, {self._path()} AS path, d.title, d.content_hash, d.mtime, d.size, d.status, "
+                   "d.reason, d.indexed_at, d.headings, d.links FROM documents d")
         elif table == "relations":  # descriptions as read, in the column order of before schema 8
             sql = f"SELECT id, src_id, dst_id, label, kind, description FROM {RELATION_ROWS}"
         cur = self.db.conn.execute(sql)
