@@ -246,6 +246,8 @@ class Database(StoreHandle):
         self._closed = False
         if not readonly:
             retry_locked(self._migrate)
+        else:
+            self._check_current()
 
     # -- transactions ----------------------------------------------------------------------------------------
     def _begin(self) -> None:
@@ -313,6 +315,19 @@ class Database(StoreHandle):
             raise
         if shrinking:
             self.vacuum("the schema migration")
+
+    def _check_current(self) -> None:
+        """A read-only open may not migrate: a store of an older schema is named with the command that upgrades it."""
+        try:
+            row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except OperationalError:
+            return  # no meta table yet: the reads say what is missing
+        current = int(row[0]) if row else 0
+        if 0 < current < SCHEMA_VERSION:
+            self.close()
+            raise StoreError(f"{self.path} has schema version {current}, older than this pathweaver's "
+                             f"({SCHEMA_VERSION}); open it once with a command that writes "
+                             f"(`pathweaver --store {self.store_dir} compact`) to upgrade it")
 
     def vacuum(self, after: str) -> None:
         """Give free pages back to the file system and pack the B-trees: once right after the migration that
