@@ -189,3 +189,52 @@ def test_a_store_from_before_the_machine_key_becomes_the_opening_machines(tmp_pa
     fill(notes, BETA)
     index_as("delta", monkeypatch, store, embedder, [notes])  # another machine, the same path: no collision
     assert len(documents_seen_by("delta", monkeypatch, store)) == len(ALPHA) + len(BETA)
+
+
+def test_a_new_computer_adopts_its_old_documents_and_a_gone_machine_is_forgotten(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder, backend) -> None:  # type: ignore[no-untyped-def]
+    store = backend("moved")
+    notes, team = tmp_path / "notes", tmp_path / "team"
+    fill(notes, ALPHA)
+    index_as("old-laptop", monkeypatch, store, embedder, [notes])
+    fill(team, BETA)
+    index_as("teammate", monkeypatch, store, embedder, [team])
+    fill(notes, {"same.md": ALPHA["same.md"] + " Edited on the new laptop.", "new.md": "# New\n\nKrakow."})
+    index_as("new-laptop", monkeypatch, store, embedder, [notes])  # before adopting: the old rows stay beside
+    assert len(documents_seen_by("new-laptop", monkeypatch, store)) == 2 + 2 + 2
+
+    with open_database(store) as db:
+        indexer = Indexer(db, settings(store), embedder)
+        with pytest.raises(UserError, match="machines"):
+            indexer.take_over("no-such-machine")
+        assert indexer.take_over("old-laptop") == 1  # a.md; its same.md clashed with new-laptop's, which stays
+        report = indexer.index_paths([notes])  # the adopted a.md is gone from disk: a plain index removes it
+        assert report.deleted == 1 and report.unchanged == 2
+        assert indexer.forget("teammate") == 2
+        reader = StoreReader(db)
+        assert {d["path"] for d in reader.documents()} == {str(notes / "same.md"), str(notes / "new.md")}
+        assert [m["name"] for m in reader.stats()["machines"]] == ["new-laptop"]
+        assert "Edited" in reader.document_chunks(str(notes / "same.md"))[0]["text"]
+        assert not reader.bm25_chunks("Polonium", 5)  # the forgotten machine's text is out of the index too
+
+
+def test_the_machines_command_lists_and_adopts(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    store, notes = tmp_path / "store", tmp_path / "notes"
+    fill(notes, ALPHA)
+
+    def cli(machine: str, *args: str) -> dict:
+        env = {**os.environ, MACHINE_ENV: machine}
+        out = subprocess.run([sys.executable, "-m", "pathweaver.cli", "--store", str(store), *args, "--json"],
+                             capture_output=True, text=True, timeout=240, env=env, check=True)
+        return json.loads(out.stdout)
+
+    assert cli("old", "index", str(notes))["added"] == 2
+    assert cli("new", "machines")["machines"] == [{"name": "old", "documents": 2, "this": False}]
+    adopted = cli("new", "machines", "--adopt", "old")
+    assert adopted["documents"] == 2 and adopted["machines"] == [{"name": "new", "documents": 2, "this": True}]
+    assert cli("new", "index", str(notes))["unchanged"] == 2

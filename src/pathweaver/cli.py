@@ -158,6 +158,26 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_machines(args: argparse.Namespace) -> int:
+    with _open(args) as pw:
+        moved = {}
+        if args.adopt:
+            moved = {"adopted": args.adopt, "documents": pw.take_over_machine(args.adopt)}
+        elif args.forget:
+            moved = {"forgot": args.forget, "documents": pw.forget_machine(args.forget)}
+        data = {**moved, "machines": pw.stats()["machines"]}
+
+    def human(d: dict[str, Any]) -> str:
+        lines = [f"adopted {d['documents']} documents of {d['adopted']}"] if "adopted" in d else []
+        lines += [f"deleted {d['documents']} documents of {d['forgot']}"] if "forgot" in d else []
+        lines += [f"{m['name']}: {m['documents']} documents{' (this machine)' if m['this'] else ''}"
+                  for m in d["machines"]]
+        return "\n".join(lines or ["no documents indexed yet"])
+
+    emit(args, data, human)
+    return 0
+
+
 def cmd_watch(args: argparse.Namespace) -> int:
     from pathweaver.ingest.watcher import FolderWatcher
 
@@ -400,6 +420,15 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("--json", action="store_true")
         p.set_defaults(fn=fn)
+
+    p = sub.add_parser("machines", help="the machines whose documents the store holds ($PATHWEAVER_MACHINE names "
+                                        "this one)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--adopt", metavar="NAME", help="take machine NAME's documents as this machine's (a new "
+                       "computer, a container whose machine id changed); this machine's stay where both have a path")
+    which.add_argument("--forget", metavar="NAME", help="delete machine NAME's documents (a machine that is gone)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_machines)
 
     p = sub.add_parser("migrate", help="copy a SQLite store into an empty PostgreSQL store (pgvector)")
     p.add_argument("source", metavar="SQLITE_STORE", help="the store directory")

@@ -162,6 +162,11 @@ class DocumentWriter:
         with self.db.write() as conn:
             delete_documents(conn, [doc.id], self._no_new_names, self._linker)
 
+    def delete_in(self, conn: Connection, doc_ids: Sequence[int]) -> None:
+        """Delete documents by id inside the caller's write transaction (another machine's, whose files are not
+        here to scan)."""
+        delete_documents(conn, doc_ids, self._no_new_names, self._linker)
+
     def _name_entities(self, names: Iterable[str]) -> Callable[[Mapping[str, str]], None]:
         """What ``apply_names`` calls to make entity rows for a document's names new to the store, inside the
         caller's transaction (a stronger kind replaces a weaker one). The words their vectors are made of are cached

@@ -187,6 +187,35 @@ class Indexer:
         self.synonyms.run()
         return len(docs)
 
+    def take_over(self, name: str) -> int:
+        """This machine takes machine ``name``'s documents, folders and roots (a new computer, a container whose
+        machine id changed); where both have a document at a path, this machine's stays. Returns how many it took."""
+        other = self._other_machine(name)
+        with self.db.write() as conn:
+            self._writer.delete_in(conn, machines.documents_of(conn, other, clashing_with=self.machine.id))
+            taken = machines.hand_over(conn, other, self.machine.id)
+        self.synonyms.run()
+        return taken
+
+    def forget(self, name: str) -> int:
+        """Delete machine ``name``'s documents, folders and roots (a teammate's machine that is gone); returns how
+        many documents went."""
+        other = self._other_machine(name)
+        with self.db.write() as conn:
+            gone = machines.documents_of(conn, other)
+            self._writer.delete_in(conn, gone)
+            machines.forget(conn, other)
+        self.synonyms.run()
+        return len(gone)
+
+    def _other_machine(self, name: str) -> str:
+        found = machines.machine_named(self.db.conn, name)
+        if found is None:
+            raise ConfigError(f"no machine named {name!r} in this store; `pathweaver machines` lists them")
+        if found == self.machine.id:
+            raise ConfigError(f"{name!r} is this machine")
+        return found
+
     def refresh(self) -> RefreshOut:
         """Re-derive the whole graph from stored chunks with current corpus statistics (``ingest.refresh``)."""
         self.last_refresh = self._refresher.run()

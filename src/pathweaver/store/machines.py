@@ -75,3 +75,40 @@ def machine_counts(conn: Any) -> list[tuple[str, str, int]]:
     return [(str(r[0]), str(r[1]), int(r[2])) for r in conn.execute(
         "SELECT m.id, m.name, (SELECT count(*) FROM documents d WHERE d.machine = m.id AND d.status = 'indexed') "
         "FROM machines m ORDER BY m.name")]
+
+
+def machine_named(conn: Any, name: str) -> str | None:
+    """The id of the machine the store shows as ``name``, None when there is none."""
+    row = conn.execute("SELECT id FROM machines WHERE name = ?", (name,)).fetchone()
+    return str(row[0]) if row else None
+
+
+def documents_of(conn: Any, machine_id: str, clashing_with: str | None = None) -> list[int]:
+    """The ids of machine ``machine_id``'s documents; with ``clashing_with``, only those whose path that machine
+    has a document at too."""
+    if clashing_with is None:
+        return [int(r[0]) for r in conn.execute("SELECT id FROM documents WHERE machine = ? ORDER BY id",
+                                                (machine_id,))]
+    return [int(r[0]) for r in conn.execute(
+        "SELECT d.id FROM documents d WHERE d.machine = ? AND EXISTS (SELECT 1 FROM documents o WHERE "
+        "o.machine = ? AND o.path = d.path) ORDER BY d.id", (machine_id, clashing_with))]
+
+
+def hand_over(conn: Any, from_id: str, to_id: str) -> int:
+    """Give machine ``from_id``'s documents, folders and roots to ``to_id`` and forget ``from_id`` (inside a write
+    transaction, after the documents both have a path for are gone); returns the documents handed over."""
+    n = int(conn.execute("SELECT count(*) FROM documents WHERE machine = ?", (from_id,)).fetchone()[0])
+    conn.execute("UPDATE documents SET machine = ? WHERE machine = ?", (to_id, from_id))
+    conn.execute("DELETE FROM folders WHERE machine = ? AND path IN (SELECT path FROM folders WHERE machine = ?)",
+                 (from_id, to_id))
+    conn.execute("UPDATE folders SET machine = ? WHERE machine = ?", (to_id, from_id))
+    set_roots(conn, to_id, sorted(set(stored_roots(conn, to_id)) | set(stored_roots(conn, from_id))))
+    forget(conn, from_id)
+    return n
+
+
+def forget(conn: Any, machine_id: str) -> None:
+    """Remove machine ``machine_id``'s folders, roots and row (inside a write transaction, its documents gone)."""
+    conn.execute("DELETE FROM folders WHERE machine = ?", (machine_id,))
+    conn.execute("DELETE FROM meta WHERE key = ?", (roots_key(machine_id),))
+    conn.execute("DELETE FROM machines WHERE id = ?", (machine_id,))

@@ -17,7 +17,15 @@ from pathweaver.store.db import EmbeddingMismatchError, StoreError, StoreHandle,
 from pathweaver.store.machine import this_machine
 from pathweaver.store.pg.connect import check_vector, connect, redacted
 from pathweaver.store.pg.dialect import WRITE_LOCK, PgConnection
-from pathweaver.store.pg.schema import OUR_TABLES, PG_SCHEMA_VERSION, SCHEMA, TABLES, UPGRADES, vector_ddl
+from pathweaver.store.pg.schema import (
+    OUR_TABLES,
+    PG_MACHINES_VERSION,
+    PG_SCHEMA_VERSION,
+    SCHEMA,
+    TABLES,
+    UPGRADES,
+    vector_ddl,
+)
 from pathweaver.store.schema import SCHEMA_VERSION
 
 CHANNEL = "pathweaver_changes"
@@ -121,7 +129,7 @@ class PgDatabase(StoreHandle):
                 for sql in UPGRADES[version]:
                     self.conn.execute(sql)
                 version += 1
-                if version == 3:
+                if version == PG_MACHINES_VERSION:
                     machines.claim(self.conn, this_machine(), time.time())
             self.conn.execute("UPDATE meta SET value = %s WHERE key = 'pg_schema_version'", (str(version),))
             self.conn.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))

@@ -164,7 +164,8 @@ TABLES: list[str] = [
 
 # Version 2 -> 3, in place (PostgreSQL alters constraints in a transaction): documents and folders keyed by
 # machine (``store.schema.SCHEMA_MACHINES``); the rows there were get the upgrading machine (``machines.claim``).
-UPGRADES: dict[int, list[str]] = {2: [
+PG_MACHINES_VERSION = 3  # the pg schema version from which rows have a machine
+UPGRADES: dict[int, list[str]] = {PG_MACHINES_VERSION - 1: [
     MACHINES_TABLE,
     """ALTER TABLE documents ADD COLUMN machine TEXT COLLATE "C" NOT NULL DEFAULT ''""",
     "ALTER TABLE documents DROP CONSTRAINT documents_path_key",
