@@ -238,3 +238,17 @@ def test_the_machines_command_lists_and_adopts(tmp_path: Path) -> None:
     adopted = cli("new", "machines", "--adopt", "old")
     assert adopted["documents"] == 2 and adopted["machines"] == [{"name": "new", "documents": 2, "this": True}]
     assert cli("new", "index", str(notes))["unchanged"] == 2
+
+
+def test_two_machines_with_one_host_name_are_shown_apart(backend) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    from pathweaver.store import machines
+    from pathweaver.store.machine import Machine
+
+    one, two = Machine("0123456789abcdef", "laptop"), Machine("fedcba9876543210", "laptop")
+    with open_database(backend("names")) as db:
+        with db.write() as conn:
+            for m in (one, two, one):  # registering again changes nothing
+                machines.register(conn, m, time.time())
+        assert [(name, n) for _, name, n in machines.machine_counts(db.conn)] == [("laptop", 0), ("laptop-fedc", 0)]
