@@ -133,7 +133,6 @@ FILE_SPAN = ("CASE WHEN c.file_start IS NOT NULL THEN c.file_start WHEN c.locato
              "CASE WHEN c.file_end IS NOT NULL THEN c.file_end WHEN c.locator != '' THEN -1 ELSE c.end END, c.locator")
 
 
-
 def cited_doc(machine_id: str) -> str:
     """SQL for the file a chunk cites, as machine ``machine_id`` reads it (``machines.doc_path``): the embedded note
     its text was shown from (``chunks.cite_doc``), else its own document."""
