@@ -266,7 +266,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         store, choice = _location(args, args.watch), ""
     except StoreChoiceError as exc:  # several stores: say so, and report the rest for the default one
         store, choice = stores_root() / DEFAULT_NAME, str(exc)
-    emit(args, diagnose(load_settings(store, _overrides(args)), choice), format_report)
+    emit(args, diagnose(load_settings(store, _overrides(args)), choice, args.probe), format_report)
     return 0
 
 
@@ -459,6 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("doctor", help="what this installation uses: store, models, LLM backend and why, extras")
     p.add_argument("--watch", action="append", metavar="DIR", help="the folders a server would watch (its store)")
+    p.add_argument("--probe", action="store_true", help="also measure whether vectors keep their bits in any batch")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_doctor)
 

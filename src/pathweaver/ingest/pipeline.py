@@ -85,7 +85,9 @@ class Indexer:
         db.ensure_embedding(model, int(embedder.dim))  # a store of another model is named before the model is probed
         invariant = recorded_invariance(db, embedder, model)  # the probe loads the full model: once per machine
         self.params = params.resolved(invariant)  # "auto" decided here, as the store records it
-        if not invariant(self.params.precision):
+        # float32's fixed-shape passes hold their bits on every ISA tests/test_isa_matrix.py caps, and probing
+        # them costs ~20 s of CPU, a fifth of a first index: ``pathweaver doctor --probe`` measures it instead
+        if self.params.precision != "float32" and not invariant(self.params.precision):
             log.warning("vectors at %s depend on their batch on this machine: an incremental index equals a fresh "
                         "one only to rounding (docs/design-notes.md, \"Batch-invariant vectors\")",
                         self.params.precision)
