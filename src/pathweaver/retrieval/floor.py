@@ -18,7 +18,8 @@ one-note ones. Two open slots lost a one-note question whose note hybrid ranks 4
 
 from __future__ import annotations
 
-from pathweaver.retrieval.notes import per_note
+from pathweaver.retrieval.linked import follow_links
+from pathweaver.retrieval.notes import merge_by_note, per_note
 from pathweaver.retrieval.seeds import HybridParams, hybrid_retrieve
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
 
@@ -42,7 +43,7 @@ def hybrid_floor(env: RetrievalEnv, query: Query, result: RetrievalResult, top_k
     own = {docs[h.passage] for h in result.chunks}
     out = [h if docs[h.passage] in own else ChunkHit(h.passage, h.score, True, list(h.merged)) for h in hybrid]
     have = {docs[h.passage] for h in out}
-    new = [h for h in result.chunks if docs[h.passage] not in have]
+    new = [h for h in merge_by_note(result.chunks, docs, len(result.chunks)) if docs[h.passage] not in have]
     if len(out) < top_k:  # hybrid found fewer notes than slots: the method's fill them
         slots = list(range(len(out), min(top_k, len(out) + len(new))))
         out.extend(new[:len(slots)])
@@ -54,4 +55,16 @@ def hybrid_floor(env: RetrievalEnv, query: Query, result: RetrievalResult, top_k
         out[at] = ChunkHit(hit.passage, score, hit.backfill, list(hit.merged))
     result.chunks = out
     result.info["hybrid_floor"] = {"graph_notes": [docs[out[at].passage] for at in slots]}
+    return result
+
+
+def note_steps(env: RetrievalEnv, query: Query, result: RetrievalResult, top_k: int, floor: bool,
+               linked: int) -> RetrievalResult:
+    """A graph method's per-note ``result`` on hybrid's floor (``floor``) and with up to ``linked`` linked notes
+    (``linked.follow_links``) in its open slots; both do nothing on a store without written links."""
+    if floor:
+        result = hybrid_floor(env, query, result, top_k)
+    if linked > 0:
+        keep = kept_slots(top_k) if "hybrid_floor" in result.info else 1
+        result = follow_links(env.snapshot, query.vec, result, linked, keep)
     return result
