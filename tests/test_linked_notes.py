@@ -128,6 +128,16 @@ def test_hybrids_first_notes_keep_their_slots(service: Pathweaver, method: str, 
     assert len(set(names(service, result))) == 3
 
 
+def test_pank_fuses_on_hybrids_floor(service: Pathweaver) -> None:
+    # the plan's fused list keeps hybrid's first notes as its base's own list does, and holds distinct notes
+    result = service.retrieve(QUESTION, method="pank", top_k=3)
+    assert result.info["plan_nodes"] > 1 and "hybrid_floor" in result.info
+    hybrid = names(service, service.retrieve(QUESTION, method="hybrid", top_k=3))
+    assert names(service, result)[:2] == hybrid[:2] and len(set(names(service, result))) == 3
+    paper = service.retrieve(QUESTION, method="pank", top_k=3, params={"preset": "paper"})
+    assert "hybrid_floor" not in paper.info
+
+
 def test_the_methods_note_takes_the_last_slot(service: Pathweaver) -> None:
     env, query = service.env(), service.query(QUESTION)
     docs = env.snapshot.chunk_docs
