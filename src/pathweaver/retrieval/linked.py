@@ -7,7 +7,7 @@ the first note does not cover is what the second note must answer: the question 
 top chunk removed (q − (q·a)a, renormalised; the residual of a Gram–Schmidt step). A note linked to or from the top
 note, not yet among the results, whose best chunk is nearer that residual than some open result's chunk takes that
 result's slot: the one nearest to nothing the question still asks. The top result never moves; on hybrid's floor
-(``floor.py``) only its last slots are open. Nothing moves where the top note has no links (passage sets such as
+(``floor.py``) only the last slot is open. Nothing moves where the top note has no links (passage sets such as
 HotpotQA's), or where every linked note is further from the residual than each open result.
 """
 
@@ -104,7 +104,7 @@ class NoteSteps:
 
     # notes linked to or from the top note that may take a slot where they answer what it leaves out (0 = off)
     linked_notes: int = LINKED_NOTES
-    # on notes that link each other, hybrid's first notes keep their slots and the graph takes the last ones
+    # on notes that link each other, hybrid's first notes keep their slots and the graph takes the last one
     # (retrieval/floor.py)
     hybrid_floor: bool = True
 

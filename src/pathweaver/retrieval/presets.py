@@ -94,8 +94,8 @@ PAPER: dict[str, Preset] = {
 }
 
 # what every graph method's default adds on notes that link each other (retrieval/floor.py, retrieval/linked.py)
-NOTES_DIFFERS = ("; on linked notes, hybrid's first notes keep their slots and the last ones go to the method's best "
-                 "note hybrid lacks and to a note linked to or from the top note")
+NOTES_DIFFERS = ("; on linked notes, hybrid's first notes keep their slots and the last goes to the method's best "
+                 "note hybrid lacks or to a note linked to or from the top note")
 # What pathweaver's default variant of each method changes against its paper (one line each; README, tools, JSON).
 DEFAULT_DIFFERS: dict[str, str] = {
     "dense": "", "bm25": "", "hybrid": "",
