@@ -1,7 +1,7 @@
-"""Graph retrieval on linked notes (issue 37): the graph methods follow the notes' own links out of the top note, so
-a two-note question's second note, which the question's words alone rank low, is reached through the link; a
-question that names no note takes turns with hybrid's notes where the notes link each other; the paper preset does
-neither. Also: links resolve as Obsidian resolves them, a heading is never called by its last word, and LEGO's
+"""Graph retrieval on linked notes (issue 37): where the notes link each other, a graph method's result stands on
+hybrid's notes, whose first k - 1 keep their slots, and the last slot goes to the method's best note hybrid lacks or
+to a note the top note links to (or that links to it), so a two-note question's second note, which the question's
+words alone rank low, is reached through the link; the paper preset does neither. Also: links resolve as Obsidian resolves them, a heading is never called by its last word, and LEGO's
 path scores are kept across the per-note widening's reruns."""
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pathweaver.retrieval.floor import hybrid_floor, kept_slots
 from pathweaver.retrieval.keywords import question_names
 from pathweaver.retrieval.lego_paths import PathScorer
-from pathweaver.retrieval.linked import linked_documents, residual
+from pathweaver.retrieval.linked import follow_links, linked_documents, residual
 from pathweaver.retrieval.registry import method_defaults
-from pathweaver.retrieval.types import RetrievalResult
+from pathweaver.retrieval.types import ChunkHit, RetrievalResult
 from pathweaver.service import Pathweaver
 
 # the link's display text names nothing and the file name is not the title, so only the written link joins the two
@@ -65,6 +66,15 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Pathweaver:
 
 
 @pytest.fixture(scope="module")
+def unlinked(tmp_path_factory: pytest.TempPathFactory) -> Pathweaver:
+    # the same notes with the link written as plain text: no document links another
+    notes = {**NOTES, "Sourdough.md": NOTES["Sourdough.md"].replace("[my usual table](oven-settings.md)", "my table")}
+    pw = indexed(tmp_path_factory.mktemp("unlinked"), notes)
+    yield pw
+    pw.close()
+
+
+@pytest.fixture(scope="module")
 def others(tmp_path_factory: pytest.TempPathFactory) -> Pathweaver:
     pw = indexed(tmp_path_factory.mktemp("others"), OTHERS)
     yield pw
@@ -95,17 +105,79 @@ def test_links_resolve_as_obsidian_resolves_them(service: Pathweaver, others: Pa
 
 @pytest.mark.parametrize("method", GRAPH_METHODS)
 def test_the_second_note_is_reached_through_the_link(service: Pathweaver, method: str) -> None:
-    plain = service.retrieve(QUESTION, method="hybrid", top_k=3)
+    # two slots: hybrid's top note keeps the first, the second is open to the graph
+    plain = service.retrieve(QUESTION, method="hybrid", top_k=2)
     assert names(service, plain)[0] == "Sourdough.md" and "oven-settings.md" not in names(service, plain)
-    alone = service.retrieve(QUESTION, method=method, top_k=3, params={"linked_notes": 0, "hybrid_turns": False})
+    alone = service.retrieve(QUESTION, method=method, top_k=2, params={"linked_notes": 0, "hybrid_floor": False})
     assert "oven-settings.md" not in names(service, alone)
-    result = service.retrieve(QUESTION, method=method, top_k=3)
+    result = service.retrieve(QUESTION, method=method, top_k=2)
     got = names(service, result)
-    assert {"Sourdough.md", "oven-settings.md"} <= set(got) and len(set(got)) == 3, got
+    assert got == ["Sourdough.md", "oven-settings.md"], got
     placed = result.info["linked_notes"]
     assert [(Path(p["note"]).name, Path(p["linked_with"]).name) for p in placed] == [("oven-settings.md",
                                                                                       "Sourdough.md")]
-    assert result.info["hybrid_turns"] is True  # the question names no note, and these notes link each other
+    assert "hybrid_floor" in result.info  # these notes link each other
+
+
+@pytest.mark.parametrize("method", GRAPH_METHODS)
+@pytest.mark.parametrize("question", [QUESTION, "How long does rye dough rise before shaping?"])
+def test_hybrids_first_notes_keep_their_slots(service: Pathweaver, method: str, question: str) -> None:
+    hybrid = names(service, service.retrieve(question, method="hybrid", top_k=3))
+    result = service.retrieve(question, method=method, top_k=3)
+    assert names(service, result)[:kept_slots(3)] == hybrid[:kept_slots(3)] and kept_slots(3) == 2
+    assert len(set(names(service, result))) == 3
+
+
+def test_pank_fuses_on_hybrids_floor(service: Pathweaver) -> None:
+    # the plan's fused list keeps hybrid's first notes as its base's own list does, and holds distinct notes
+    result = service.retrieve(QUESTION, method="pank", top_k=3)
+    assert result.info["plan_nodes"] > 1 and "hybrid_floor" in result.info
+    hybrid = names(service, service.retrieve(QUESTION, method="hybrid", top_k=3))
+    assert names(service, result)[:2] == hybrid[:2] and len(set(names(service, result))) == 3
+    paper = service.retrieve(QUESTION, method="pank", top_k=3, params={"preset": "paper"})
+    assert "hybrid_floor" not in paper.info
+
+
+def test_the_methods_note_takes_the_last_slot(service: Pathweaver) -> None:
+    env, query = service.env(), service.query(QUESTION)
+    docs = env.snapshot.chunk_docs
+    garden = next(p for p, d in enumerate(docs) if d.endswith("Garden.md"))
+    hybrid = names(service, service.retrieve(QUESTION, method="hybrid", top_k=3))
+    assert "Garden.md" not in hybrid
+    # a note the method reached and hybrid did not takes the open slot; hybrid's notes the method missed are back-fill
+    result = hybrid_floor(env, query, RetrievalResult(method="ppr", chunks=[ChunkHit(garden, 1.0)]), 3)
+    assert names(service, result) == [*hybrid[:2], "Garden.md"]
+    assert [h.backfill for h in result.chunks] == [True, True, False]
+    assert result.info["hybrid_floor"] == {"graph_notes": [docs[garden]]}
+    # nothing new: hybrid's list as it is
+    same = hybrid_floor(env, query, RetrievalResult(method="ppr", chunks=list(result.chunks[:2])), 3)
+    assert names(service, same) == hybrid and same.info["hybrid_floor"] == {"graph_notes": []}
+
+
+def test_a_linked_note_takes_only_an_open_slot(service: Pathweaver) -> None:
+    snap = service.snapshot()
+    docs = snap.chunk_docs
+    first = {Path(d).name: p for p, d in reversed(list(enumerate(docs)))}
+    order = ["Sourdough.md", "Starter.md", "Garden.md"]
+    qvec = service.query(QUESTION).vec
+
+    def run(keep: int) -> list[str]:
+        result = RetrievalResult(method="ppr", chunks=[ChunkHit(first[n], 1.0 - i / 10) for i, n in enumerate(order)])
+        return names(service, follow_links(snap, qvec, result, 1, keep))
+
+    # the oven note answers what the sourdough note leaves out; with two slots kept only the last is open to it
+    assert run(2) == ["Sourdough.md", "Starter.md", "oven-settings.md"]
+    assert run(1)[0] == "Sourdough.md" and "oven-settings.md" in run(1)
+    assert run(3) == order  # no open slot
+
+
+def test_a_store_without_written_links_keeps_the_methods_list(unlinked: Pathweaver) -> None:
+    assert unlinked.snapshot().doc_links == {}
+    for method in GRAPH_METHODS:
+        result = unlinked.retrieve(QUESTION, method=method, top_k=3)
+        plain = unlinked.retrieve(QUESTION, method=method, top_k=3, params={"linked_notes": 0, "hybrid_floor": False})
+        assert "hybrid_floor" not in result.info and "linked_notes" not in result.info
+        assert [h.passage for h in result.chunks] == [h.passage for h in plain.chunks]
 
 
 def test_a_one_note_question_keeps_its_note(service: Pathweaver) -> None:
@@ -116,11 +188,11 @@ def test_a_one_note_question_keeps_its_note(service: Pathweaver) -> None:
 @pytest.mark.parametrize("method", GRAPH_METHODS)
 def test_the_paper_preset_follows_no_link(service: Pathweaver, method: str) -> None:
     paper = method_defaults(method, "paper")
-    assert paper["linked_notes"] == 0 and paper["hybrid_turns"] is False
+    assert paper["linked_notes"] == 0 and paper["hybrid_floor"] is False
     default = method_defaults(method)
-    assert default["linked_notes"] == 1 and default["hybrid_turns"] is True
+    assert default["linked_notes"] == 1 and default["hybrid_floor"] is True
     result = service.retrieve(QUESTION, method=method, top_k=3, params={"preset": "paper"})
-    assert "linked_notes" not in result.info and "hybrid_turns" not in result.info
+    assert "linked_notes" not in result.info and "hybrid_floor" not in result.info
 
 
 def test_bad_linked_notes_is_a_clear_error(service: Pathweaver) -> None:
@@ -169,8 +241,8 @@ def test_lego_isar_embeds_no_path_text_by_default(service: Pathweaver, monkeypat
         return texts(self, batch)
 
     monkeypatch.setattr(PathScorer, "texts", spy)
-    result = service.retrieve(QUESTION, method="lego:sbe+isar", top_k=3)
+    result = service.retrieve(QUESTION, method="lego:sbe+isar", top_k=2)
     assert result.paths and embedded == []
-    assert {"Sourdough.md", "oven-settings.md"} <= set(names(service, result))
+    assert names(service, result) == ["Sourdough.md", "oven-settings.md"]
     full = service.retrieve(QUESTION, method="lego:sbe+isar", top_k=3, params={"triple_scoring": False})
     assert full.paths and embedded and all(t in embedded for t in (p.text for p in full.paths))

@@ -5,10 +5,10 @@ links to it (the Dataview format page says "see On Completion"; the Urgency page
 note ranks low on the whole question, because half the question is about the first. So the part of the question
 the first note does not cover is what the second note must answer: the question vector with the direction of the
 top chunk removed (q − (q·a)a, renormalised; the residual of a Gram–Schmidt step). A note linked to or from the top
-note, not yet among the results, whose best chunk is nearer that residual than some result's chunk (other than the
-top one) takes that result's slot: the one nearest to nothing the question still asks. Nothing moves where the
-top note has no links (passage sets such as HotpotQA's), or where every linked note is further from the residual
-than each result already there.
+note, not yet among the results, whose best chunk is nearer that residual than some open result's chunk takes that
+result's slot: the one nearest to nothing the question still asks. The top result never moves; on hybrid's floor
+(``floor.py``) only the last slot is open. Nothing moves where the top note has no links (passage sets such as
+HotpotQA's), or where every linked note is further from the residual than each open result.
 """
 
 from __future__ import annotations
@@ -60,11 +60,14 @@ def residual(qvec: np.ndarray, anchor: np.ndarray) -> np.ndarray | None:
     return rest / norm if norm > RESIDUAL_MIN else None
 
 
-def follow_links(snapshot: GraphSnapshot, qvec: np.ndarray, result: RetrievalResult, slots: int) -> RetrievalResult:
-    """``result`` with up to ``slots`` notes linked to or from its top note placed in its slots (module docstring);
-    ``info["linked_notes"]`` lists each note placed, the note it is linked with and the note whose slot it took."""
+def follow_links(snapshot: GraphSnapshot, qvec: np.ndarray, result: RetrievalResult, slots: int,
+                 keep: int = 1) -> RetrievalResult:
+    """``result`` with up to ``slots`` notes linked to or from its top note placed in its slots after the first
+    ``keep`` (at least the top one; module docstring); ``info["linked_notes"]`` lists each note placed, the note it
+    is linked with and the note whose slot it took."""
     chunks = result.chunks
-    if slots < 1 or len(chunks) < 2 or not snapshot.doc_links or snapshot.chunk_vecs.shape[0] == 0:
+    keep = max(1, keep)
+    if slots < 1 or len(chunks) <= keep or not snapshot.doc_links or snapshot.chunk_vecs.shape[0] == 0:
         return result
     docs = snapshot.chunk_docs
     top = chunks[0].passage
@@ -83,7 +86,7 @@ def follow_links(snapshot: GraphSnapshot, qvec: np.ndarray, result: RetrievalRes
             break
         if docs[passage] in taken:
             continue
-        held = [(float(snapshot.chunk_vecs[h.passage] @ rest), i) for i, h in enumerate(chunks) if i > 0]
+        held = [(float(snapshot.chunk_vecs[h.passage] @ rest), i) for i, h in enumerate(chunks) if i >= keep]
         weakest, at = min(held)
         if score <= weakest:
             break
@@ -101,8 +104,9 @@ class NoteSteps:
 
     # notes linked to or from the top note that may take a slot where they answer what it leaves out (0 = off)
     linked_notes: int = LINKED_NOTES
-    # a question that names no document: the method's notes take turns with hybrid's (retrieval/turns.py)
-    hybrid_turns: bool = True
+    # on notes that link each other, hybrid's first notes keep their slots and the graph takes the last one
+    # (retrieval/floor.py)
+    hybrid_floor: bool = True
 
 
 def check_linked_notes(method: str, slots: int) -> None:

@@ -54,20 +54,20 @@ PAPER: dict[str, Preset] = {
                 "seed_entities": 0, "name_seeds": 0.0, "hybrid_pool": 0, "relation_weight": "count",
                 "contains_weight": "one",
                 "name_links": 0.0, "name_passages": 0.0, "statistical": 1.0, "proper_names": 0.0, "name_parts": 0,
-                "document_decay": 1.0, "unlinked": 1.0, "linked_notes": 0, "hybrid_turns": False},
+                "document_decay": 1.0, "unlinked": 1.0, "linked_notes": 0, "hybrid_floor": False},
         differs="statistical n-gram triples stand in for OpenIE facts; no LLM fact filter",
     ),
     "pathrag": Preset(
         params={"top_nodes": 40, "top_paths": 15, "alpha": 0.7, "theta": 0.001, "max_hops": 3, "paths": "flow",
                 "names": False, "statistical": 1.0, "name_nodes": False, "name_parts": 0, "dense_nodes": 0,
-                "targets": "retrieved", "text_units": "none", "unnamed": "none", "linked_notes": 0, "hybrid_turns": False},
+                "targets": "retrieved", "text_units": "none", "unnamed": "none", "linked_notes": 0, "hybrid_floor": False},
         differs="statistical keywords and AGRAG's graph stand in for LLM keywords and GraphRAG's graph; θ = 0.001 "
                 "(the paper gives none)",
     ),
     "mcmi": Preset(
         params={"k_triples": 5, "damping": 0.5, "passage_score_factor": 0.05, "connector_cost": 10.0,
                 "cycle_edges": True, "name_seeds": 0.0, "name_parts": 0, "name_links": 0.0, "statistical": 1.0,
-                "chunks": "hybrid", "linked_notes": 0, "hybrid_turns": False},
+                "chunks": "hybrid", "linked_notes": 0, "hybrid_floor": False},
         own_chunks=False,  # AGRAG's chunk list is its Step 3 hybrid chunks (Eq. 20-21), beside the subgraph
         differs="the chunk list is Eq. 20-21's hybrid chunks, as AGRAG serves them; the MCMI subgraph is returned "
                 "beside them and ranks no chunk",
@@ -76,13 +76,13 @@ PAPER: dict[str, Preset] = {
         params={"mode": "reselect", "coarse_m": 500, "top_triples": 25, "pooling": "mean", "kernel": "dijkstra",
                 "base": "cos", "names": False, "statistical": 1.0, "name_triples": 0, "name_parts": 0,
                 "named_passages": False, "tail_passages": False, "base_weight": 0.0, "passages_from": "served",
-                "fill": "served", "linked_notes": 0, "hybrid_turns": False},
+                "fill": "served", "linked_notes": 0, "hybrid_floor": False},
         differs="cos(query, triple) stands in for SubgraphRAG's trained MLP scorer; passages are those of the "
                 "served triples",
     ),
     "lego": Preset(
         params={"names": False, "statistical": 1.0, "use_synonyms": False, "tail_passages": False,
-                "triple_passages": "all", "fill": "dense", "linked_notes": 0, "hybrid_turns": False,
+                "triple_passages": "all", "fill": "dense", "linked_notes": 0, "hybrid_floor": False,
                 "triple_scoring": False},
         differs="AGRAG's statistical graph stands in for Freebase; the question's names and nearest entities stand "
                 "in for given topic entities",
@@ -93,9 +93,9 @@ PAPER: dict[str, Preset] = {
     ),
 }
 
-# what every graph method's default adds on notes that link each other (retrieval/turns.py, retrieval/linked.py)
-NOTES_DIFFERS = ("; on linked notes, a question that names no note takes turns with hybrid's notes, and a note linked "
-                 "to or from the top note may take a slot")
+# what every graph method's default adds on notes that link each other (retrieval/floor.py, retrieval/linked.py)
+NOTES_DIFFERS = ("; on linked notes, hybrid's first notes keep their slots and the last goes to the method's best "
+                 "note hybrid lacks or to a note linked to or from the top note")
 # What pathweaver's default variant of each method changes against its paper (one line each; README, tools, JSON).
 DEFAULT_DIFFERS: dict[str, str] = {
     "dense": "", "bm25": "", "hybrid": "",

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from pathweaver.config import ConfigError
-from pathweaver.retrieval.keywords import NAME_PARTS
 from pathweaver.retrieval.presets import (
     PAPER,
     STATISTICAL_SETTING,
@@ -223,9 +222,9 @@ def run_method(
     """Run method ``name`` with config/CLI/tool ``overrides`` applied over its preset. pathweaver's default merges
     its chunks per note (``notes.per_note``); under the paper preset the chunk list holds only what the method found
     (``Preset.own_chunks``): back-fill is dropped and ``info["short"]`` says how many chunks are missing."""
-    from pathweaver.retrieval.linked import NoteSteps, follow_links
+    from pathweaver.retrieval.floor import note_steps
+    from pathweaver.retrieval.linked import NoteSteps
     from pathweaver.retrieval.notes import per_note
-    from pathweaver.retrieval.turns import hybrid_turns
 
     spec, params = checked_method(name, top_k, overrides)
     preset, _ = split_preset(overrides)
@@ -235,10 +234,7 @@ def run_method(
     else:
         result = per_note(lambda k: spec.fn(env, query, k, params), env.snapshot.chunk_docs, top_k)
         if isinstance(params, NoteSteps):
-            if params.hybrid_turns:
-                result = hybrid_turns(env, query, result, top_k, getattr(params, "name_parts", NAME_PARTS))
-            if params.linked_notes > 0:
-                result = follow_links(env.snapshot, query.vec, result, params.linked_notes)
+            result = note_steps(env, query, result, top_k, params.hybrid_floor, params.linked_notes)
     result.method = name
     if preset == "paper" and PAPER[spec.name].own_chunks:
         result.chunks = [c for c in result.chunks if not c.backfill]

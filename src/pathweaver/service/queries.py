@@ -15,6 +15,7 @@ from typing import Any
 
 from pathweaver.config import DEFAULT_TOP_K, ConfigError, Settings
 from pathweaver.results import ChunkOut, dump
+from pathweaver.retrieval.floor import note_steps
 from pathweaver.retrieval.graphs import cached
 from pathweaver.retrieval.notes import WIDEN_FACTOR, first_per_key
 from pathweaver.retrieval.presets import split_preset
@@ -249,8 +250,13 @@ class QuerySide(StoreAccess):
         trace = execute_plan(plan, lambda q: self.retrieve(q, base, top_k, params), env.encode, llm, env.snapshot,
                              top_k, root_hits=root_hits, answer_leaves=False, prefetch=self.remember_queries,
                              word_df=env.word_df)
-        return RetrievalResult(method=method, chunks=trace.merged,
-                               info={"plan_nodes": len(plan.nodes), "base": base, "preset": preset, "params": used})
+        result = RetrievalResult(method=method, chunks=trace.merged,
+                                 info={"plan_nodes": len(plan.nodes), "base": base, "preset": preset, "params": used})
+        if preset == "paper":
+            return result
+        # the fused list stands on hybrid's notes as its base's own list does (retrieval/floor.py)
+        return note_steps(env, self.query(text, keywords), result, top_k, bool(used.get("hybrid_floor")),
+                          int(used.get("linked_notes", 0)))
 
     def _used_params(self, method: str, top_k: int, params: dict[str, Any] | None) -> dict[str, Any]:
         """The parameters ``method`` runs with for ``params`` (its config table under them), preset first."""
