@@ -128,8 +128,9 @@ class GraphSnapshot:
     syn_cos: np.ndarray  # (S,) float32
     # Contains edges: (P, E) mention counts
     mentions: sp.csr_matrix
-    # vectors (unit-normalised rows); may be empty arrays of shape (0, d) when not loaded. ``entity_vecs`` and
-    # ``rel_vecs`` may be given as ``LazyRows``, made when first read (``loaded``: without making them)
+    # vectors (unit-normalised rows); may be empty arrays of shape (0, d) when not loaded. Each may be given as
+    # ``LazyRows``, made when first read (``loaded``: without making them); a PostgreSQL store gives ``chunk_vecs``
+    # so, since its dense search asks the HNSW index (``store.dense``)
     entity_vecs: np.ndarray
     rel_vecs: np.ndarray
     chunk_vecs: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
@@ -214,14 +215,15 @@ class GraphSnapshot:
             return None
         carried = dataclasses.replace(self, version=version, syn_a=syn_a.astype(np.int32),
                                       syn_b=syn_b.astype(np.int32), syn_cos=syn_cos, adjacency=None, edge_relation=None,
-                                      entity_vecs=self.__dict__["_entity_vecs"], rel_vecs=self.__dict__["_rel_vecs"])
+                                      entity_vecs=self.__dict__["_entity_vecs"], rel_vecs=self.__dict__["_rel_vecs"],
+                                      chunk_vecs=self.__dict__["_chunk_vecs"])
         inherited = self.__dict__.get(CARRIED_ATTR)
         if inherited:
             object.__setattr__(carried, CARRIED_ATTR, dict(inherited))
         return carried
 
     def loaded(self, name: str) -> np.ndarray | None:
-        """``entity_vecs`` or ``rel_vecs`` when they are in memory already, else None (makes nothing)."""
+        """``entity_vecs``, ``rel_vecs`` or ``chunk_vecs`` when in memory already, else None (makes nothing)."""
         value = self.__dict__["_" + name]
         return value.ready if isinstance(value, LazyRows) else value
 
@@ -319,6 +321,7 @@ def _lazy_vectors(name: str) -> property:
 
 GraphSnapshot.entity_vecs = _lazy_vectors("entity_vecs")  # type: ignore[assignment]
 GraphSnapshot.rel_vecs = _lazy_vectors("rel_vecs")  # type: ignore[assignment]
+GraphSnapshot.chunk_vecs = _lazy_vectors("chunk_vecs")  # type: ignore[assignment]
 
 
 def _coo(pairs: list[tuple[int, int]], shape: tuple[int, int]) -> sp.csr_matrix:
