@@ -143,7 +143,8 @@ class StoreReader(RecordReader):
             ents = _read_columns(conn, "entities", ["id"], ("name", "kind"), order=1)
             entity_ids, (names, kinds) = ents.ints[:, 0], ents.texts
             kinds = _shared(kinds)
-            chunks = _chunk_rows(conn)
+            pg = is_pg(conn)
+            chunks = _chunk_rows(conn, texts=not pg)
             doc_links = _document_links(conn)
             rels = _read_columns(conn, "relations", ["id", "src_id", "dst_id"], ("label",), order=1)
             rel_ids, r_arr, labels = rels.ints[:, 0], rels.ints[:, 1:], _shared(rels.texts[0])
@@ -153,11 +154,12 @@ class StoreReader(RecordReader):
             nm_arr = _read_columns(conn, "name_mentions", ["chunk_id", "entity_id", "count"]).ints
             tie_arr = _read_columns(conn, NAME_TIES, ["chunk_id", "entity_id"]).ints
             s_arr = _read_columns(conn, "relation_sources", ["relation_id", "chunk_id"]).ints
-            chunk_ids, texts = chunks.ids, chunks.texts
+            chunk_ids = chunks.ids
+            texts: Sequence[str] = self._chunk_texts(chunk_ids) if pg else chunks.texts
             has_vec = self._has_vectors(conn)
             rel_src = _index_of(entity_ids, r_arr[:, 0], "relations")
             rel_dst = _index_of(entity_ids, r_arr[:, 1], "relations")
-            chunk_reuse = None if previous is None else _reuse_rows(
+            chunk_reuse = None if previous is None or pg else _reuse_rows(
                 previous.chunk_ids, previous.loaded("chunk_vecs"), chunk_ids, _same(texts, previous.chunk_texts), dim)
             chunk_vecs: np.ndarray | LazyRows
             if has_vec:
@@ -267,6 +269,18 @@ class StoreReader(RecordReader):
 
         return entity_rows_, LazyRows(make_relations)
 
+    def _chunk_texts(self, chunk_ids: np.ndarray) -> StoredTexts:
+        """A PostgreSQL snapshot's chunk texts, read when asked for over the store's shared reader: a query shows
+        its top k, and the whole column would be ~1 KB a chunk of the server's memory (a chunk's text never changes
+        under its id; one deleted since reads as '')."""
+        shared = self.db.shared
+
+        def fetch(ids: list[int]) -> dict[int, str]:
+            with shared.use() as conn:
+                return _pairs_in(conn, "SELECT id, text FROM chunks WHERE id IN ({marks})", ids)
+
+        return StoredTexts(chunk_ids, fetch)
+
     def _descriptions(self) -> Callable[[list[int]], dict[int, str]]:
         """``StoredTexts``' fetch for relation descriptions, over the store file's shared reader (a description never
         changes once its relation is written)."""
@@ -302,9 +316,11 @@ class StoreReader(RecordReader):
         with self._read() as conn:
             version = self.db.version()
             dim = self._dim()
-            chunks = _chunk_rows(conn)
+            pg = is_pg(conn)
+            chunks = _chunk_rows(conn, texts=not pg)
+            texts: Sequence[str] = self._chunk_texts(chunks.ids) if pg else chunks.texts
             reuse = None
-            held = None if source is None else source.loaded("chunk_vecs")
+            held = None if source is None or pg else source.loaded("chunk_vecs")
             if held is not None and held.ndim == 2 and held.shape[1] == dim:
                 same = _same(chunks.texts, source.chunk_texts)
                 reuse = (_reusable(source.chunk_ids, held, chunks.ids, same), held)
@@ -313,10 +329,10 @@ class StoreReader(RecordReader):
             if isinstance(vecs, np.ndarray):
                 vecs.flags.writeable = False
         width = dim if isinstance(vecs, LazyRows) else vecs.shape[1]
-        n_p = len(chunks.texts)
+        n_p = len(texts)
         empty = np.zeros(0, dtype=np.int64)
         return GraphSnapshot(
-            version=version, entity_names=[], entity_ids=empty, chunk_ids=chunks.ids, chunk_texts=chunks.texts,
+            version=version, entity_names=[], entity_ids=empty, chunk_ids=chunks.ids, chunk_texts=texts,
             chunk_docs=chunks.docs, chunk_titles=chunks.titles, chunk_spans=chunks.spans,
             chunk_locators=chunks.locators, chunk_cites=chunks.cites, rel_ids=empty,
             rel_src=empty.astype(np.int32), rel_dst=empty.astype(np.int32), rel_labels=[], rel_descriptions=[],

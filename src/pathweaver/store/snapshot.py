@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
 
@@ -64,8 +64,10 @@ class Lazy(Generic[T]):
 
 class StoredTexts(Sequence[str]):
     """A text per row read from the store when asked for (relation descriptions: 55 MB of sentences that a query
-    reads a few of), through ``fetch(ids) -> {id: text}``, which may be called from any thread; a row the store
+    reads a few of; a PostgreSQL store's chunk texts, ~1 KB a chunk, of which a query shows its top k), through ``fetch(ids) -> {id: text}``, which may be called from any thread; a row the store
     no longer has reads as ''."""
+
+    BATCH = 2000  # rows per read when iterated
 
     def __init__(self, ids: np.ndarray, fetch: Callable[[list[int]], dict[int, str]]) -> None:
         self._ids = ids
@@ -86,6 +88,15 @@ class StoredTexts(Sequence[str]):
         found = self._fetch(keys)
         texts = [found.get(k, "") for k in keys]
         return texts if isinstance(i, slice) else texts[0]
+
+    def __iter__(self) -> Iterator[str]:
+        for start in range(0, len(self), self.BATCH):  # a read per batch, not per row
+            yield from self[start : start + self.BATCH]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and not isinstance(other, str) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class LazyRows(Lazy[np.ndarray]):
@@ -111,7 +122,7 @@ class GraphSnapshot:
     entity_ids: np.ndarray  # (E,) int64 store ids
     # passages (chunks)
     chunk_ids: np.ndarray  # (P,) int64 store ids
-    chunk_texts: list[str]
+    chunk_texts: Sequence[str]  # a ``StoredTexts`` from a PostgreSQL store
     chunk_docs: list[str]  # document path per chunk
     chunk_titles: list[str]  # document title per chunk
     chunk_spans: np.ndarray  # (P, 2) int64 character span in the decoded file (-1, -1: see chunk_locators)
