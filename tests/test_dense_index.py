@@ -63,8 +63,8 @@ def test_dense_and_hybrid_rank_alike_on_sqlite_and_postgresql(corpus_dir: Path, 
 def test_hnsw_ef_search_is_a_store_setting_with_a_clear_error() -> None:
     from pathweaver.config import ConfigError, Settings, apply_mapping
 
-    assert Settings().hnsw_ef_search == 100
-    assert apply_mapping(store_settings("postgresql://u@h/db"), {"store": {"hnsw_ef_search": 200}}).hnsw_ef_search == 200
+    assert Settings().hnsw_ef_search == 200
+    assert apply_mapping(store_settings("postgresql://u@h/db"), {"store": {"hnsw_ef_search": 64}}).hnsw_ef_search == 64
     for bad in (0, 1001, "many", 1.5, True):
         with pytest.raises(ConfigError, match="hnsw_ef_search"):
             apply_mapping(Settings(), {"store": {"hnsw_ef_search": bad}})

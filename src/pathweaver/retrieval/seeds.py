@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -119,8 +120,10 @@ def hybrid_chunk_scores(env: RetrievalEnv, query: Query, pool: int) -> dict[int,
 def top_hits(scores: dict[int, float], top_k: int, tie: DenseScores | None = None) -> list[ChunkHit]:
     """The ``top_k`` passages of ``scores``, best first; ties by ``tie``'s cosine (higher first), then passage
     index."""
-    cos = dict(zip(scores, tie.at(np.fromiter(scores, dtype=np.int64, count=len(scores))).tolist(), strict=True)) \
-        if tie is not None and scores else {}
+    counts = Counter(scores.values())
+    tied = [p for p, s in scores.items() if counts[s] > 1] if tie is not None else []  # only ties read a cosine
+    cos = dict(zip(tied, tie.at(np.array(tied, dtype=np.int64)).tolist(), strict=True)) if tie is not None and tied \
+        else {}
 
     def key(item: tuple[int, float]) -> tuple[float, float, int]:
         p, s = item

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from pathweaver.config import ConfigError
+from pathweaver.config import HNSW_EF_SEARCH, ConfigError
 from pathweaver.store.cache import cache_for
 from pathweaver.store.columns import _chunk_rows, _document_links, _index_of, _read_columns, _shared
 from pathweaver.store.composed import composed_search
@@ -31,7 +31,6 @@ from pathweaver.text import normalize
 
 NEIGHBOR_HOPS = 1  # relation or synonym edges ``neighbors`` walks from the entity, by default
 NEIGHBOR_LIMIT = 25  # neighbours ``neighbors`` returns at most, by default
-HNSW_EF_SEARCH = 100  # as config's ``[store] hnsw_ef_search``
 
 
 IN_BATCH = 500  # keys per "IN (...)" query, well under SQLite's bound-parameter limit

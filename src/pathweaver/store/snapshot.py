@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
 
@@ -99,6 +99,29 @@ class StoredTexts(Sequence[str]):
     __hash__ = None  # type: ignore[assignment]
 
 
+class IdPositions(Mapping[int, int]):
+    """{store id: position} over ascending ids, by binary search: no Python objects per row (a dict of 10^6 ids
+    is ~100 MB of a server's memory)."""
+
+    def __init__(self, ids: np.ndarray) -> None:
+        self._ids = ids
+
+    def __getitem__(self, key: int) -> int:
+        try:
+            i = int(np.searchsorted(self._ids, key))
+        except (TypeError, ValueError):
+            raise KeyError(key) from None
+        if i < self._ids.shape[0] and self._ids[i] == key:
+            return i
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._ids.tolist())
+
+    def __len__(self) -> int:
+        return int(self._ids.shape[0])
+
+
 class LazyRows(Lazy[np.ndarray]):
     """A snapshot's vector table made on first use, once (a dense query never needs the graph's vectors), as
     read-only float32 rows: the next snapshot may share them."""
@@ -163,7 +186,7 @@ class GraphSnapshot:
     doc_links: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # derived
     entity_index: dict[str, int] = field(default_factory=dict)
-    chunk_index: dict[int, int] = field(default_factory=dict)  # store chunk id -> passage index
+    chunk_index: Mapping[int, int] = field(default_factory=dict)  # store chunk id -> passage index
     adjacency: sp.csr_matrix | None = None  # (E, E) undirected relation+synonym edges, data = 1
     edge_relation: sp.csr_matrix | None = None  # (E, E) data = relation index + 1 (0 if synonym-only)
 
@@ -171,7 +194,9 @@ class GraphSnapshot:
         if not self.entity_index:
             self.entity_index = {name: i for i, name in enumerate(self.entity_names)}
         if not self.chunk_index:
-            self.chunk_index = {int(c): i for i, c in enumerate(self.chunk_ids.tolist())}
+            ids = self.chunk_ids
+            self.chunk_index = IdPositions(ids) if bool((ids[1:] > ids[:-1]).all()) else \
+                {int(c): i for i, c in enumerate(ids.tolist())}
         if not self.entity_kinds:
             self.entity_kinds = ["ngram"] * len(self.entity_names)
         shape = (len(self.chunk_ids), len(self.entity_names))

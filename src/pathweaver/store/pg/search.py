@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from pathweaver.config import HNSW_EF_SEARCH
 from pathweaver.store.bm25 import K1 as _K1
 from pathweaver.store.bm25 import B as _B
 from pathweaver.store.bm25 import Bm25Index
@@ -144,7 +145,7 @@ DENSE_SQL = ("SELECT id, 1 - (embedding <=> %(v)s::vector) FROM chunk_vec ORDER 
              "LIMIT %(k)s")
 
 
-def dense_top(conn: Any, vec: np.ndarray, k: int, ef_search: int = 100) -> list[tuple[int, float]]:
+def dense_top(conn: Any, vec: np.ndarray, k: int, ef_search: int = HNSW_EF_SEARCH) -> list[tuple[int, float]]:
     """The ``k`` chunks nearest ``vec`` by cosine through the HNSW index, as (chunk id, cosine similarity), best
     first (``ef_search`` candidates, at least ``k``)."""
     with conn.transaction():
