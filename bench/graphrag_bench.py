@@ -17,7 +17,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from pathweaver.cli import parse_param
+from pathweaver.config import parse_param
 from pathweaver.eval.datasets import BENCH_SUBSETS, load_graphrag_bench, split_by_type
 from pathweaver.eval.ledger import Ledger
 from pathweaver.eval.metrics import EvidenceMatch, evidence_recall

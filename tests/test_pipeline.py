@@ -284,15 +284,20 @@ def test_bm25_search_sees_a_commit_without_a_snapshot_rebuild(tmp_path: Path) ->
             pw.search(phrase, "bm25", 0)
 
 
-def test_graph_vector_precision_keeps_chunks_float32_and_its_own_cache(tmp_path: Path) -> None:
+def test_graph_vector_precision_keeps_chunks_float32_and_its_own_cache(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """``extract.graph_vector_precision``: the words of entity names go through the model at that precision, as
     batch-invariant vectors (the same bits as the word encoded alone), in their own cache key space, so a chunk
     whose text equals a word keeps its own float32 vector; the store records a precision other than float32 (a
-    change re-makes the graph's vectors), and a bad value is a clear error."""
+    change re-makes the graph's vectors), and a bad value is a clear error. Only bfloat16 runs the
+    batch-invariance probe when indexing (float32's costs a fifth of a first index and decides nothing)."""
     from pathweaver.config import ConfigError
     from pathweaver.models.embedder import get_embedder
 
     emb = get_embedder()
+    probed: list[str] = []
+    probe = emb.batch_invariant
+    monkeypatch.setattr(emb, "batch_invariant", lambda precision="float32": probed.append(precision) or probe(precision))
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "word.txt").write_text("polonium", encoding="utf-8")
@@ -320,6 +325,7 @@ def test_graph_vector_precision_keeps_chunks_float32_and_its_own_cache(tmp_path:
             assert low["polonium"].tobytes() == want_low.tobytes() != chunk.tobytes()
         else:
             assert not low and "precision" not in settings_text
+    assert probed == ["bfloat16"]
     bad = Settings(store_dir=tmp_path / "bad")
     bad.extract.graph_vector_precision = "half"
     with Database(tmp_path / "bad") as db, pytest.raises(ConfigError, match="graph_vector_precision"):

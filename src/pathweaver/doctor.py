@@ -134,8 +134,29 @@ def _llamacpp(settings: Settings) -> dict[str, Any]:
     return out
 
 
-def diagnose(settings: Settings, store_choice: str = "") -> dict[str, Any]:
-    """Every check as JSON-ready data; ``store_choice`` is why no single store could be chosen, if so."""
+def _vectors(settings: Settings, probe: bool) -> dict[str, Any]:
+    """Whether graph-text vectors keep their bits whatever shares their model pass (incremental == fresh to the
+    bit, docs/design-notes.md "Batch-invariant vectors"); measured only when asked, as it runs the full model."""
+    out: dict[str, Any] = {"precision": settings.extract.graph_vector_precision}
+    if not probe:
+        return out
+    from pathweaver.models.embedder import Embedder
+    from pathweaver.models.precision import native_bf16, resolve_precision
+
+    try:
+        embedder = Embedder(settings.models.embedding_model)
+        precisions = ("float32", "bfloat16") if native_bf16() else ("float32",)
+        found = {p: embedder.batch_invariant(p) for p in precisions}
+        out["batch_invariant"] = found
+        out["resolved"] = resolve_precision(out["precision"], lambda p: found.get(p, False))
+    except Exception as exc:  # the model missing or unloadable is a finding, not a crash
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def diagnose(settings: Settings, store_choice: str = "", probe: bool = False) -> dict[str, Any]:
+    """Every check as JSON-ready data; ``store_choice`` is why no single store could be chosen, if so; ``probe``
+    also runs the embedding model's batch-invariance probe."""
     return {
         "store": _store(settings, store_choice),
         "embedder": _embedder(settings),
@@ -143,7 +164,22 @@ def diagnose(settings: Settings, store_choice: str = "") -> dict[str, Any]:
         "sqlite_vec": _sqlite_vec(),
         "spacy": _spacy(settings),
         "llamacpp": _llamacpp(settings),
+        "vectors": _vectors(settings, probe),
     }
+
+
+def _vectors_line(vec: dict[str, Any]) -> str:
+    resolved = f" -> {vec['resolved']}" if vec.get("resolved") else ""
+    head = f"graph texts at {vec['precision']}{resolved} precision; "
+    if "error" in vec:
+        return head + f"batch invariance not measured: {vec['error']}"
+    if "batch_invariant" not in vec:
+        return head + "batch invariance not measured (`pathweaver doctor --probe` measures it: ~20 s of CPU)"
+    found = vec["batch_invariant"]
+    said = ", ".join(f"{p} {'yes' if ok else 'NO'}" for p, ok in found.items())
+    if all(found.values()):
+        return head + f"batch-invariant here ({said}): an incremental index equals a fresh one to the bit"
+    return head + f"batch-invariant here: {said}; where NO, an incremental index equals a fresh one only to rounding"
 
 
 def format_report(d: dict[str, Any]) -> str:
@@ -192,6 +228,7 @@ def format_report(d: dict[str, Any]) -> str:
             f"sqlite-vec:   {vec_line}",
             f"spaCy:        {sp['spacy']}; NER model {sp['ner_model']}: {ner}",
             f"llama-cpp:    {lc_line}",
+            f"vectors:      {_vectors_line(d['vectors'])}",
             f"stores:       {store['stores_root']} holds the stores of commands without --store "
             f"({len(store['stores'])} now)",
         ]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -29,9 +28,11 @@ from pathweaver.ingest.safe_open import open_regular
 from pathweaver.ingest.scanner import FileEntry, KnownDoc, file_hash, under
 from pathweaver.store import graph_writes as gw
 from pathweaver.store import indexing as ix
+from pathweaver.store import machines
 from pathweaver.store import writes as w
 from pathweaver.store.changes import document_change
 from pathweaver.store.db import Connection, Database
+from pathweaver.store.machine import this_machine
 from pathweaver.store.reads import entity_ids_of, gram_df
 
 
@@ -60,12 +61,12 @@ def withhold_outdated(db: Database) -> StartupPass:
     hashed, and one with the same bytes only gets its new stat. A changed file's document comes back when the next
     scan indexes it (the server scans its folders at once). Documents under an indexed root that is itself missing
     (an unmounted drive) stay, as the folder scan keeps them."""
-    roots = json.loads(db.get_meta("roots", "[]") or "[]")
-    absent = [r for r in roots if not os.path.isdir(r)]
+    me = this_machine().id  # another machine's files are not there to stat
+    absent = [r for r in machines.stored_roots(db.conn, me) if not os.path.isdir(r)]
     out = StartupPass()
     drop: list[int] = []
     touched: list[tuple[int, float, int]] = []
-    for doc_id, path, content_hash, mtime, size, status, _ in ix.known_documents(db.conn):
+    for doc_id, path, content_hash, mtime, size, status, _ in ix.known_documents(db.conn, me):
         if status != "indexed":
             continue
         try:
@@ -119,8 +120,10 @@ class DocumentWriter:
     in which it runs in a savepoint. Its graph is derived and written with it unless the write is ``deferred``
     to the refresh that is then due; a rename keeps the chunks and their vectors."""
 
-    def __init__(self, db: Database, params: ExtractParams, inputs: GraphInputs, linker: LinkerCache) -> None:
+    def __init__(self, db: Database, params: ExtractParams, inputs: GraphInputs, linker: LinkerCache,
+                 machine_id: str) -> None:
         self.db = db
+        self.machine_id = machine_id  # whose files it writes (``store.machine``)
         self.params = params
         self.inputs = inputs
         self._linker = linker
@@ -148,9 +151,9 @@ class DocumentWriter:
 
     def write_skipped(self, entry: FileEntry, known: KnownDoc | None, batch: Connection | None = None) -> None:
         with self._writing(batch) as conn, document_change(conn, [known.id] if known else []) as change:
-            doc_id = w.upsert_document(conn, entry.path, title=Path(entry.path).name, mtime=entry.mtime,
-                                       size=entry.size, status="skipped", reason=entry.reason or "unknown",
-                                       indexed_at=time.time())
+            doc_id = w.upsert_document(conn, entry.path, machine_id=self.machine_id, title=Path(entry.path).name,
+                                       mtime=entry.mtime, size=entry.size, status="skipped",
+                                       reason=entry.reason or "unknown", indexed_at=time.time())
             apply_names(conn, {doc_id: NO_NAMES}, [], self._no_new_names, self._linker)
             w.set_embeds(conn, doc_id, [])
             change.count_chunks(w.delete_document_chunks(conn, doc_id))
@@ -158,6 +161,11 @@ class DocumentWriter:
     def delete(self, doc: KnownDoc) -> None:
         with self.db.write() as conn:
             delete_documents(conn, [doc.id], self._no_new_names, self._linker)
+
+    def delete_in(self, conn: Connection, doc_ids: Sequence[int]) -> None:
+        """Delete documents by id inside the caller's write transaction (another machine's, whose files are not
+        here to scan)."""
+        delete_documents(conn, doc_ids, self._no_new_names, self._linker)
 
     def _name_entities(self, names: Iterable[str]) -> Callable[[Mapping[str, str]], None]:
         """What ``apply_names`` calls to make entity rows for a document's names new to the store, inside the
@@ -187,9 +195,9 @@ class DocumentWriter:
             names_to_prepare(self.db.conn, known.id if known else None, names))
         with self._writing(batch) as conn, document_change(conn, [known.id] if known else []) as change:
             doc_id = w.upsert_document(
-                conn, prep.entry.path, title=doc.title, content_hash=prep.content_hash, mtime=prep.entry.mtime,
-                size=prep.entry.size, status="indexed", reason="", indexed_at=time.time(), headings=doc.headings,
-                links=doc.links,
+                conn, prep.entry.path, machine_id=self.machine_id, title=doc.title, content_hash=prep.content_hash,
+                mtime=prep.entry.mtime, size=prep.entry.size, status="indexed", reason="", indexed_at=time.time(),
+                headings=doc.headings, links=doc.links,
             )
             removed = w.delete_document_chunks(conn, doc_id)
             w.set_embeds(conn, doc_id, embedded_targets(doc))

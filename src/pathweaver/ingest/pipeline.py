@@ -22,7 +22,6 @@ runs when.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import time
@@ -59,8 +58,10 @@ from pathweaver.ingest.synonym_pass import SynonymPass
 from pathweaver.ingest.types import EmbedderLike, IndexReport, ProgressFn
 from pathweaver.results import RefreshOut
 from pathweaver.store import indexing as ix
+from pathweaver.store import machines
 from pathweaver.store import writes as w
 from pathweaver.store.db import Connection, Database
+from pathweaver.store.machine import this_machine
 from pathweaver.store.reads import folder_states
 from pathweaver.store.servers import live_servers
 
@@ -84,7 +85,9 @@ class Indexer:
         db.ensure_embedding(model, int(embedder.dim))  # a store of another model is named before the model is probed
         invariant = recorded_invariance(db, embedder, model)  # the probe loads the full model: once per machine
         self.params = params.resolved(invariant)  # "auto" decided here, as the store records it
-        if not invariant(self.params.precision):
+        # float32's fixed-shape passes hold their bits on every ISA tests/test_isa_matrix.py caps, and probing
+        # them costs ~20 s of CPU, a fifth of a first index: ``pathweaver doctor --probe`` measures it instead
+        if self.params.precision != "float32" and not invariant(self.params.precision):
             log.warning("vectors at %s depend on their batch on this machine: an incremental index equals a fresh "
                         "one only to rounding (docs/design-notes.md, \"Batch-invariant vectors\")",
                         self.params.precision)
@@ -93,7 +96,11 @@ class Indexer:
         self.inputs = GraphInputs(db, settings, embedder, self.params)
         self.synonyms = SynonymPass(db, self.params)
         self._preparer = Preparer(db, settings, embedder, self.params)
-        self._writer = DocumentWriter(db, self.params, self.inputs, linker)
+        self.machine = this_machine()  # documents and folders are this machine's (``store.machine``)
+        if not machines.is_registered(db.conn, self.machine):
+            with db.write(bump_version=False) as conn:
+                machines.register(conn, self.machine, time.time())
+        self._writer = DocumentWriter(db, self.params, self.inputs, linker, self.machine.id)
         self._refresher = Refresher(db, self.params, self.inputs, self.synonyms, linker)
         if self._count("entities") == 0 and db.get_meta("vector_settings") != self.params.vector_settings:
             with db.write(bump_version=False) as conn:  # nothing to re-make yet: record the modes entities get
@@ -125,7 +132,7 @@ class Indexer:
         with self.db.write() as conn:
             old = self._stored_roots()
             keep = [] if exact else [r for r in old if r not in root_strs]
-            w.set_meta(conn, "roots", json.dumps(sorted(keep + [str(r) for r in roots if r.is_dir()])))
+            machines.set_roots(conn, self.machine.id, sorted(keep + [str(r) for r in roots if r.is_dir()]))
             if retry:
                 w.set_meta(conn, "parse_rules", str(PARSE_RULES))
         report.seconds = time.perf_counter() - start
@@ -182,6 +189,35 @@ class Indexer:
         self.synonyms.run()
         return len(docs)
 
+    def take_over(self, name: str) -> int:
+        """This machine takes machine ``name``'s documents, folders and roots (a new computer, a container whose
+        machine id changed); where both have a document at a path, this machine's stays. Returns how many it took."""
+        other = self._other_machine(name)
+        with self.db.write() as conn:
+            self._writer.delete_in(conn, machines.documents_of(conn, other, clashing_with=self.machine.id))
+            taken = machines.hand_over(conn, other, self.machine.id)
+        self.synonyms.run()
+        return taken
+
+    def forget(self, name: str) -> int:
+        """Delete machine ``name``'s documents, folders and roots (a teammate's machine that is gone); returns how
+        many documents went."""
+        other = self._other_machine(name)
+        with self.db.write() as conn:
+            gone = machines.documents_of(conn, other)
+            self._writer.delete_in(conn, gone)
+            machines.forget(conn, other)
+        self.synonyms.run()
+        return len(gone)
+
+    def _other_machine(self, name: str) -> str:
+        found = machines.machine_named(self.db.conn, name)
+        if found is None:
+            raise ConfigError(f"no machine named {name!r} in this store; `pathweaver machines` lists them")
+        if found == self.machine.id:
+            raise ConfigError(f"{name!r} is this machine")
+        return found
+
     def refresh(self) -> RefreshOut:
         """Re-derive the whole graph from stored chunks with current corpus statistics (``ingest.refresh``)."""
         self.last_refresh = self._refresher.run()
@@ -189,7 +225,7 @@ class Indexer:
 
     # -- scan application ------------------------------------------------------------------------------------
     def _known(self) -> dict[str, KnownDoc]:
-        return {r[1]: KnownDoc(*r) for r in ix.known_documents(self.db.conn)}
+        return {r[1]: KnownDoc(*r) for r in ix.known_documents(self.db.conn, self.machine.id)}
 
     def set_folder(self, path: Path, state: str | None) -> None:
         """Record a folder in the store as 'watched', 'indexed' or 'removed' (None forgets it), for every process on
@@ -197,12 +233,12 @@ class Indexer:
         key = store_path(os.path.abspath(path))
         with self.db.write(bump_version=False) as conn:
             if state in ("watched", "indexed"):
-                w.readmit_folder(conn, key)
-            w.set_folder(conn, key, state, time.time())
+                w.readmit_folder(conn, self.machine.id, key)
+            w.set_folder(conn, self.machine.id, key, state, time.time())
 
     def _admitted(self, found: dict[str, FileEntry]) -> dict[str, FileEntry]:
         """``found`` without the files under folders that ``remove_folder`` took out (their documents then go)."""
-        removed = [p for p, state in folder_states(self.db.conn).items() if state == "removed"]
+        removed = [p for p, state in folder_states(self.db.conn, self.machine.id).items() if state == "removed"]
         return {p: e for p, e in found.items() if not under(p, removed)} if removed else found
 
     def _rules(self, root: Path) -> IgnoreRules:
@@ -212,7 +248,7 @@ class Indexer:
         return Confinement(roots, self.settings.ingest.follow_symlinks_outside)
 
     def _stored_roots(self) -> list[str]:
-        return list(json.loads(self.db.get_meta("roots", "[]") or "[]"))
+        return machines.stored_roots(self.db.conn, self.machine.id)
 
     def _root_of(self, path: str) -> str | None:
         roots = self._stored_roots()
@@ -229,7 +265,7 @@ class Indexer:
         moved = [e.path for e in scan.new + scan.changed] + [p for p in gone]
         keys = sorted({k for k in map(note_key, moved) if k is not None})
         work = {e.path for e in scan.new + scan.changed} | gone
-        redo = [p for p in ix.embedders_of(self.db.conn, keys) if p not in work]
+        redo = [p for p in ix.embedders_of(self.db.conn, keys, self.machine.id) if p not in work]
         if redo:
             again = set(redo)
             scan.unchanged = [e for e in scan.unchanged if e.path not in again]

@@ -1,7 +1,7 @@
 """Row-split matrix products on a small shared thread pool, and sparse products on torch's.
 
 Scoring a query against 10^5 stored vectors, and each sparse PageRank step, is one memory-bound loop on one core.
-numpy's BLAS (kept to one thread, see ``cli.py``) and scipy's sparse kernels release the GIL, so cutting the rows
+numpy's BLAS (kept to one thread, see ``cli``) and scipy's sparse kernels release the GIL, so cutting the rows
 into one block per thread runs them side by side (docs/benchmarks.md). Every output row is the same
 dot product as in ``matrix @ x``; only which thread computes it changes.
 

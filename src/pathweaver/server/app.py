@@ -95,7 +95,7 @@ def run_server(
         else:
             _serve_http(server, host, port, token)
     finally:
-        manager.stop(STOP_WAIT_S)  # a stop signal ends the process within seconds (``cli._stop_on_signals``)
+        manager.stop(STOP_WAIT_S)  # a stop signal ends the process within seconds (``cli.signals.stop_on_signals``)
         service.close()
 
 

@@ -79,6 +79,16 @@ class Pathweaver(AnswerSide):
         with self._write_lock:
             self._indexer_instance().set_folder(path, state)
 
+    def take_over_machine(self, name: str) -> int:
+        """This machine takes machine ``name``'s documents (``Indexer.take_over``); returns how many."""
+        with self._write_lock:
+            return self._indexer_instance().take_over(name)
+
+    def forget_machine(self, name: str) -> int:
+        """Delete machine ``name``'s documents (``Indexer.forget``); returns how many."""
+        with self._write_lock:
+            return self._indexer_instance().forget(name)
+
     def withhold_outdated(self) -> StartupPass:
         """Delete the documents whose files are gone or changed (``ingest.documents.withhold_outdated``)."""
         from pathweaver.ingest.documents import StartupPass, withhold_outdated

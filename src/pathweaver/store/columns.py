@@ -11,6 +11,8 @@ import numpy as np
 import sqlean
 
 from pathweaver.store.db import Connection, StoreError
+from pathweaver.store.machine import this_machine
+from pathweaver.store.machines import doc_path
 from pathweaver.store.pg.dialect import is_pg
 
 
@@ -130,8 +132,11 @@ def _ascending(keys: np.ndarray) -> bool:
 FILE_SPAN = ("CASE WHEN c.file_start IS NOT NULL THEN c.file_start WHEN c.locator != '' THEN -1 ELSE c.start END, "
              "CASE WHEN c.file_end IS NOT NULL THEN c.file_end WHEN c.locator != '' THEN -1 ELSE c.end END, c.locator")
 
-# The file a chunk cites: the embedded note its text was shown from (``chunks.cite_doc``), else its own document.
-CITED_DOC = "coalesce(c.cite_doc, d.path)"
+
+def cited_doc(machine_id: str) -> str:
+    """SQL for the file a chunk cites, as machine ``machine_id`` reads it (``machines.doc_path``): the embedded note
+    its text was shown from (``chunks.cite_doc``), else its own document."""
+    return doc_path(machine_id, "coalesce(c.cite_doc, d.path)")
 
 
 @dataclass
@@ -150,9 +155,10 @@ class _Chunks:
 def _chunk_rows(conn: Connection, texts: bool = True) -> _Chunks:
     """Every chunk row; without ``texts`` each text reads '' (the caller reads them when asked). A document's path,
     title and cited file are one string object per distinct value, not one per chunk."""
+    me = this_machine().id
     text = "c.text" if texts else "''"
     rows = conn.execute(
-        f"SELECT c.id, {text}, d.path, d.title, {FILE_SPAN}, {CITED_DOC} FROM chunks c "
+        f"SELECT c.id, {text}, {doc_path(me)}, d.title, {FILE_SPAN}, {cited_doc(me)} FROM chunks c "
         "JOIN documents d ON d.id = c.doc_id ORDER BY c.id"
     ).fetchall()
     return _Chunks(np.array([r[0] for r in rows], dtype=np.int64), [r[1] for r in rows],
@@ -172,7 +178,8 @@ def _document_links(conn: Connection) -> dict[str, tuple[str, ...]]:
     """{document path: the paths of the indexed documents it links to, sorted}, each target resolved as Obsidian
     resolves a link name: the file of that name, case-insensitively, the shortest path first; a link to itself or
     to nothing indexed is left out, and so is a document that links to nothing."""
-    rows = conn.execute("SELECT path, links FROM documents WHERE status = 'indexed' ORDER BY path").fetchall()
+    rows = conn.execute(f"SELECT {doc_path(this_machine().id)} AS p, d.links FROM documents d "
+                        "WHERE d.status = 'indexed' ORDER BY p").fetchall()
     files: dict[str, str] = {}
     for path, _ in sorted(rows, key=lambda r: (len(r[0]), r[0])):
         files.setdefault(_link_key(path), path)

@@ -21,7 +21,15 @@ import sqlean as sqlite3
 import sqlite_vec
 
 from pathweaver.errors import UserError
-from pathweaver.store.schema import DROPPED_VECTOR_TABLES, MIGRATIONS, SCHEMA_VERSION, vector_table_ddl
+from pathweaver.store import machines
+from pathweaver.store.machine import this_machine
+from pathweaver.store.schema import (
+    DROPPED_VECTOR_TABLES,
+    MACHINES_VERSION,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    vector_table_ddl,
+)
 
 DB_FILE = "pathweaver.db"
 # Page size of new stores (SQLite fixes it with the first table; existing stores keep theirs). A vec0 table keeps
@@ -238,6 +246,8 @@ class Database(StoreHandle):
         self._closed = False
         if not readonly:
             retry_locked(self._migrate)
+        else:
+            self._check_current()
 
     # -- transactions ----------------------------------------------------------------------------------------
     def _begin(self) -> None:
@@ -255,6 +265,15 @@ class Database(StoreHandle):
 
     # -- schema ----------------------------------------------------------------------------------------------
     def _migrate(self) -> None:
+        # foreign keys off while tables are made again (migration 12), as SQLite's procedure for it asks; checked
+        # before the commit instead
+        self.conn.execute("PRAGMA foreign_keys=OFF")
+        try:
+            self._migrate_tables()
+        finally:
+            self.conn.execute("PRAGMA foreign_keys=ON")
+
+    def _migrate_tables(self) -> None:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             self.conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -274,6 +293,11 @@ class Database(StoreHandle):
                     if sql.lstrip().upper().startswith("CREATE TABLE IF NOT EXISTS META"):
                         continue
                     self.conn.execute(sql)
+            if 0 < current < MACHINES_VERSION:
+                machines.claim(self.conn, this_machine(), time.time())
+            if current < SCHEMA_VERSION and self.conn.execute("PRAGMA foreign_key_check").fetchone() is not None:
+                raise StoreError(f"{self.path}: the migration to schema {SCHEMA_VERSION} would break a foreign key; "
+                                 "nothing was changed")
             settings = self.conn.execute("SELECT value FROM meta WHERE key = 'vector_settings'").fetchone()
             if dropping and (settings is None or "passes:" not in settings[0]):
                 # the recorded settings name no embed_cache key space to make the vectors from: re-derive them
@@ -291,6 +315,19 @@ class Database(StoreHandle):
             raise
         if shrinking:
             self.vacuum("the schema migration")
+
+    def _check_current(self) -> None:
+        """A read-only open may not migrate: a store of an older schema is named with the command that upgrades it."""
+        try:
+            row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except OperationalError:
+            return  # no meta table yet: the reads say what is missing
+        current = int(row[0]) if row else 0
+        if 0 < current < SCHEMA_VERSION:
+            self.close()
+            raise StoreError(f"{self.path} has schema version {current}, older than this pathweaver's "
+                             f"({SCHEMA_VERSION}); open it once with a command that writes "
+                             f"(`pathweaver --store {self.store_dir} compact`) to upgrade it")
 
     def vacuum(self, after: str) -> None:
         """Give free pages back to the file system and pack the B-trees: once right after the migration that

@@ -18,19 +18,22 @@ def row_count(conn: Connection, table: str) -> int:
     return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
 
 
-def known_documents(conn: Connection) -> list[tuple[int, str, str, float, int, str, str]]:
-    """Every document row: (id, path, content_hash, mtime, size, status, reason)."""
-    return conn.execute("SELECT id, path, content_hash, mtime, size, status, reason FROM documents").fetchall()
+def known_documents(conn: Connection, machine_id: str) -> list[tuple[int, str, str, float, int, str, str]]:
+    """Every document row of machine ``machine_id`` (``store.machine``): (id, path, content_hash, mtime, size,
+    status, reason). Another machine's files are not this one's to scan, stat or delete."""
+    return conn.execute("SELECT id, path, content_hash, mtime, size, status, reason FROM documents WHERE machine = ?",
+                        (machine_id,)).fetchall()
 
 
-def embedders_of(conn: Connection, targets: list[str]) -> list[str]:
-    """The paths of the indexed documents that embed any of ``targets`` (``writes.set_embeds`` keys)."""
+def embedders_of(conn: Connection, targets: list[str], machine_id: str) -> list[str]:
+    """The paths of machine ``machine_id``'s indexed documents that embed any of ``targets`` (``writes.set_embeds``
+    keys)."""
     if not targets:
         return []
     marks = ",".join("?" * len(targets))
     return [r[0] for r in conn.execute(
         f"SELECT DISTINCT d.path FROM embeds e JOIN documents d ON d.id = e.doc_id WHERE e.target IN ({marks}) "
-        "ORDER BY d.path", targets)]
+        "AND d.machine = ? ORDER BY d.path", [*targets, machine_id])]
 
 
 def document_chunk_grams(conn: Connection, doc_id: int) -> list[list[str]]:
@@ -63,9 +66,9 @@ def all_gram_df(conn: Connection) -> dict[str, int]:
 
 
 def indexed_structures(conn: Connection) -> list[tuple[int, str, str, str]]:
-    """(id, title, headings JSON, links JSON) of every indexed document, by path."""
-    return conn.execute("SELECT id, title, headings, links FROM documents WHERE status = 'indexed' ORDER BY path"
-                        ).fetchall()
+    """(id, title, headings JSON, links JSON) of every indexed document, by path (then machine)."""
+    return conn.execute("SELECT id, title, headings, links FROM documents WHERE status = 'indexed' "
+                        "ORDER BY path, machine").fetchall()
 
 
 def max_entity_id(conn: Connection) -> int | None:

@@ -22,6 +22,7 @@ from pathweaver.store.composed import composed_search
 from pathweaver.store.db import Connection, Database, connect
 from pathweaver.store.dense import DenseScores, IndexedScores
 from pathweaver.store.graphvecs import recipe_of, relation_vectors
+from pathweaver.store.machine import this_machine
 from pathweaver.store.pg.dialect import is_pg
 from pathweaver.store.records import RecordReader
 from pathweaver.store.schema import DESCRIPTION
@@ -104,14 +105,17 @@ def entity_ids_of(conn: Connection, names: Iterable[str]) -> dict[str, int]:
     return _pairs_in(conn, "SELECT name, id FROM entities WHERE name IN ({marks})", sorted(set(names)))
 
 
-def folder_states(conn: Connection) -> dict[str, str]:
-    """Every recorded folder and its state ('watched', 'indexed' or 'removed')."""
-    return dict(conn.execute("SELECT path, state FROM folders ORDER BY path").fetchall())
+def folder_states(conn: Connection, machine_id: str | None = None) -> dict[str, str]:
+    """Every folder recorded for machine ``machine_id`` (None: this one, ``store.machine``) and its state
+    ('watched', 'indexed' or 'removed')."""
+    mid = this_machine().id if machine_id is None else machine_id
+    return dict(conn.execute("SELECT path, state FROM folders WHERE machine = ? ORDER BY path", (mid,)).fetchall())
 
 
 def indexed_paths(conn: Connection) -> list[tuple[int, str]]:
-    """(id, path) of every indexed document."""
-    return conn.execute("SELECT id, path FROM documents WHERE status = 'indexed'").fetchall()
+    """(id, path) of every indexed document of this machine."""
+    return conn.execute("SELECT id, path FROM documents WHERE status = 'indexed' AND machine = ?",
+                        (this_machine().id,)).fetchall()
 
 
 class StoreReader(RecordReader):

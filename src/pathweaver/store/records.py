@@ -15,8 +15,10 @@ from typing import Any
 
 from pathweaver.config import ConfigError
 from pathweaver.store.bm25 import Bm25Index, query_terms, read_index
-from pathweaver.store.columns import CITED_DOC, FILE_SPAN
+from pathweaver.store.columns import FILE_SPAN, cited_doc
 from pathweaver.store.db import Connection, Database
+from pathweaver.store.machine import this_machine
+from pathweaver.store.machines import doc_path, machine_counts
 from pathweaver.store.pg.dialect import is_pg
 from pathweaver.store.schema import DESCRIPTION, SOURCE_SENTENCE
 from pathweaver.store.snapshot import file_span_json
@@ -32,7 +34,7 @@ _WORD_RE = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*", re.UNICODE)
 # A chunk whose BM25 score is below this matched only words in more than half the chunks (FTS5 scores such a word
 # 1e-6 per occurrence): beside chunks that share something specific with the question it is noise, not a hit.
 MIN_BM25_SCORE = 1e-3
-# chunk id, score, cited path, title, start, end, locator, text, the note's path (``columns.CITED_DOC``)
+# chunk id, score, cited path, title, start, end, locator, text, the note's path (``columns.cited_doc``)
 Bm25Row = tuple[int, float, str, str, int, int, str, str, str]
 
 
@@ -67,6 +69,15 @@ class RecordReader:
     def __init__(self, db: Database) -> None:
         self.db = db
 
+    @staticmethod
+    def _path() -> str:
+        """The path of document row ``d`` as this machine reads it (``machines.doc_path``)."""
+        return doc_path(this_machine().id)
+
+    @staticmethod
+    def _cited() -> str:
+        return cited_doc(this_machine().id)
+
     @contextlib.contextmanager
     def _read(self) -> Iterator[Connection]:
         """One read transaction (a consistent view) unless the connection is already inside one; ``self.db``'s own
@@ -90,7 +101,7 @@ class RecordReader:
 
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             skipped = [{"path": p, "reason": r} for p, r in conn.execute(
-                "SELECT path, reason FROM documents WHERE status = 'skipped' ORDER BY path")]
+                f"SELECT {self._path()} AS p, d.reason FROM documents d WHERE d.status = 'skipped' ORDER BY p")]
             return {
                 "documents": count("SELECT count(*) FROM documents WHERE status = 'indexed'"),
                 "chunks": count("SELECT count(*) FROM chunks"),
@@ -107,13 +118,16 @@ class RecordReader:
                 "last_refresh": float(meta["last_refresh"]) if meta.get("last_refresh") else None,
                 "refresh_pending": meta.get("refresh_pending", "0") == "1",
                 "changed_chunks_since_refresh": int(meta.get("changed_chunks", 0)),
+                # the machines whose documents the store holds (``store.machine``); ``this``: the reader's own
+                "machines": [{"name": name, "documents": n, "this": mid == this_machine().id}
+                             for mid, name, n in machine_counts(conn)],
             }
 
     # -- documents and chunks --------------------------------------------------------------------------------
     def documents(self) -> list[dict[str, Any]]:
         rows = self.db.conn.execute(
-            "SELECT d.path, d.title, d.size, d.mtime, d.status, d.reason, "
-            "(SELECT count(*) FROM chunks c WHERE c.doc_id = d.id) FROM documents d ORDER BY d.path"
+            f"SELECT {self._path()} AS p, d.title, d.size, d.mtime, d.status, d.reason, "
+            "(SELECT count(*) FROM chunks c WHERE c.doc_id = d.id) FROM documents d ORDER BY p"
         ).fetchall()
         keys = ("path", "title", "size", "mtime", "status", "reason", "chunks")
         return [dict(zip(keys, r, strict=True)) for r in rows]
@@ -121,14 +135,14 @@ class RecordReader:
     def document_chunks(self, path: str) -> list[dict[str, Any]]:
         rows = self.db.conn.execute(
             f"SELECT c.id, c.ord, {FILE_SPAN}, c.heading, c.text FROM chunks c JOIN documents d ON d.id = c.doc_id "
-            "WHERE d.path = ? ORDER BY c.ord", (path,)
+            f"WHERE {self._path()} = ? ORDER BY c.ord", (path,)
         ).fetchall()
         return [{"chunk_id": r[0], "ord": r[1], **file_span_json(r[2], r[3], r[4]), "heading": r[5], "text": r[6]}
                 for r in rows]
 
     def chunk(self, chunk_id: int) -> dict[str, Any] | None:
         r = self.db.conn.execute(
-            f"SELECT c.id, {CITED_DOC}, d.title, c.ord, {FILE_SPAN}, c.heading, c.text FROM chunks c "
+            f"SELECT c.id, {self._cited()}, d.title, c.ord, {FILE_SPAN}, c.heading, c.text FROM chunks c "
             "JOIN documents d ON d.id = c.doc_id WHERE c.id = ?", (int(chunk_id),)
         ).fetchone()
         if r is None:
@@ -145,7 +159,8 @@ class RecordReader:
                 return None
             eid = row[0]
             mentions = [{"doc": r[0], "chunk_id": r[1], "count": r[2], "score": r[3]} for r in conn.execute(
-                "SELECT d.path, m.chunk_id, m.count, m.score FROM mentions m JOIN chunks c ON c.id = m.chunk_id "
+                f"SELECT {self._path()}, m.chunk_id, m.count, m.score FROM mentions m JOIN chunks c "
+                "ON c.id = m.chunk_id "
                 "JOIN documents d ON d.id = c.doc_id WHERE m.entity_id = ? ORDER BY m.count DESC, m.chunk_id",
                 (eid,))]
             relations = []
@@ -156,7 +171,7 @@ class RecordReader:
             ).fetchall():
                 # cited by the supporting chunk's span in the file, which holds the sentence (``description``)
                 sources = [{"doc": p, "chunk_id": c, **file_span_json(a, b, loc)} for p, c, a, b, loc in conn.execute(
-                    f"SELECT d.path, s.chunk_id, {FILE_SPAN} FROM relation_sources s JOIN chunks c ON "
+                    f"SELECT {self._path()}, s.chunk_id, {FILE_SPAN} FROM relation_sources s JOIN chunks c ON "
                     "c.id = s.chunk_id JOIN documents d ON d.id = c.doc_id WHERE s.relation_id = ? ORDER BY s.chunk_id",
                     (rid,))]
                 relations.append({
@@ -177,10 +192,10 @@ class RecordReader:
         with self._read() as conn:
             return {
                 "chunks": set(conn.execute(
-                    f"SELECT d.path, c.ord, c.text, {CITED_DOC}, {FILE_SPAN} FROM chunks c JOIN documents d "
-                    "ON d.id = c.doc_id").fetchall()),
+                    f"SELECT {self._path()}, c.ord, c.text, {self._cited()}, {FILE_SPAN} FROM chunks c "
+                    "JOIN documents d ON d.id = c.doc_id").fetchall()),
                 "embeds": set(conn.execute(
-                    "SELECT d.path, e.target FROM embeds e JOIN documents d ON d.id = e.doc_id").fetchall()),
+                    f"SELECT {self._path()}, e.target FROM embeds e JOIN documents d ON d.id = e.doc_id").fetchall()),
                 "entities": set(conn.execute("SELECT name, kind FROM entities").fetchall()),
                 "relations": set(conn.execute(
                     "SELECT s.name, t.name, r.label FROM relations r JOIN entities s ON s.id = r.src_id "
@@ -199,11 +214,14 @@ class RecordReader:
         conn = conn or self.db.conn
         return {
             "doc_names": set(conn.execute(
-                "SELECT d.path, n.name, n.kind FROM doc_names n JOIN documents d ON d.id = n.doc_id").fetchall()),
+                f"SELECT {self._path()}, n.name, n.kind FROM doc_names n JOIN documents d "
+                "ON d.id = n.doc_id").fetchall()),
             "link_names": set(conn.execute(
-                "SELECT d.path, n.target, n.name FROM link_names n JOIN documents d ON d.id = n.doc_id").fetchall()),
+                f"SELECT {self._path()}, n.target, n.name FROM link_names n JOIN documents d "
+                "ON d.id = n.doc_id").fetchall()),
             "name_rows": set(conn.execute(
-                "SELECT d.path, n.name, n.kind FROM name_rows n JOIN documents d ON d.id = n.doc_id").fetchall()),
+                f"SELECT {self._path()}, n.name, n.kind FROM name_rows n JOIN documents d "
+                "ON d.id = n.doc_id").fetchall()),
             "name_mentions": set(conn.execute(
                 "SELECT e.name, c.text, m.count FROM name_mentions m JOIN entities e ON e.id = m.entity_id "
                 "JOIN chunks c ON c.id = m.chunk_id").fetchall()),
@@ -218,6 +236,9 @@ class RecordReader:
         if table == "relation_sources":  # the sentence column as it was stored before schema 6
             sql = (f"SELECT s.relation_id, s.chunk_id, s.start, s.end, {SOURCE_SENTENCE} AS sentence "
                    "FROM relation_sources s JOIN chunks c ON c.id = s.chunk_id")
+        elif table == "documents":  # paths as this machine reads them (``machines.doc_path``), no machine ids
+            sql = (f"SELECT d.id, {self._path()} AS path, d.title, d.content_hash, d.mtime, d.size, d.status, "
+                   "d.reason, d.indexed_at, d.headings, d.links FROM documents d")
         elif table == "relations":  # descriptions as read, in the column order of before schema 8
             sql = f"SELECT id, src_id, dst_id, label, kind, description FROM {RELATION_ROWS}"
         cur = self.db.conn.execute(sql)
@@ -280,7 +301,8 @@ class RecordReader:
                 return []
             marks = ",".join("?" * len(hits))
             rows = {r[0]: r[1:] for r in conn.execute(
-                f"SELECT c.id, {CITED_DOC}, d.title, {FILE_SPAN}, c.text, d.path FROM chunks c JOIN documents d "
+                f"SELECT c.id, {self._cited()}, d.title, {FILE_SPAN}, c.text, {self._path()} FROM chunks c "
+                "JOIN documents d "
                 f"ON d.id = c.doc_id WHERE c.id IN ({marks})", [cid for cid, _ in hits]).fetchall()}
         return [(cid, score, *rows[cid]) for cid, score in hits if cid in rows]
 

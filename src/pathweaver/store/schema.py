@@ -240,11 +240,55 @@ SCHEMA_EMBEDS: list[str] = [
     "CREATE INDEX embeds_target ON embeds(target)",
 ]
 
+# Documents and folders keyed by machine (issue 39): ``machine`` is ``store.machine.this_machine().id`` of the machine
+# whose file it is, so the same absolute path on two machines is two documents. SQLite cannot change a column's
+# UNIQUE, so both tables are made again (``Database._migrate`` runs migrations with foreign keys off, as SQLite's
+# own procedure for this asks); the rows of a store made before get the migrating machine (``machines.claim``).
+SCHEMA_MACHINES: list[str] = [
+    """CREATE TABLE machines (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        first_seen REAL NOT NULL DEFAULT 0
+    ) WITHOUT ROWID""",
+    """CREATE TABLE documents_keyed (
+        id INTEGER PRIMARY KEY,
+        path TEXT NOT NULL,
+        title TEXT NOT NULL DEFAULT '',
+        content_hash TEXT NOT NULL DEFAULT '',
+        mtime REAL NOT NULL DEFAULT 0,
+        size INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL DEFAULT 'indexed' CHECK (status IN ('indexed', 'skipped')),
+        reason TEXT NOT NULL DEFAULT '',
+        indexed_at REAL NOT NULL DEFAULT 0,
+        headings TEXT NOT NULL DEFAULT '[]',
+        links TEXT NOT NULL DEFAULT '[]',
+        machine TEXT NOT NULL DEFAULT '',
+        UNIQUE (machine, path)
+    )""",
+    """INSERT INTO documents_keyed(id, path, title, content_hash, mtime, size, status, reason, indexed_at, headings,
+        links) SELECT id, path, title, content_hash, mtime, size, status, reason, indexed_at, headings, links
+        FROM documents""",
+    "DROP TABLE documents",
+    "ALTER TABLE documents_keyed RENAME TO documents",
+    "CREATE INDEX documents_hash ON documents(content_hash)",
+    """CREATE TABLE folders_keyed (
+        path TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('watched', 'indexed', 'removed')),
+        changed_at REAL NOT NULL DEFAULT 0,
+        machine TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (machine, path)
+    ) WITHOUT ROWID""",
+    "INSERT INTO folders_keyed(path, state, changed_at) SELECT path, state, changed_at FROM folders",
+    "DROP TABLE folders",
+    "ALTER TABLE folders_keyed RENAME TO folders",
+]
+
 MIGRATIONS: list[list[str]] = [SCHEMA_V1, SCHEMA_FOLDERS_AND_FILE_SPANS, SCHEMA_NAMES, SCHEMA_NER,
                                SCHEMA_GRAPH_VECTORS_COMPOSED, SCHEMA_SOURCE_SPANS_ONLY, SCHEMA_LINK_NAMES,
                                SCHEMA_VECTOR_NORMS, SCHEMA_DERIVED_DESCRIPTIONS, SCHEMA_NO_RELATION_FTS,
-                               SCHEMA_EMBEDS]
+                               SCHEMA_EMBEDS, SCHEMA_MACHINES]
 SCHEMA_VERSION = len(MIGRATIONS)
+MACHINES_VERSION = MIGRATIONS.index(SCHEMA_MACHINES) + 1  # the schema version from which rows have a machine
 
 VECTOR_TABLES = ("chunk_vec",)
 

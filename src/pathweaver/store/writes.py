@@ -21,6 +21,7 @@ import numpy as np
 from pathweaver.store.bulk import in_batches
 from pathweaver.store.db import Connection
 from pathweaver.store.graph_writes import store_descriptions_of
+from pathweaver.store.machine import this_machine
 
 
 @dataclass(frozen=True)
@@ -127,19 +128,20 @@ def savepoint(conn: Connection) -> Iterator[None]:
 
 
 # -- folders -------------------------------------------------------------------------------------------------
-def set_folder(conn: Connection, path: str, state: str | None, now: float) -> None:
-    """Record ``path`` as 'watched', 'indexed' or 'removed'; None forgets it."""
+def set_folder(conn: Connection, machine_id: str, path: str, state: str | None, now: float) -> None:
+    """Record machine ``machine_id``'s folder ``path`` as 'watched', 'indexed' or 'removed'; None forgets it."""
     if state is None:
-        conn.execute("DELETE FROM folders WHERE path = ?", (path,))
+        conn.execute("DELETE FROM folders WHERE machine = ? AND path = ?", (machine_id, path))
         return
-    conn.execute("INSERT INTO folders(path, state, changed_at) VALUES (?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
-                 "state = excluded.state, changed_at = excluded.changed_at", (path, state, now))
+    conn.execute("INSERT INTO folders(machine, path, state, changed_at) VALUES (?, ?, ?, ?) ON CONFLICT(machine, path) "
+                 "DO UPDATE SET state = excluded.state, changed_at = excluded.changed_at",
+                 (machine_id, path, state, now))
 
 
-def readmit_folder(conn: Connection, path: str) -> None:
-    """Forget every 'removed' folder at or under ``path`` (it is being added again)."""
-    conn.execute("DELETE FROM folders WHERE state = 'removed' AND (path = ? OR substr(path, 1, length(?) + 1) = ?)",
-                 (path, path, path.rstrip("/") + "/"))
+def readmit_folder(conn: Connection, machine_id: str, path: str) -> None:
+    """Forget every 'removed' folder of machine ``machine_id`` at or under ``path`` (it is being added again)."""
+    conn.execute("DELETE FROM folders WHERE machine = ? AND state = 'removed' AND (path = ? OR "
+                 "substr(path, 1, length(?) + 1) = ?)", (machine_id, path, path, path.rstrip("/") + "/"))
 
 
 # -- documents -----------------------------------------------------------------------------------------------
@@ -147,6 +149,7 @@ def upsert_document(
     conn: Connection,
     path: str,
     *,
+    machine_id: str | None = None,
     title: str = "",
     content_hash: str = "",
     mtime: float = 0.0,
@@ -157,17 +160,19 @@ def upsert_document(
     headings: Sequence[tuple[int, str]] = (),
     links: Sequence[str] = (),
 ) -> int:
-    """Insert or update the row of ``path``; returns its id (kept across updates)."""
+    """Insert or update the row of machine ``machine_id``'s file ``path`` (None: this machine's,
+    ``store.machine``); returns its id (kept across updates)."""
+    machine_id = this_machine().id if machine_id is None else machine_id
     conn.execute(
-        "INSERT INTO documents(path, title, content_hash, mtime, size, status, reason, indexed_at, headings, links) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET title = excluded.title, "
+        "INSERT INTO documents(machine, path, title, content_hash, mtime, size, status, reason, indexed_at, headings, "
+        "links) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(machine, path) DO UPDATE SET title = excluded.title, "
         "content_hash = excluded.content_hash, mtime = excluded.mtime, size = excluded.size, "
         "status = excluded.status, reason = excluded.reason, indexed_at = excluded.indexed_at, "
         "headings = excluded.headings, links = excluded.links",
-        (path, title, content_hash, mtime, size, status, reason, indexed_at,
+        (machine_id, path, title, content_hash, mtime, size, status, reason, indexed_at,
          json.dumps([list(h) for h in headings]), json.dumps(list(links))),
     )
-    return int(conn.execute("SELECT id FROM documents WHERE path = ?", (path,)).fetchone()[0])
+    return int(conn.execute("SELECT id FROM documents WHERE machine = ? AND path = ?", (machine_id, path)).fetchone()[0])
 
 
 def update_document_stat(conn: Connection, doc_id: int, mtime: float, size: int) -> None:

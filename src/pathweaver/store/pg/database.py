@@ -9,12 +9,23 @@ commit, so another process's reader can learn of it without polling.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from pathweaver.store import machines
 from pathweaver.store.db import EmbeddingMismatchError, StoreError, StoreHandle, shared_reader
+from pathweaver.store.machine import this_machine
 from pathweaver.store.pg.connect import check_vector, connect, redacted
 from pathweaver.store.pg.dialect import WRITE_LOCK, PgConnection
-from pathweaver.store.pg.schema import OUR_TABLES, PG_SCHEMA_VERSION, SCHEMA, TABLES, vector_ddl
+from pathweaver.store.pg.schema import (
+    OUR_TABLES,
+    PG_MACHINES_VERSION,
+    PG_SCHEMA_VERSION,
+    SCHEMA,
+    TABLES,
+    UPGRADES,
+    vector_ddl,
+)
 from pathweaver.store.schema import SCHEMA_VERSION
 
 CHANNEL = "pathweaver_changes"
@@ -80,6 +91,8 @@ class PgDatabase(StoreHandle):
                 raise StoreError(f"no pathweaver store in {self.path}; run `pathweaver --store URL index PATH` first")
             check_vector(self.conn.raw)
             self._create()
+        elif state < PG_SCHEMA_VERSION:
+            self._upgrade()
         self._use_schema()
 
     def _schema_state(self) -> int | None:
@@ -97,11 +110,29 @@ class PgDatabase(StoreHandle):
         if version > PG_SCHEMA_VERSION:
             raise StoreError(f"{self.path} has pathweaver schema version {version}, newer than this pathweaver's "
                              f"({PG_SCHEMA_VERSION}); upgrade pathweaver")
-        if version < PG_SCHEMA_VERSION:
+        if version < PG_SCHEMA_VERSION and (version not in UPGRADES or self.readonly):
+            fix = ("open it once with a command that writes (`pathweaver --store URL compact`) to upgrade it"
+                   if version in UPGRADES else "index into a new database, or use the pathweaver that made it")
             raise StoreError(f"{self.path} has pathweaver schema version {version}, older than this pathweaver's "
-                             f"({PG_SCHEMA_VERSION}), and PostgreSQL stores are not upgraded in place; index into a "
-                             "new database, or use the pathweaver that made it")
+                             f"({PG_SCHEMA_VERSION}); {fix}")
         return version
+
+    def _upgrade(self) -> None:
+        """Bring an older schema to this version in one transaction under the write lock; a process that lost the
+        race finds it done."""
+        with self.conn.transaction():
+            self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            self._use_schema()
+            row = self.conn.execute("SELECT value FROM meta WHERE key = 'pg_schema_version'").fetchone()
+            version = int(row[0]) if row else 0
+            while version < PG_SCHEMA_VERSION:
+                for sql in UPGRADES[version]:
+                    self.conn.execute(sql)
+                version += 1
+                if version == PG_MACHINES_VERSION:
+                    machines.claim(self.conn, this_machine(), time.time())
+            self.conn.execute("UPDATE meta SET value = %s WHERE key = 'pg_schema_version'", (str(version),))
+            self.conn.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
 
     def _create(self) -> None:
         """The schema, its tables and the version rows, in one transaction; a process that lost the race to

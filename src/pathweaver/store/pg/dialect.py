@@ -28,7 +28,7 @@ WRITE_LOCK = 0x70617468  # the advisory lock key every writer of a store takes (
 ID_TABLES = frozenset({"documents", "chunks", "entities", "relations"})
 # The conflict target of ``INSERT OR REPLACE`` per table (their primary keys).
 REPLACE_KEYS = {"meta": ("key",), "entity_norms": ("id",), "relation_norms": ("id",), "embed_cache": ("text_hash",),
-                "ner_cache": ("text_hash",), "gram_df": ("gram",), "folders": ("path",)}
+                "ner_cache": ("text_hash",), "gram_df": ("gram",), "folders": ("machine", "path")}
 
 _NUMBERED = re.compile(r"\?(\d+)")
 _SCALAR = re.compile(r"\b(min|max)\(([^(),]+),([^(),]+)\)", re.IGNORECASE)

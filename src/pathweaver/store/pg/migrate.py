@@ -24,8 +24,9 @@ from pathweaver.store.vecdump import vec0_rows
 BATCH = 5_000  # rows per postings batch
 # Table -> columns copied as they are, parents first (foreign keys).
 TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("machines", ("id", "name", "first_seen")),
     ("documents", ("id", "path", "title", "content_hash", "mtime", "size", "status", "reason", "indexed_at",
-                   "headings", "links")),
+                   "headings", "links", "machine")),
     ("chunks", ("id", "doc_id", "ord", "start", "end", "n_tokens", "text", "heading", "grams", "n_words",
                 "file_start", "file_end", "locator", "cite_doc")),
     ("gram_df", ("gram", "df")),
@@ -36,7 +37,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("synonyms", ("a_id", "b_id", "cos")),
     ("embed_cache", ("text_hash", "vector")),
     ("ner_cache", ("text_hash", "spans")),
-    ("folders", ("path", "state", "changed_at")),
+    ("folders", ("path", "state", "changed_at", "machine")),
     ("doc_names", ("doc_id", "name", "kind")),
     ("name_mentions", ("entity_id", "chunk_id", "count")),
     ("link_names", ("doc_id", "target", "name")),

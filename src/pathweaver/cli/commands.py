@@ -1,46 +1,22 @@
-"""``pathweaver`` command line: init, index, watch, refresh, stats, retrieve, plan, ask, doctor, serve, connect, eval,
-export, show.
-
-Heavy modules are imported inside each command, so ``pathweaver --help`` is instant. Errors the user can fix are
-printed as one line (``error: ...``) with exit status 2; ``--json`` output is one JSON object on stdout.
-"""
+"""The ``pathweaver`` commands, one function each (``cmd_<name>``), and what they share: the store a command opens
+and its ``--set`` and ``--param`` flags. Heavy modules are imported inside each command, so ``--help`` is instant."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
-import signal
 import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pathweaver.cli.signals import stop_code
 from pathweaver.cli_output import emit, fmt_answer, fmt_chunks, fmt_report, progress_bar
-from pathweaver.config import CONFIG_FILE, DEFAULT_TOP_K, ConfigError, parse_param
-from pathweaver.numeric import heap
+from pathweaver.config import CONFIG_FILE, ConfigError, parse_param
 from pathweaver.retrieval.registry import ANSWER_METHOD, RETRIEVE_METHOD
 
 if TYPE_CHECKING:
     from pathweaver.service import Pathweaver
-
-EXIT_USER_ERROR = 2
-
-
-def _set_offline_env() -> None:
-    """Never wait on the network for a model name; keep BLAS from starving torch on small machines; let torch's
-    idle OpenMP threads sleep instead of spinning, which on cores other programs also use cost the first index of
-    the demo notes 40% more CPU and 35% more time (docs/benchmarks.md, "Install"). Set before torch loads its
-    OpenMP runtime, which reads it once; a value the user set is kept."""
-    for key, value in (
-        ("HF_HUB_OFFLINE", "1"),
-        ("TRANSFORMERS_OFFLINE", "1"),
-        ("TOKENIZERS_PARALLELISM", "false"),
-        ("OPENBLAS_NUM_THREADS", "1"),
-        ("OMP_WAIT_POLICY", "PASSIVE"),
-    ):
-        os.environ.setdefault(key, value)
 
 
 # -- helpers -------------------------------------------------------------------------------------------------
@@ -147,9 +123,32 @@ def cmd_stats(args: argparse.Namespace) -> int:
         keys = ("documents", "chunks", "entities", "relations", "synonyms", "mentions", "version")
         lines = [f"{k:>16}: {d[k]}" for k in keys]
         lines.append(f"{'embedding':>16}: {d.get('embedding_model')} ({d.get('embedding_dim')})")
+        machines = d.get("machines", [])
+        for m in machines if len(machines) > 1 else []:  # a team's store: whose documents are in it
+            lines.append(f"{'machine':>16}: {m['name']}: {m['documents']} documents{' (this one)' if m['this'] else ''}")
         for s in d.get("skipped", []):
             lines.append(f"{'skipped':>16}: {s['path']}: {s['reason']}")
         return "\n".join(lines)
+
+    emit(args, data, human)
+    return 0
+
+
+def cmd_machines(args: argparse.Namespace) -> int:
+    with _open(args) as pw:
+        moved = {}
+        if args.adopt:
+            moved = {"adopted": args.adopt, "documents": pw.take_over_machine(args.adopt)}
+        elif args.forget:
+            moved = {"forgot": args.forget, "documents": pw.forget_machine(args.forget)}
+        data = {**moved, "machines": pw.stats()["machines"]}
+
+    def human(d: dict[str, Any]) -> str:
+        lines = [f"adopted {d['documents']} documents of {d['adopted']}"] if "adopted" in d else []
+        lines += [f"deleted {d['documents']} documents of {d['forgot']}"] if "forgot" in d else []
+        lines += [f"{m['name']}: {m['documents']} documents{' (this machine)' if m['this'] else ''}"
+                  for m in d["machines"]]
+        return "\n".join(lines or ["no documents indexed yet"])
 
     emit(args, data, human)
     return 0
@@ -179,9 +178,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
             if not args.json:
                 print(f"watching {', '.join(map(str, roots))}; Ctrl-C to stop", file=sys.stderr)
             sys.stdout.flush()
-            threading.Event().wait()  # until SIGINT or SIGTERM raises KeyboardInterrupt (``_stop_on_signals``)
+            threading.Event().wait()  # until SIGINT or SIGTERM raises KeyboardInterrupt (``signals.stop_on_signals``)
         finally:
-            watcher.stop(flush=_stop_code is None)
+            watcher.stop(flush=stop_code() is None)
     return 0
 
 
@@ -243,7 +242,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         store, choice = _location(args, args.watch), ""
     except StoreChoiceError as exc:  # several stores: say so, and report the rest for the default one
         store, choice = stores_root() / DEFAULT_NAME, str(exc)
-    emit(args, diagnose(load_settings(store, _overrides(args)), choice), format_report)
+    emit(args, diagnose(load_settings(store, _overrides(args)), choice, args.probe), format_report)
     return 0
 
 
@@ -349,197 +348,3 @@ def cmd_show(args: argparse.Namespace) -> int:
     Path(args.html).write_text(html, encoding="utf-8")
     print(f"wrote {args.html}")
     return 0
-
-
-# -- parser --------------------------------------------------------------------------------------------------
-def _add_retrieval_flags(p: argparse.ArgumentParser, default_method: str | None,
-                         default_help: str = "") -> None:
-    p.add_argument("--method", default=default_method,
-                   help="dense|bm25|hybrid|ppr|pathrag|mcmi|pooling|lego:<sbe|sae>+<sbr|osar|isar>|pank[:<method>]"
-                        + default_help)
-    p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K)
-    p.add_argument("--param", action="append", metavar="NAME=VALUE", help="method parameter (repeatable)")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pathweaver", description="Local graph-RAG over watched folders, with MCP tools.")
-    parser.add_argument(
-        "--store",
-        help="store directory or postgresql:// URL (default: $PATHWEAVER_STORE, else one named after the folders the command names, in "
-             "the user data directory; commands without folders use the only store there; eval uses ./.pathweaver)",
-    )
-    parser.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override a setting (repeatable)")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("init", help="write a commented pathweaver.toml into the store")
-    p.add_argument("--force", action="store_true")
-    p.set_defaults(fn=cmd_init)
-
-    for name, fn, help_text in (
-        ("index", cmd_index, "make the store match these files and folders"),
-        ("watch", cmd_watch, "index, then follow changes until SIGINT/SIGTERM"),
-    ):
-        p = sub.add_parser(name, help=help_text)
-        p.add_argument("paths", nargs="+", metavar="PATH")
-        p.add_argument("--keep-others", action="store_true", help="keep documents outside PATHs")
-        p.add_argument("--force", action="store_true",
-                       help="delete documents outside PATHs even where a running server serves them")
-        p.add_argument("--json", action="store_true")
-        p.set_defaults(fn=fn)
-
-    for name, fn, help_text in (
-        ("refresh", cmd_refresh, "recompute what corpus statistics decide (ER entities, relations, synonyms)"),
-        ("stats", cmd_stats, "store statistics and skipped files"),
-        ("compact", cmd_compact, "give free pages back to the file system (VACUUM; no other process may use the store)"),
-    ):
-        p = sub.add_parser(name, help=help_text)
-        p.add_argument("--json", action="store_true")
-        p.set_defaults(fn=fn)
-
-    p = sub.add_parser("migrate", help="copy a SQLite store into an empty PostgreSQL store (pgvector)")
-    p.add_argument("source", metavar="SQLITE_STORE", help="the store directory")
-    p.add_argument("target", metavar="URL", help="postgresql://user@host:port/db")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(fn=cmd_migrate)
-
-    p = sub.add_parser("retrieve", help="retrieve chunks, paths or a subgraph for a question")
-    p.add_argument("text")
-    _add_retrieval_flags(p, RETRIEVE_METHOD)
-    p.add_argument("--keyword", action="append", help="keyword for PathRAG node retrieval (repeatable)")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(fn=cmd_retrieve)
-
-    p = sub.add_parser("plan", help="decompose a question into a DAG of sub-questions")
-    p.add_argument("text")
-    p.add_argument("--plan-json", help="validate this plan instead of building one")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(fn=cmd_plan)
-
-    p = sub.add_parser("ask", help="answer a question with citations")
-    p.add_argument("text")
-    _add_retrieval_flags(p, "")
-    p.add_argument("--decompose", action="store_true", help="plan a DAG of sub-questions first (PankRAG)")
-    p.add_argument("--plan-json", help="use this plan (implies --decompose)")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(fn=cmd_ask)
-
-    p = sub.add_parser("doctor", help="what this installation uses: store, models, LLM backend and why, extras")
-    p.add_argument("--watch", action="append", metavar="DIR", help="the folders a server would watch (its store)")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(fn=cmd_doctor)
-
-    p = sub.add_parser("serve", help="run the MCP server (stdio by default)")
-    p.add_argument("--watch", action="append", metavar="DIR", help="index and watch DIR; also an allowed root")
-    p.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
-    p.add_argument("--host", default=None)
-    p.add_argument("--port", type=int, default=None)
-    p.add_argument("--token", default=None, help="bearer token required on every HTTP request")
-    p.set_defaults(fn=cmd_serve)
-
-    from pathweaver.connect import CLIENTS, SERVER_NAME
-
-    p = sub.add_parser("connect", help="print (or --write) the MCP entry that starts this install for a client")
-    p.add_argument("client", choices=tuple(CLIENTS))
-    p.add_argument("--watch", action="append", metavar="DIR", help="a folder the server indexes and watches")
-    p.add_argument("--store", dest="connect_store", metavar="DIR",
-                   help="store directory (default: the one named after the --watch folders)")
-    p.add_argument("--write", action="store_true",
-                   help="merge the entry into the client's configuration file (keeping a .bak copy)")
-    p.add_argument("--config", metavar="PATH", help="that file, when not the client's usual one")
-    p.add_argument("--name", default=SERVER_NAME, help=f"the server's name in the client (default {SERVER_NAME})")
-    p.set_defaults(fn=cmd_connect)
-
-    p = sub.add_parser("eval", help="evaluate retrieval (or, with --answers, answers) on 2wiki, musique, hotpotqa "
-                                         "or a notes benchmark folder (datasets/notes)")
-    p.add_argument("dataset_dir", nargs="?")
-    p.add_argument("--split", choices=("dev", "test", "all"), default="dev")
-    _add_retrieval_flags(p, None, f" (default: {RETRIEVE_METHOD}; with --answers, {ANSWER_METHOD} as ask uses)")
-    p.add_argument("--history", action="store_true", help="print the ledger of earlier runs")
-    p.add_argument("--dataset", help="with --history: only this dataset")
-    p.add_argument("--no-ledger", action="store_true", help="do not append this run to the ledger")
-    p.add_argument("--answers", action="store_true",
-                   help="score answers on the gold answers (exact match, token F1, answer support; on a "
-                        "notes benchmark: key facts covered, and saying the notes don't say, per question kind)")
-    p.add_argument("--answerer", choices=("ask", "extractive", "baseline"), default="ask",
-                   help="with --answers: ask (configured backend), extractive, or baseline (best sentence of the "
-                        "top dense chunk)")
-    p.add_argument("--decompose", action="store_true", help="with --answers --answerer ask: plan first")
-    p.add_argument("--details", action="store_true", help="with --answers: every question's prediction")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(fn=cmd_eval)
-
-    p = sub.add_parser("export", help="export the graph with provenance")
-    p.add_argument("--format", choices=("graphml", "parquet", "duckdb"), required=True)
-    p.add_argument("out")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(fn=cmd_export)
-
-    p = sub.add_parser("show", help="write an offline HTML view of why these chunks were retrieved")
-    p.add_argument("text")
-    p.add_argument("--method", choices=("mcmi", "pathrag", "pooling"), default="mcmi")
-    p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K)
-    p.add_argument("--html", required=True)
-    p.set_defaults(fn=cmd_show)
-    return parser
-
-
-STOP_GRACE_S = 3.0  # after SIGINT or SIGTERM, the most a command unwinds before the process exits regardless
-_stop_code: int | None = None  # the exit status a stop signal asked for
-
-
-def _exit_now(code: int) -> None:
-    """Flush and end the process without the interpreter's shutdown, which aborts ("terminate called without an
-    active exception") when a native thread (torch's pool, a model call on a daemon thread) still runs."""
-    import logging
-
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    logging.shutdown()
-    os._exit(code)
-
-
-def _stop_on_signals() -> None:
-    """SIGINT (exit 130) and SIGTERM (exit 0) raise ``KeyboardInterrupt`` in the main thread, so open transactions
-    roll back and the command unwinds; a process still alive ``STOP_GRACE_S`` later (a thread inside a model call,
-    which cannot be interrupted) exits at once. Either way the store is intact: each file is one transaction."""
-
-    def on_signal(signum: int, frame: object) -> None:
-        global _stop_code
-        if _stop_code is None:
-            _stop_code = 130 if signum == signal.SIGINT else 0
-            timer = threading.Timer(STOP_GRACE_S, _exit_now, (_stop_code,))
-            timer.daemon = True
-            timer.start()
-        raise KeyboardInterrupt
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, on_signal)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run one command. As the program (``argv`` None) it also stops on SIGINT/SIGTERM within seconds and ends
-    without the interpreter's shutdown when threads are left (``_exit_now``)."""
-    _set_offline_env()
-    heap.fix_mmap_threshold()
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    process = argv is None
-    if process:
-        _stop_on_signals()
-    from pathweaver.errors import USER_ERRORS
-
-    try:
-        code = int(args.fn(args) or 0)
-    except USER_ERRORS as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        code = EXIT_USER_ERROR
-    except KeyboardInterrupt:
-        code = 130 if _stop_code is None else _stop_code
-    if process and (_stop_code is not None or threading.active_count() > 1):
-        _exit_now(code)
-    return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())
