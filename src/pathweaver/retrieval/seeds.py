@@ -1,6 +1,7 @@
 """Seed retrieval: dense, BM25 and hybrid chunk ranking, plus query → entity / triple seeds for the graph methods.
 
-- dense: cosine over ``snapshot.chunk_vecs`` (unit rows, so a dot product);
+- dense: cosine as the store answers it (``store.dense``: exact over ``snapshot.chunk_vecs``, unit rows, so a dot
+  product, or pgvector's HNSW index on PostgreSQL);
 - bm25: FTS5 BM25 through ``env.bm25_chunks``;
 - hybrid: AGRAG Eq. 20-21, HS(q,t) = (MS(q,t) + BM25(q,t)) / 2. BM25 is unbounded, so both scores are min-max
   normalised over the candidate pool first (our choice; the paper leaves the scales unstated).
