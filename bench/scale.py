@@ -170,8 +170,10 @@ class SyntheticEmbedder:
 
 def serve(location: str, seed: int, n_q: int) -> dict[str, Any]:
     """A server's figures on ``location``: snapshot load, RSS, and dense/hybrid/ppr through the real retrievers."""
+    from pathweaver.numeric import heap
     from pathweaver.service import Pathweaver
 
+    heap.fix_mmap_threshold()  # as the CLI does first, so this is a ``pathweaver serve``'s heap
     texts, qvecs = queries(seed, n_q)
     embedder = SyntheticEmbedder(texts, qvecs)
 
