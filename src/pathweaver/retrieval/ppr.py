@@ -33,7 +33,7 @@ from pathweaver.retrieval.linked import NoteSteps, check_linked_notes
 from pathweaver.retrieval.namegraph import passages_of
 from pathweaver.retrieval.seeds import (
     HybridParams,
-    dense_scores,
+    dense_view,
     hybrid_chunk_scores,
     minmax,
     top_entities,
@@ -322,14 +322,12 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
     info.entity_weights = weights
     for ent, w in weights.items():
         reset[ent] = w
-    dense = dense_scores(snap, query.vec) if n_p else np.zeros(0)
+    dense = dense_view(env, query)
     if n_p and params.passage_weight > 0:
-        idx = top_indices(dense, params.dense_pool) if params.dense_pool else np.arange(n_p)
-        pw = minmax(dense[idx]) * params.passage_weight
-        reset[n_e + idx] = pw
+        idx, cos = dense.top(params.dense_pool) if params.dense_pool else (np.arange(n_p), dense.full())
+        reset[n_e + idx] = minmax(cos) * params.passage_weight
     if n_p and params.passage_weight > 0 and params.hybrid_pool and not named:
-        best = top_hits(hybrid_chunk_scores(env, query, HybridParams().pool(params.hybrid_pool), dense),
-                        params.hybrid_pool)
+        best = top_hits(hybrid_chunk_scores(env, query, HybridParams().pool(params.hybrid_pool)), params.hybrid_pool)
         idx = np.array([h.passage for h in best], dtype=np.int64)
         seeds = minmax(np.array([h.score for h in best], dtype=np.float64)) * params.passage_weight
         reset[n_e + idx] = np.maximum(reset[n_e + idx], seeds)
@@ -337,7 +335,7 @@ def personalization(env: RetrievalEnv, query: Query, params: PPRParams) -> tuple
         for ent in named:
             own = np.asarray(passages_of(snap, ent), dtype=np.int64)
             if own.size:
-                reset[n_e + own] += params.name_passages * _split(dense[own])
+                reset[n_e + own] += params.name_passages * _split(dense.at(own))
     info.named = named
     if reset.sum() <= 0:  # nothing matched: fall back to a uniform walk start over passages, or all nodes
         if n_p:

@@ -1,6 +1,7 @@
 """Seed retrieval: dense, BM25 and hybrid chunk ranking, plus query → entity / triple seeds for the graph methods.
 
-- dense: cosine over ``snapshot.chunk_vecs`` (unit rows, so a dot product);
+- dense: cosine as the store answers it (``store.dense``: exact over ``snapshot.chunk_vecs``, unit rows, so a dot
+  product, or pgvector's HNSW index on PostgreSQL);
 - bm25: FTS5 BM25 through ``env.bm25_chunks``;
 - hybrid: AGRAG Eq. 20-21, HS(q,t) = (MS(q,t) + BM25(q,t)) / 2. BM25 is unbounded, so both scores are min-max
   normalised over the candidate pool first (our choice; the paper leaves the scales unstated).
@@ -8,42 +9,40 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pathweaver.config import ConfigError
-from pathweaver.errors import UserError
-from pathweaver.numeric.parallel import matmul
 from pathweaver.numeric.projection import MIN_ROWS as PROJECT_MIN_ROWS
-from pathweaver.numeric.projection import Projection, exact_top_k, top_indices
+from pathweaver.numeric.projection import Projection, exact_top_k
+from pathweaver.numeric.projection import top_indices as top_indices  # the graph methods import it from here
 from pathweaver.retrieval.graphs import cached
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
+from pathweaver.store.dense import DenseScores, check_vecs
+from pathweaver.store.dense import SeedError as SeedError  # raised by the seed functions and pathrag
 from pathweaver.store.snapshot import GraphSnapshot
 
 if TYPE_CHECKING:
     from pathweaver.store.composed import ComposedSearch
 
 
-class SeedError(UserError, ValueError):
-    """The snapshot lacks what a seed function needs (e.g. vectors were not loaded)."""
-
-
-def _check_vecs(vecs: np.ndarray, qvec: np.ndarray, what: str) -> None:
-    if vecs.ndim != 2 or (vecs.shape[0] and vecs.shape[1] != qvec.shape[-1]):
-        raise SeedError(
-            f"{what} vectors have shape {vecs.shape} but the query vector has dimension {qvec.shape[-1]}; "
-            "load the snapshot with vectors from a store indexed with the same embedding model"
-        )
-
-
 def dense_scores(snapshot: GraphSnapshot, qvec: np.ndarray) -> np.ndarray:
     """Cosine of the query with every passage, shape (P,)."""
-    if snapshot.n_passages == 0:
-        return np.zeros(0, dtype=np.float32)
-    _check_vecs(snapshot.chunk_vecs, qvec, "chunk")
-    return matmul(snapshot.chunk_vecs, qvec)
+    return DenseScores(snapshot, qvec).full()
+
+
+def dense_view(env: RetrievalEnv, query: Query) -> DenseScores:
+    """The question's dense scores as the store answers them (``store.dense``: its vector index where it has one,
+    else exact over the snapshot's matrix), once per question and snapshot."""
+    key = ("dense-scores", env.snapshot.version, id(env.snapshot))
+    view = query.memo.get(key)
+    if view is None:
+        view = env.dense(query.vec) if env.dense is not None else DenseScores(env.snapshot, query.vec)
+        query.memo[key] = view
+    return view
 
 
 def nearest(snapshot: GraphSnapshot, vecs: np.ndarray, what: str, qvec: np.ndarray, k: int
@@ -51,7 +50,7 @@ def nearest(snapshot: GraphSnapshot, vecs: np.ndarray, what: str, qvec: np.ndarr
     """The ``k`` rows of ``vecs`` (a snapshot vector table) nearest to ``qvec`` by cosine, best first. Large
     tables are searched through a projection fitted once per snapshot (``numeric/projection.py``): the same
     rows as the full product, at about a third of the memory traffic."""
-    _check_vecs(vecs, qvec, what)
+    check_vecs(vecs, qvec, what)
     projection = cached(snapshot, ("projection", what), lambda: Projection.fit(vecs, half=True), synonym_free=True) \
         if vecs.shape[0] >= PROJECT_MIN_ROWS else None
     rows, scores = exact_top_k(vecs, projection, qvec, k)
@@ -100,19 +99,15 @@ def minmax(values: np.ndarray) -> np.ndarray:
     return (values.astype(np.float64) - lo) / (hi - lo)
 
 
-def hybrid_chunk_scores(env: RetrievalEnv, query: Query, pool: int, dense: np.ndarray | None = None
-                        ) -> dict[int, float]:
+def hybrid_chunk_scores(env: RetrievalEnv, query: Query, pool: int) -> dict[int, float]:
     """AGRAG Eq. 21 over a candidate pool: the top ``pool`` passages by dense and by BM25, each score min-max
-    normalised over its own list (a passage missing from a list scores 0 there), HS = (dense + bm25) / 2.
-    ``dense``: the query's ``dense_scores`` when the caller has them already."""
+    normalised over its own list (a passage missing from a list scores 0 there), HS = (dense + bm25) / 2."""
     if pool < 1:
         raise ConfigError(f"hybrid pool must be at least 1, got {pool}")
-    if dense is None:
-        dense = dense_scores(env.snapshot, query.vec)
-    dense_top = top_indices(dense, pool)
+    dense_top, dense_cos = dense_view(env, query).top(pool)
     bm25 = env.bm25_chunks(query.text, pool)
     combined: dict[int, float] = {}
-    for p, s in zip(dense_top.tolist(), minmax(dense[dense_top]).tolist(), strict=True):
+    for p, s in zip(dense_top.tolist(), minmax(dense_cos).tolist(), strict=True):
         combined[p] = combined.get(p, 0.0) + s / 2.0
     if bm25:
         bm_idx = [p for p, _ in bm25]
@@ -123,12 +118,17 @@ def hybrid_chunk_scores(env: RetrievalEnv, query: Query, pool: int, dense: np.nd
     return combined
 
 
-def top_hits(scores: dict[int, float], top_k: int, tie: np.ndarray | None = None) -> list[ChunkHit]:
-    """The ``top_k`` passages of ``scores``, best first; ties by ``tie`` (higher first), then passage index."""
+def top_hits(scores: dict[int, float], top_k: int, tie: DenseScores | None = None) -> list[ChunkHit]:
+    """The ``top_k`` passages of ``scores``, best first; ties by ``tie``'s cosine (higher first), then passage
+    index."""
+    counts = Counter(scores.values())
+    tied = [p for p, s in scores.items() if counts[s] > 1] if tie is not None else []  # only ties read a cosine
+    cos = dict(zip(tied, tie.at(np.array(tied, dtype=np.int64)).tolist(), strict=True)) if tie is not None and tied \
+        else {}
 
     def key(item: tuple[int, float]) -> tuple[float, float, int]:
         p, s = item
-        return (-s, -(float(tie[p]) if tie is not None and p < tie.shape[0] else 0.0), p)
+        return (-s, -cos.get(p, 0.0), p)
 
     return [ChunkHit(p, float(s)) for p, s in sorted(scores.items(), key=key)[:top_k]]
 
@@ -162,9 +162,11 @@ class HybridParams:
 
 def dense_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: DenseParams) -> RetrievalResult:
     """Top ``top_k`` passages by cosine with the query."""
-    scores = dense_scores(env.snapshot, query.vec)
-    idx = top_indices(scores, top_k)
-    return RetrievalResult("dense", [ChunkHit(int(p), float(scores[p])) for p in idx])
+    view = dense_view(env, query)
+    idx, scores = view.top(top_k)
+    return RetrievalResult("dense", [ChunkHit(int(p), float(s)) for p, s in zip(idx.tolist(), scores.tolist(),
+                                                                                  strict=True)],
+                           info={"dense_index": view.via})
 
 
 def bm25_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: Bm25Params) -> RetrievalResult:
@@ -176,6 +178,7 @@ def bm25_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: Bm25Param
 
 def hybrid_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: HybridParams) -> RetrievalResult:
     """AGRAG Eq. 20: top ``k_r`` = ``top_k`` passages by the hybrid score HS (Eq. 21); ties by dense cosine."""
-    dense = dense_scores(env.snapshot, query.vec)
-    scores = hybrid_chunk_scores(env, query, params.pool(top_k), dense)
-    return RetrievalResult("hybrid", top_hits(scores, top_k, dense), info={"pool": params.pool(top_k)})
+    view = dense_view(env, query)
+    scores = hybrid_chunk_scores(env, query, params.pool(top_k))
+    return RetrievalResult("hybrid", top_hits(scores, top_k, view),
+                           info={"pool": params.pool(top_k), "dense_index": view.via})

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from pathweaver.store.dense import DenseScores
 from pathweaver.store.snapshot import GraphSnapshot
 
 # (query text, k) -> [(passage index, BM25 score, higher is better)], best first. Backed by FTS5 in the store.
@@ -65,6 +66,9 @@ class RetrievalEnv:
     # the entity names spaCy finds in a question, normalised as the indexer names them; None where the store's
     # ``extract.entities`` has no ``ner`` (issue 23: "NER on the question")
     question_ner: Callable[[str], Sequence[str]] | None = None
+    # a question vector -> its dense scores as the store answers them (``store.dense``: its vector index where it
+    # has one); None: exact over ``snapshot.chunk_vecs``
+    dense: Callable[[np.ndarray], DenseScores] | None = None
 
 
 @dataclass

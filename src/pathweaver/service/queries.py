@@ -87,7 +87,8 @@ class QuerySide(StoreAccess):
             return self.reader.gram_df(words)  # the calling thread's connection
 
         return RetrievalEnv(snapshot=snap, bm25_chunks=bm25_chunks, encode=self.embedder.encode_queries, word_df=word_df,
-                            question_ner=self.question_ner())
+                            question_ner=self.question_ner(),
+                            dense=lambda vec: self.reader.dense_scores(snap, vec))  # the calling thread's reader
 
     def question_ner(self) -> Callable[[str], list[str]] | None:
         """NER on questions with the store's pipeline and labels (``extract.entities`` with ``ner`` and

@@ -50,7 +50,7 @@ class StoreAccess:
                 db = self.open_db(self.readonly)
                 with self._dbs_lock:
                     self._dbs.append(db)
-            reader = StoreReader(db)
+            reader = StoreReader(db, ef_search=self.settings.hnsw_ef_search)
             self._local.reader = reader
         return reader
 

@@ -152,15 +152,19 @@ class _Chunks:
     cites: list[str]  # the file each chunk cites: an embedded note's (``ingest.embeds``), else its document's
 
 
-def _chunk_rows(conn: Connection) -> _Chunks:
+def _chunk_rows(conn: Connection, texts: bool = True) -> _Chunks:
+    """Every chunk row; without ``texts`` each text reads '' (the caller reads them when asked). A document's path,
+    title and cited file are one string object per distinct value, not one per chunk."""
     me = this_machine().id
+    text = "c.text" if texts else "''"
     rows = conn.execute(
-        f"SELECT c.id, c.text, {doc_path(me)}, d.title, {FILE_SPAN}, {cited_doc(me)} FROM chunks c JOIN documents d "
-        "ON d.id = c.doc_id ORDER BY c.id"
+        f"SELECT c.id, {text}, {doc_path(me)}, d.title, {FILE_SPAN}, {cited_doc(me)} FROM chunks c "
+        "JOIN documents d ON d.id = c.doc_id ORDER BY c.id"
     ).fetchall()
-    return _Chunks(np.array([r[0] for r in rows], dtype=np.int64), [r[1] for r in rows], [r[2] for r in rows],
-                   [r[3] for r in rows], np.array([[r[4], r[5]] for r in rows], dtype=np.int64).reshape(len(rows), 2),
-                   [r[6] for r in rows], [r[7] for r in rows])
+    return _Chunks(np.array([r[0] for r in rows], dtype=np.int64), [r[1] for r in rows],
+                   _shared([r[2] for r in rows]), _shared([r[3] for r in rows]),
+                   np.array([[r[4], r[5]] for r in rows], dtype=np.int64).reshape(len(rows), 2),
+                   _shared([r[6] for r in rows]), _shared([r[7] for r in rows]))
 
 
 def _link_key(path: str) -> str:

@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from pathweaver.config import ConfigError
+from pathweaver.config import HNSW_EF_SEARCH, ConfigError
 from pathweaver.store.cache import cache_for
 from pathweaver.store.columns import _chunk_rows, _document_links, _index_of, _read_columns, _shared
 from pathweaver.store.composed import composed_search
 from pathweaver.store.db import Connection, Database, connect
+from pathweaver.store.dense import DenseScores, IndexedScores
 from pathweaver.store.graphvecs import recipe_of, relation_vectors
 from pathweaver.store.machine import this_machine
 from pathweaver.store.pg.dialect import is_pg
@@ -120,8 +121,9 @@ def indexed_paths(conn: Connection) -> list[tuple[int, str]]:
 class StoreReader(RecordReader):
     """Queries over one ``Database`` connection (use one reader per thread)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, ef_search: int = HNSW_EF_SEARCH) -> None:
         super().__init__(db)
+        self.ef_search = ef_search  # pgvector's ``hnsw.ef_search`` on a PostgreSQL store
         self.cache = cache_for(str(db.path.resolve()))
         self.passage_cache = cache_for(str(db.path.resolve()) + "#passages")  # ``passages()`` views
 
@@ -144,7 +146,8 @@ class StoreReader(RecordReader):
             ents = _read_columns(conn, "entities", ["id"], ("name", "kind"), order=1)
             entity_ids, (names, kinds) = ents.ints[:, 0], ents.texts
             kinds = _shared(kinds)
-            chunks = _chunk_rows(conn)
+            pg = is_pg(conn)
+            chunks = _chunk_rows(conn, texts=not pg)
             doc_links = _document_links(conn)
             rels = _read_columns(conn, "relations", ["id", "src_id", "dst_id"], ("label",), order=1)
             rel_ids, r_arr, labels = rels.ints[:, 0], rels.ints[:, 1:], _shared(rels.texts[0])
@@ -154,14 +157,16 @@ class StoreReader(RecordReader):
             nm_arr = _read_columns(conn, "name_mentions", ["chunk_id", "entity_id", "count"]).ints
             tie_arr = _read_columns(conn, NAME_TIES, ["chunk_id", "entity_id"]).ints
             s_arr = _read_columns(conn, "relation_sources", ["relation_id", "chunk_id"]).ints
-            chunk_ids, texts = chunks.ids, chunks.texts
+            chunk_ids = chunks.ids
+            texts: Sequence[str] = self._chunk_texts(chunk_ids) if pg else chunks.texts
             has_vec = self._has_vectors(conn)
             rel_src = _index_of(entity_ids, r_arr[:, 0], "relations")
             rel_dst = _index_of(entity_ids, r_arr[:, 1], "relations")
-            chunk_reuse = None if previous is None else _reuse_rows(
-                previous.chunk_ids, previous.chunk_vecs, chunk_ids, _same(texts, previous.chunk_texts), dim)
+            chunk_reuse = None if previous is None or pg else _reuse_rows(
+                previous.chunk_ids, previous.loaded("chunk_vecs"), chunk_ids, _same(texts, previous.chunk_texts), dim)
+            chunk_vecs: np.ndarray | LazyRows
             if has_vec:
-                chunk_vecs = _vectors(conn, "chunk_vec", chunk_ids, dim, chunk_reuse)
+                chunk_vecs = self._chunk_vectors(conn, chunk_ids, dim, chunk_reuse)
                 entity_vecs, rel_vecs = self._graph_vectors(previous, dim, entity_ids, names, rel_ids, rel_src, rel_dst,
                                                             labels)
                 composed = self._composed(dim, entity_ids, names, rel_ids, rel_src, rel_dst, labels)
@@ -169,7 +174,8 @@ class StoreReader(RecordReader):
                 chunk_vecs = np.zeros((len(texts), 0), dtype=np.float32)
                 entity_vecs, rel_vecs = np.zeros((len(names), 0), np.float32), np.zeros((len(labels), 0), np.float32)
                 composed = None
-            chunk_vecs.flags.writeable = False  # the next snapshot may share these arrays
+            if isinstance(chunk_vecs, np.ndarray):
+                chunk_vecs.flags.writeable = False  # the next snapshot may share these arrays
         n_e, n_p, n_r = len(names), len(texts), len(labels)
         m_rows = _index_of(chunk_ids, m_arr[:, 0], "mentions")
         m_cols = _index_of(entity_ids, m_arr[:, 1], "mentions")
@@ -209,10 +215,26 @@ class StoreReader(RecordReader):
             composed=composed,
             entity_vecs=entity_vecs,
             rel_vecs=rel_vecs,
-            chunk_vecs=chunk_vecs.astype(np.float32, copy=False),
+            chunk_vecs=chunk_vecs,
             entity_kinds=kinds,
             doc_links=doc_links,
         )
+
+    def _chunk_vectors(self, conn: Connection, chunk_ids: np.ndarray, dim: int,
+                       reuse: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray | LazyRows:
+        """The chunk matrix (float32, a row per chunk id): read now on SQLite, where dense search ranks it; made on
+        first use on PostgreSQL (over a connection of its own), where dense search asks the HNSW index and only
+        the methods that score every passage read it. A chunk's vector never changes under its id, so a later
+        read gives the same rows (zeros for a chunk deleted since)."""
+        if not is_pg(conn):
+            return _vectors(conn, "chunk_vec", chunk_ids, dim, reuse)
+        path = self.db.path
+
+        def make() -> np.ndarray:
+            with contextlib.closing(connect(path, readonly=True)) as own:
+                return _vectors(own, "chunk_vec", chunk_ids, dim)
+
+        return LazyRows(make)
 
     def _graph_vectors(self, previous: GraphSnapshot | None, dim: int, entity_ids: np.ndarray, names: list[str],
                        rel_ids: np.ndarray, rel_src: np.ndarray, rel_dst: np.ndarray, labels: list[str]
@@ -250,6 +272,18 @@ class StoreReader(RecordReader):
 
         return entity_rows_, LazyRows(make_relations)
 
+    def _chunk_texts(self, chunk_ids: np.ndarray) -> StoredTexts:
+        """A PostgreSQL snapshot's chunk texts, read when asked for over the store's shared reader: a query shows
+        its top k, and the whole column would be ~1 KB a chunk of the server's memory (a chunk's text never changes
+        under its id; one deleted since reads as '')."""
+        shared = self.db.shared
+
+        def fetch(ids: list[int]) -> dict[int, str]:
+            with shared.use() as conn:
+                return _pairs_in(conn, "SELECT id, text FROM chunks WHERE id IN ({marks})", ids)
+
+        return StoredTexts(chunk_ids, fetch)
+
     def _descriptions(self) -> Callable[[list[int]], dict[int, str]]:
         """``StoredTexts``' fetch for relation descriptions, over the store file's shared reader (a description never
         changes once its relation is written)."""
@@ -285,26 +319,42 @@ class StoreReader(RecordReader):
         with self._read() as conn:
             version = self.db.version()
             dim = self._dim()
-            chunks = _chunk_rows(conn)
+            pg = is_pg(conn)
+            chunks = _chunk_rows(conn, texts=not pg)
+            texts: Sequence[str] = self._chunk_texts(chunks.ids) if pg else chunks.texts
             reuse = None
-            if source is not None and source.chunk_vecs.ndim == 2 and source.chunk_vecs.shape[1] == dim:
+            held = None if source is None or pg else source.loaded("chunk_vecs")
+            if held is not None and held.ndim == 2 and held.shape[1] == dim:
                 same = _same(chunks.texts, source.chunk_texts)
-                reuse = (_reusable(source.chunk_ids, source.chunk_vecs, chunks.ids, same), source.chunk_vecs)
-            vecs = _vectors(conn, "chunk_vec", chunks.ids, dim, reuse) if self._has_vectors(conn) else \
-                np.zeros((len(chunks.ids), 0), dtype=np.float32)
-            vecs.flags.writeable = False
-        n_p = len(chunks.texts)
+                reuse = (_reusable(source.chunk_ids, held, chunks.ids, same), held)
+            vecs: np.ndarray | LazyRows = self._chunk_vectors(conn, chunks.ids, dim, reuse) \
+                if self._has_vectors(conn) else np.zeros((len(chunks.ids), 0), dtype=np.float32)
+            if isinstance(vecs, np.ndarray):
+                vecs.flags.writeable = False
+        width = dim if isinstance(vecs, LazyRows) else vecs.shape[1]
+        n_p = len(texts)
         empty = np.zeros(0, dtype=np.int64)
         return GraphSnapshot(
-            version=version, entity_names=[], entity_ids=empty, chunk_ids=chunks.ids, chunk_texts=chunks.texts,
+            version=version, entity_names=[], entity_ids=empty, chunk_ids=chunks.ids, chunk_texts=texts,
             chunk_docs=chunks.docs, chunk_titles=chunks.titles, chunk_spans=chunks.spans,
             chunk_locators=chunks.locators, chunk_cites=chunks.cites, rel_ids=empty,
             rel_src=empty.astype(np.int32), rel_dst=empty.astype(np.int32), rel_labels=[], rel_descriptions=[],
             rel_chunks=sp.csr_matrix((0, n_p), dtype=np.float32), syn_a=empty.astype(np.int32),
             syn_b=empty.astype(np.int32), syn_cos=np.zeros(0, dtype=np.float32),
-            mentions=sp.csr_matrix((n_p, 0), dtype=np.float32), entity_vecs=np.zeros((0, vecs.shape[1]), np.float32),
-            rel_vecs=np.zeros((0, vecs.shape[1]), np.float32), chunk_vecs=vecs.astype(np.float32, copy=False),
+            mentions=sp.csr_matrix((n_p, 0), dtype=np.float32), entity_vecs=np.zeros((0, width), np.float32),
+            rel_vecs=np.zeros((0, width), np.float32), chunk_vecs=vecs,
         )
+
+    def dense_scores(self, snapshot: GraphSnapshot, qvec: np.ndarray) -> DenseScores:
+        """A question's dense scores over ``snapshot``'s passages (``store.dense``): through pgvector's HNSW index
+        on PostgreSQL (approximate, ``ef_search`` candidates), exact over the snapshot's chunk matrix on SQLite."""
+        if not is_pg(self.db.conn):
+            return DenseScores(snapshot, qvec)
+        from pathweaver.store.pg.search import chunk_cosines, dense_top
+
+        conn = self.db.conn
+        return IndexedScores(snapshot, qvec, lambda vec, k: dense_top(conn, vec, k, self.ef_search),
+                             lambda vec, ids: chunk_cosines(conn, vec, ids))
 
     def gram_df(self, grams: Sequence[str]) -> dict[str, int]:
         """Stored document frequencies (chunks containing them) of ``grams``, normalised n-grams as

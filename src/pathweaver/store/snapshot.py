@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
 
@@ -64,8 +64,10 @@ class Lazy(Generic[T]):
 
 class StoredTexts(Sequence[str]):
     """A text per row read from the store when asked for (relation descriptions: 55 MB of sentences that a query
-    reads a few of), through ``fetch(ids) -> {id: text}``, which may be called from any thread; a row the store
+    reads a few of; a PostgreSQL store's chunk texts, ~1 KB a chunk, of which a query shows its top k), through ``fetch(ids) -> {id: text}``, which may be called from any thread; a row the store
     no longer has reads as ''."""
+
+    BATCH = 2000  # rows per read when iterated
 
     def __init__(self, ids: np.ndarray, fetch: Callable[[list[int]], dict[int, str]]) -> None:
         self._ids = ids
@@ -86,6 +88,38 @@ class StoredTexts(Sequence[str]):
         found = self._fetch(keys)
         texts = [found.get(k, "") for k in keys]
         return texts if isinstance(i, slice) else texts[0]
+
+    def __iter__(self) -> Iterator[str]:
+        for start in range(0, len(self), self.BATCH):  # a read per batch, not per row
+            yield from self[start : start + self.BATCH]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and not isinstance(other, str) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class IdPositions(Mapping[int, int]):
+    """{store id: position} over ascending ids, by binary search: no Python objects per row (a dict of 10^6 ids
+    is ~100 MB of a server's memory)."""
+
+    def __init__(self, ids: np.ndarray) -> None:
+        self._ids = ids
+
+    def __getitem__(self, key: int) -> int:
+        try:
+            i = int(np.searchsorted(self._ids, key))
+        except (TypeError, ValueError):
+            raise KeyError(key) from None
+        if i < self._ids.shape[0] and self._ids[i] == key:
+            return i
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._ids.tolist())
+
+    def __len__(self) -> int:
+        return int(self._ids.shape[0])
 
 
 class LazyRows(Lazy[np.ndarray]):
@@ -111,7 +145,7 @@ class GraphSnapshot:
     entity_ids: np.ndarray  # (E,) int64 store ids
     # passages (chunks)
     chunk_ids: np.ndarray  # (P,) int64 store ids
-    chunk_texts: list[str]
+    chunk_texts: Sequence[str]  # a ``StoredTexts`` from a PostgreSQL store
     chunk_docs: list[str]  # document path per chunk
     chunk_titles: list[str]  # document title per chunk
     chunk_spans: np.ndarray  # (P, 2) int64 character span in the decoded file (-1, -1: see chunk_locators)
@@ -128,8 +162,9 @@ class GraphSnapshot:
     syn_cos: np.ndarray  # (S,) float32
     # Contains edges: (P, E) mention counts
     mentions: sp.csr_matrix
-    # vectors (unit-normalised rows); may be empty arrays of shape (0, d) when not loaded. ``entity_vecs`` and
-    # ``rel_vecs`` may be given as ``LazyRows``, made when first read (``loaded``: without making them)
+    # vectors (unit-normalised rows); may be empty arrays of shape (0, d) when not loaded. Each may be given as
+    # ``LazyRows``, made when first read (``loaded``: without making them); a PostgreSQL store gives ``chunk_vecs``
+    # so, since its dense search asks the HNSW index (``store.dense``)
     entity_vecs: np.ndarray
     rel_vecs: np.ndarray
     chunk_vecs: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
@@ -151,7 +186,7 @@ class GraphSnapshot:
     doc_links: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # derived
     entity_index: dict[str, int] = field(default_factory=dict)
-    chunk_index: dict[int, int] = field(default_factory=dict)  # store chunk id -> passage index
+    chunk_index: Mapping[int, int] = field(default_factory=dict)  # store chunk id -> passage index
     adjacency: sp.csr_matrix | None = None  # (E, E) undirected relation+synonym edges, data = 1
     edge_relation: sp.csr_matrix | None = None  # (E, E) data = relation index + 1 (0 if synonym-only)
 
@@ -159,7 +194,9 @@ class GraphSnapshot:
         if not self.entity_index:
             self.entity_index = {name: i for i, name in enumerate(self.entity_names)}
         if not self.chunk_index:
-            self.chunk_index = {int(c): i for i, c in enumerate(self.chunk_ids.tolist())}
+            ids = self.chunk_ids
+            self.chunk_index = IdPositions(ids) if bool((ids[1:] > ids[:-1]).all()) else \
+                {int(c): i for i, c in enumerate(ids.tolist())}
         if not self.entity_kinds:
             self.entity_kinds = ["ngram"] * len(self.entity_names)
         shape = (len(self.chunk_ids), len(self.entity_names))
@@ -214,14 +251,15 @@ class GraphSnapshot:
             return None
         carried = dataclasses.replace(self, version=version, syn_a=syn_a.astype(np.int32),
                                       syn_b=syn_b.astype(np.int32), syn_cos=syn_cos, adjacency=None, edge_relation=None,
-                                      entity_vecs=self.__dict__["_entity_vecs"], rel_vecs=self.__dict__["_rel_vecs"])
+                                      entity_vecs=self.__dict__["_entity_vecs"], rel_vecs=self.__dict__["_rel_vecs"],
+                                      chunk_vecs=self.__dict__["_chunk_vecs"])
         inherited = self.__dict__.get(CARRIED_ATTR)
         if inherited:
             object.__setattr__(carried, CARRIED_ATTR, dict(inherited))
         return carried
 
     def loaded(self, name: str) -> np.ndarray | None:
-        """``entity_vecs`` or ``rel_vecs`` when they are in memory already, else None (makes nothing)."""
+        """``entity_vecs``, ``rel_vecs`` or ``chunk_vecs`` when in memory already, else None (makes nothing)."""
         value = self.__dict__["_" + name]
         return value.ready if isinstance(value, LazyRows) else value
 
@@ -319,6 +357,7 @@ def _lazy_vectors(name: str) -> property:
 
 GraphSnapshot.entity_vecs = _lazy_vectors("entity_vecs")  # type: ignore[assignment]
 GraphSnapshot.rel_vecs = _lazy_vectors("rel_vecs")  # type: ignore[assignment]
+GraphSnapshot.chunk_vecs = _lazy_vectors("chunk_vecs")  # type: ignore[assignment]
 
 
 def _coo(pairs: list[tuple[int, int]], shape: tuple[int, int]) -> sp.csr_matrix:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from pathweaver.config import HNSW_EF_SEARCH
 from pathweaver.store.bm25 import K1 as _K1
 from pathweaver.store.bm25 import B as _B
 from pathweaver.store.bm25 import Bm25Index
@@ -36,22 +37,68 @@ def write_postings(conn: Any, tokenizer: Fts5Tokenizer, rows: Sequence[tuple[int
                 copy.write_row((cid, sum(terms.values())))
 
 
-def read_index(conn: Any, version: int) -> Bm25Index:
-    """The postings of every chunk as a ``Bm25Index`` at store ``version`` (inside one read transaction)."""
-    lengths = conn.execute("SELECT chunk_id, length FROM chunk_lengths ORDER BY chunk_id").fetchall()
-    ids = np.array([r[0] for r in lengths], dtype=np.int64)
+# binary COPY rows of (BIGINT, INTEGER): field count, then each field's length and value (big-endian)
+ID_INT_ROW = np.dtype([("fields", ">i2"), ("id_len", ">i4"), ("id", ">i8"), ("value_len", ">i4"), ("value", ">i4")])
+COPY_HEADER = 19  # binary COPY's signature (11 bytes), flags and header-extension length (4 + 4)
+COPY_BLOCK = 1 << 22  # bytes parsed at a time: the rows never pass through Python objects one by one
+
+
+def copy_rows(conn: Any, sql: str, row: np.dtype) -> Iterator[np.ndarray]:
+    """The rows of ``sql`` as blocks of ``row`` records (fixed-width rows, no NULL), by binary COPY: the bytes go
+    straight into numpy, where ``fetchall`` makes a Python tuple and objects per row (at 100k chunks the BM25
+    postings were 8M tuples, most of a server's memory)."""
+    buf = bytearray()
+    skip = -1
+    with conn.cursor() as cur, cur.copy(f"COPY ({sql}) TO STDOUT (FORMAT BINARY)") as copy:
+        for data in copy:
+            buf += data
+            if skip < 0:
+                if len(buf) < COPY_HEADER:
+                    continue
+                skip = COPY_HEADER + int.from_bytes(buf[15:19], "big")
+            if len(buf) - skip >= COPY_BLOCK:
+                yield _parsed(buf, skip, row)
+                skip = 0
+    if skip >= 0:
+        yield _parsed(buf, skip, row)  # the 2-byte trailer is left over
+
+
+def _parsed(buf: bytearray, skip: int, row: np.dtype) -> np.ndarray:
+    """The whole ``row`` records of ``buf`` after ``skip`` bytes, removed from it."""
+    n = (len(buf) - skip) // row.itemsize
+    out = np.frombuffer(bytes(buf[skip : skip + n * row.itemsize]), dtype=row)
+    del buf[: skip + n * row.itemsize]
+    if n and (out["fields"] != (len(row.names) - 1) // 2).any():  # a length and a value per field
+        raise ValueError("binary COPY rows are not of the expected shape")
+    return out
+
+
+def _id_values(conn: Any, sql: str) -> tuple[np.ndarray, np.ndarray]:
+    """(ids int64, values int64) of ``sql``'s (BIGINT, INTEGER) rows, by binary COPY."""
+    blocks = list(copy_rows(conn, sql, ID_INT_ROW))
+    ids = np.concatenate([b["id"] for b in blocks]).astype(np.int64) if blocks else np.zeros(0, np.int64)
+    values = np.concatenate([b["value"] for b in blocks]).astype(np.int64) if blocks else np.zeros(0, np.int64)
+    return ids, values
+
+
+def read_index(conn: Any, version: int) -> Bm25Index | None:
+    """The postings of every chunk as a ``Bm25Index`` at store ``version`` (inside one read transaction); None
+    when the postings do not add up to their vocabulary (not one view of the store)."""
+    ids, length_int = _id_values(conn, "SELECT chunk_id, length FROM chunk_lengths ORDER BY chunk_id")
     if not len(ids):
         return Bm25Index(version, ids, {}, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64),
                          np.zeros(0), np.zeros(0))
-    length = np.array([r[1] for r in lengths], dtype=np.float64)
-    postings = conn.execute("SELECT term, chunk_id, tf FROM chunk_terms ORDER BY term, chunk_id").fetchall()
-    terms: dict[str, int] = {}
-    term_of = np.empty(len(postings), dtype=np.int64)
-    for i, (term, _, _) in enumerate(postings):
-        term_of[i] = terms.setdefault(term, len(terms))
-    rows = np.searchsorted(ids, np.array([p[1] for p in postings], dtype=np.int64))
-    freqs = np.array([p[2] for p in postings], dtype=np.float64)
-    starts = np.searchsorted(term_of, np.arange(len(terms) + 1))
+    length = length_int.astype(np.float64)
+    vocab = conn.execute("SELECT term, count(*) FROM chunk_terms GROUP BY term ORDER BY term").fetchall()
+    terms = {term: i for i, (term, _) in enumerate(vocab)}
+    starts = np.concatenate([[0], np.cumsum(np.array([c for _, c in vocab], dtype=np.int64))])
+    del vocab
+    blocks = [(np.searchsorted(ids, b["id"].astype(np.int64)), b["value"].astype(np.float64)) for b in
+              copy_rows(conn, "SELECT chunk_id, tf FROM chunk_terms ORDER BY term, chunk_id", ID_INT_ROW)]
+    rows = np.concatenate([r for r, _ in blocks]) if blocks else np.zeros(0, dtype=np.int64)
+    freqs = np.concatenate([f for _, f in blocks]) if blocks else np.zeros(0)
+    if rows.shape[0] != starts[-1]:
+        return None
     avgdl = float(length.sum()) / float(len(ids))
     if avgdl == 0.0:
         avgdl = 1.0  # chunks without a token: no term can score them
@@ -82,20 +129,48 @@ def hnsw_after_load(conn: Any) -> Iterator[None]:
 
 
 def read_vectors(conn: Any, dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """(chunk ids ascending, vectors (n, dim) float32) of every chunk vector, for the in-memory snapshot."""
-    rows = conn.execute("SELECT id, embedding::text FROM chunk_vec ORDER BY id").fetchall()
-    ids = np.array([r[0] for r in rows], dtype=np.int64)
-    if not rows:
-        return ids, np.zeros((0, dim), dtype=np.float32)
-    text = ",".join(r[1][1:-1] for r in rows)
-    return ids, np.fromstring(text, dtype=np.float32, sep=",").reshape(len(rows), dim)
+    """(chunk ids ascending, vectors (n, dim) float32) of every chunk vector, by binary COPY (pgvector's binary
+    form: dimensions, an unused int16, then big-endian float4s)."""
+    row = np.dtype([("fields", ">i2"), ("id_len", ">i4"), ("id", ">i8"), ("vec_len", ">i4"),
+                    ("vec", [("dim", ">i2"), ("unused", ">i2"), ("values", ">f4", (dim,))])])
+    blocks = [(b["id"].astype(np.int64), b["vec"]["values"].astype(np.float32)) for b in
+              copy_rows(conn, "SELECT id, embedding FROM chunk_vec ORDER BY id", row)]
+    if not blocks or not sum(len(i) for i, _ in blocks):
+        return np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
+    return np.concatenate([i for i, _ in blocks]), np.concatenate([v for _, v in blocks])
 
 
-def dense_top(conn: Any, vec: np.ndarray, k: int, ef_search: int = 100) -> list[tuple[int, float]]:
-    """The ``k`` chunks nearest ``vec`` by cosine through the HNSW index, as (chunk id, cosine similarity)."""
+# the k nearest chunks by cosine distance: pgvector answers this ORDER BY ... LIMIT from the HNSW index
+DENSE_SQL = ("SELECT id, 1 - (embedding <=> %(v)s::vector) FROM chunk_vec ORDER BY embedding <=> %(v)s::vector "
+             "LIMIT %(k)s")
+
+
+def dense_top(conn: Any, vec: np.ndarray, k: int, ef_search: int = HNSW_EF_SEARCH) -> list[tuple[int, float]]:
+    """The ``k`` chunks nearest ``vec`` by cosine through the HNSW index, as (chunk id, cosine similarity), best
+    first (``ef_search`` candidates, at least ``k``)."""
     with conn.transaction():
-        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(int(ef_search), int(k))),))
-        rows = conn.execute("SELECT id, 1 - (embedding <=> %(v)s::vector) FROM chunk_vec "
-                            "ORDER BY embedding <=> %(v)s::vector LIMIT %(k)s",
-                            {"v": vector_text(vec), "k": int(k)}).fetchall()
+        hnsw_settings(conn, k, ef_search)
+        rows = conn.execute(DENSE_SQL, {"v": vector_text(vec), "k": int(k)}).fetchall()
     return [(int(r[0]), float(r[1])) for r in rows]
+
+
+MAX_EF_SEARCH = 1000  # pgvector's bound on hnsw.ef_search
+
+
+def hnsw_settings(conn: Any, k: int, ef_search: int) -> None:
+    """Inside the caller's transaction: ``ef_search`` candidates (at least ``k``; past pgvector's bound its
+    iterative scan goes on in order), and the index even on a table small enough that the planner would rather
+    sort every row, so a store answers alike at every size."""
+    # hnsw.iterative_scan only where needed: a pgvector before 0.8 has no such setting
+    scan = ", set_config('hnsw.iterative_scan', 'strict_order', true)" if k > MAX_EF_SEARCH else ""
+    conn.execute(f"SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_seqscan', 'off', true){scan}",
+                 (str(min(max(int(ef_search), int(k)), MAX_EF_SEARCH)),))
+
+
+def chunk_cosines(conn: Any, vec: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
+    """{chunk id: cosine similarity with ``vec``} of those ``ids`` that have a vector."""
+    if not ids:
+        return {}
+    rows = conn.execute("SELECT id, 1 - (embedding <=> %(v)s::vector) FROM chunk_vec WHERE id = ANY(%(ids)s)",
+                        {"v": vector_text(vec), "ids": [int(i) for i in ids]}).fetchall()
+    return {int(r[0]): float(r[1]) for r in rows}
