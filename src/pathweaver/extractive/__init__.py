@@ -150,6 +150,9 @@ def _sentences(ranked: list[Sentence], params: ExtractiveParams, must: Sentence 
     if lead is not top or lead.heading:  # the best unit is a heading or a question: its section answers
         section = _following(lead, 2, to_sentence=True)
         chosen = ([lead] if lead is top else []) + section + chosen[int(lead is top): params.answer_sentences - 1]
+    elif not top.text.endswith(":"):  # a statement goes on in the sentence after it
+        rest = sorted((c for c in chosen if c is not top), key=lambda c: c is not must)  # ``must`` stays
+        chosen = [top] + _following(top, 1) + rest[: params.answer_sentences - 2]
     for s in list(chosen):
         for after in (_following(s, params.intro_units) if s.text.endswith(":") else []):
             if all((c.passage.n, c.index) != (after.passage.n, after.index) for c in chosen):
