@@ -104,7 +104,10 @@ def _best_span(question: str, kind: str, ranked: list[Sentence],
     cued = bonus >= params.stated_cue
     if _AMOUNT.search(question):  # a bare number is no amount: "How much did it cost?" is not "250"
         return best[2], sent, cued
-    return best[2], sent, sent is top or (cued and sent.score >= top.score - params.sentence_margin)
+    stated = sent is top or (cued and sent.score >= top.score - params.sentence_margin)
+    if cued and not stated:  # cued but far below the best: no span, but its sentence joins the answer's
+        sent = replace(sent, score=top.score)
+    return best[2], sent, stated
 
 
 def _typed_span(question: str, kind: str, ranked: list[Sentence],
