@@ -85,7 +85,8 @@ def _best_span(question: str, kind: str, ranked: list[Sentence],
     sentence, and whether the evidence clearly states it: a span of the best answer sentence, or one that its
     sentence cues (the question's words just before it, its counted noun after it, the asked head noun in it)
     and that scores within ``sentence_margin`` of the best; for an amount ("how many / how much"), only a cued
-    one."""
+    one. A cued span not stated so whose sentence shares a question word comes with that sentence scored as the
+    best, so that the answer's sentences quote it ("retained ... for 365 days" for "How long ... keep ...?")."""
     qwords = set(_tokens(question))
     best: tuple[float, int, str, Sentence, float] | None = None
     answers = _answers(ranked)  # a heading names what its chunk is about: no span of it answers
@@ -105,8 +106,8 @@ def _best_span(question: str, kind: str, ranked: list[Sentence],
     if _AMOUNT.search(question):  # a bare number is no amount: "How much did it cost?" is not "250"
         return best[2], sent, cued
     stated = sent is top or (cued and sent.score >= top.score - params.sentence_margin)
-    if cued and not stated:  # cued but far below the best: no span, but its sentence joins the answer's
-        sent = replace(sent, score=top.score)
+    if cued and not stated and stems(content_words(sent.text)) & stems(content_words(question)):
+        sent = replace(sent, score=top.score)  # cued, on topic, far below the best: its sentence joins the answer
     return best[2], sent, stated
 
 
