@@ -121,6 +121,8 @@ def test_each_part_of_a_two_part_question_is_answered_from_its_own_note(notes_pw
 def test_a_number_the_notes_do_not_state_is_not_made_up(notes_pw: Any) -> None:
     out = notes_pw.ask("How much did the sourdough flour cost?")
     assert out["supported"] is False and out["answer"].startswith(NOT_SAID)
+    out = notes_pw.ask("What was the total budget for the sourdough flour?")
+    assert out["supported"] is False and out["answer"].startswith(NOT_SAID)
     assert "Closest evidence:" in out["answer"] and "Sourdough.md" in _cited_docs(out)
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from pathweaver.extract.names import without_disambiguator
 from pathweaver.extractive.choices import choose_option, yes_no
-from pathweaver.extractive.questions import _NOT_PERSON, SPAN_TYPES, answer_type, options
+from pathweaver.extractive.questions import _NOT_PERSON, AMOUNT, SPAN_TYPES, answer_type, options
 from pathweaver.extractive.sentences import (
     _title_named,
     _tokens,
@@ -45,7 +45,6 @@ from pathweaver.extractive.types import (
 from pathweaver.retrieval.types import EncodeFn
 
 NOT_SAID = "The notes don't say."
-_AMOUNT = re.compile(r"\bhow (?:many|much)\b", re.I)
 
 
 def _not_said(ranked: list[Sentence]) -> Answer:
@@ -103,7 +102,7 @@ def _best_span(question: str, kind: str, ranked: list[Sentence],
         return None
     sent, bonus = best[3], best[4]
     cued = bonus >= params.stated_cue
-    if _AMOUNT.search(question):  # a bare number is no amount: "How much did it cost?" is not "250"
+    if AMOUNT.search(question):  # a bare number is no amount: "How much did it cost?" is not "250"
         return best[2], sent, cued
     stated = sent is top or (cued and sent.score >= top.score - params.sentence_margin)
     if cued and not stated and stems(content_words(sent.text)) & stems(content_words(question)):
@@ -329,7 +328,7 @@ def extractive_answer(
             return Answer(((chained[0], tuple(chained[1])),), supported=True)
     if kind in SPAN_TYPES:
         span = _best_span(question, kind, ranked, params)
-        if _AMOUNT.search(question) and not (span and span[2]):  # an amount asked for that no sentence states
+        if AMOUNT.search(question) and not (span and span[2]):  # an amount asked for that no sentence states
             return _not_said(ranked)
         if span is not None and span[2]:
             return Answer(((span[0], (span[1].passage.n,)),), supported=True)
