@@ -153,3 +153,5 @@ def test_amounts_are_spans_only_where_a_sentence_states_them() -> None:
     laptops = ["Hardware\nA maintainer can apply for new hardware once every 4 years."]  # a cost is money
     said = extractive_answer("What was the hardware budget for maintainers?", laptops)
     assert not said.supported and said.text.startswith(NOT_SAID)
+    fees = ["Fees\nThe fee waiver lasts 30 days after you sign up."]  # "how long" asks for time, fee or not
+    assert ans("How long does the fee waiver last?", fees)[0] == "30 days"

@@ -139,10 +139,11 @@ def _following(sent: Sentence, count: int, *, to_sentence: bool = False) -> list
 def _sentences(ranked: list[Sentence], params: ExtractiveParams, must: Sentence | None = None) -> Answer:
     """The best sentence and up to ``answer_sentences - 1`` more that score within ``sentence_margin`` of it
     (``other_margin`` for another chunk's: an answer goes on in its own note; ``must`` among them when given),
-    each cited; sentences of one chunk in the chunk's order. A sentence that ends with a colon ("The goals of
-    this migration:") brings up to ``intro_units`` units after it (the command or list it introduces), and a
-    heading or question line that ranks above every answer sentence brings its section's first unit (a FAQ's
-    answer under its question)."""
+    each cited; sentences of one chunk in the chunk's order. A heading or question line that ranks first brings
+    its section up to the section's first sentence (a FAQ's answer under its question, a command and the sentence
+    that explains it); otherwise the best sentence brings the one after it, which takes the third place. A
+    sentence that ends with a colon ("The goals of this migration:") brings up to ``intro_units`` units after it
+    (the command or list it introduces)."""
     answers = _answers(ranked)
     top = answers[0]
     chosen = [s for s in answers[: params.answer_sentences] if s.score >= top.score - (

@@ -102,6 +102,7 @@ def _number_spans(sentence: str, question: str, qwords: set[str], qstems: set[st
     number with its N when the sentence writes one after it ("25 notes"), which is also its cue."""
     counted = _HOW_MANY.search(question)
     nouns = {stem(w) for w in _tokens(counted.group("n"))} if counted else set()
+    money = bool(_MONEY_NOUN.search(question)) and not counted and not _HOW_LONG.search(question)
     out: list[tuple[int, str, float]] = []
     for m in NUMBER_RE.finditer(sentence):
         text = m.group(0).strip()
@@ -109,7 +110,7 @@ def _number_spans(sentence: str, question: str, qwords: set[str], qstems: set[st
             continue
         if _HOW_LONG.search(question) and not _LONG_UNITS.search(text):
             continue
-        if _MONEY_NOUN.search(question) and not _CURRENCY.search(text):  # a cost is money: "4 years" is none
+        if money and not _CURRENCY.search(text):  # a cost is money: "4 years" is none
             continue
         bonus = 0.1 * (" " in text) + 0.5 * bool(_MONEY.search(question) and text.startswith(("$", "€", "£", "¥")))
         bonus += 0.5 * bool(_HOW_LONG.search(question))  # it has the unit "how long" asks for
