@@ -145,3 +145,13 @@ def test_amounts_are_spans_only_where_a_sentence_states_them() -> None:
     bread = ["Sourdough\nFeed the sourdough starter twice a day. Bake the sourdough at 250 degrees for twenty minutes."]
     said = extractive_answer("How much did the sourdough cost?", bread)
     assert not said.supported and said.text.startswith(NOT_SAID)
+    # "what was the total / average / cost ..." asks for an amount as "how much" does
+    said = extractive_answer("What was the total cost of the sourdough?", bread)
+    assert not said.supported and said.text.startswith(NOT_SAID)
+    trip = ["Lisbon trip\nWe flew to Lisbon in May. The total cost of the trip was $1,200 for four people."]
+    assert ans("What was the total cost of our trip?", trip)[0] == "$1,200"
+    laptops = ["Hardware\nA maintainer can apply for new hardware once every 4 years."]  # a cost is money
+    said = extractive_answer("What was the hardware budget for maintainers?", laptops)
+    assert not said.supported and said.text.startswith(NOT_SAID)
+    fees = ["Fees\nThe fee waiver lasts 30 days after you sign up."]  # "how long" asks for time, fee or not
+    assert ans("How long does the fee waiver last?", fees)[0] == "30 days"

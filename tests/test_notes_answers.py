@@ -121,6 +121,8 @@ def test_each_part_of_a_two_part_question_is_answered_from_its_own_note(notes_pw
 def test_a_number_the_notes_do_not_state_is_not_made_up(notes_pw: Any) -> None:
     out = notes_pw.ask("How much did the sourdough flour cost?")
     assert out["supported"] is False and out["answer"].startswith(NOT_SAID)
+    out = notes_pw.ask("What was the total budget for the sourdough flour?")
+    assert out["supported"] is False and out["answer"].startswith(NOT_SAID)
     assert "Closest evidence:" in out["answer"] and "Sourdough.md" in _cited_docs(out)
 
 
@@ -149,3 +151,60 @@ def test_christmas_carol_questions(carol_pw: Any, question: str, who: str) -> No
     assert out["supported"] is True
     answer = out["answer"].split("[")[0]
     assert who in answer, out["answer"]
+
+
+MORE = {
+    "Docs move.md": "# Docs move\n\nWe moved the user docs to a new site last spring. It took two weekends.\n\n"
+    "The goals of this move:\n\n- keep every old link working\n- publish from the same folder as the code\n"
+    "- drop the custom theme\n\nThe old site stays up until the end of the year.\n",
+    "Terminal tips.md": "# Terminal tips\n\n## Hide the progress bar when a download finishes\n\n```sh\n"
+    "export FETCHER_NO_PROGRESS=1\n```\n\nThis sets the FETCHER_NO_PROGRESS environment variable, which hides "
+    "every progress bar.\n\n## Use a mirror\n\nSet FETCHER_MIRROR to the address of a mirror near you.\n",
+    "Protocol.md": "# Protocol\n\nThe latest protocol version, released in July, makes a major change to how clients "
+    "connect: the protocol is now stateless. Previously, a client and a server had to complete a handshake before "
+    "the client could call a tool. Servers can still keep state of their own.\n",
+    "Crash reports.md": "# Crash reports\n\nThe app collects anonymous crash reports when it quits unexpectedly. "
+    "The crash reports it collects help us find the bugs that hit most people. Anonymous reports never include "
+    "your notes. Reports are retained on our server for 90 days and then deleted.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def more_pw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from pathweaver.service import Pathweaver
+
+    base = tmp_path_factory.mktemp("notes-units")
+    folder = base / "notes"
+    folder.mkdir()
+    for name, text in MORE.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    pw = Pathweaver.open(base / "store", overrides={"models": {"llm_backend": "none"}})
+    pw.index([folder])
+    yield pw
+    pw.close()
+
+
+def test_a_line_ending_with_a_colon_brings_the_list_it_introduces(more_pw: Any) -> None:
+    out = more_pw.ask("What were the goals of the docs move?")
+    assert out["supported"] is True and _cited_docs(out) == {"Docs move.md"}
+    for item in ("keep every old link working", "publish from the same folder as the code", "drop the custom theme"):
+        assert item in out["answer"], out["answer"]
+
+
+def test_a_heading_that_matches_the_question_brings_its_section(more_pw: Any) -> None:
+    out = more_pw.ask("How do I get rid of the progress bar that shows up when a download finishes?")
+    assert out["supported"] is True and _cited_docs(out) == {"Terminal tips.md"}
+    assert "FETCHER_NO_PROGRESS" in out["answer"], out["answer"]
+    assert "FETCHER_MIRROR" not in out["answer"]  # the next section is not this one's
+
+
+def test_the_best_sentence_brings_the_sentence_after_it(more_pw: Any) -> None:
+    out = more_pw.ask("What did the protocol version from July get rid of?")
+    assert out["supported"] is True and _cited_docs(out) == {"Protocol.md"}
+    assert "now stateless" in out["answer"] and "handshake" in out["answer"], out["answer"]
+
+
+def test_a_duration_stated_below_the_best_sentences_joins_the_answer(more_pw: Any) -> None:
+    out = more_pw.ask("How long does the app keep the anonymous crash reports it collects?")
+    assert out["supported"] is True and _cited_docs(out) == {"Crash reports.md"}
+    assert "90 days" in out["answer"], out["answer"]

@@ -20,7 +20,7 @@ import numpy as np
 
 from pathweaver.extract.names import without_disambiguator
 from pathweaver.extractive.choices import choose_option, yes_no
-from pathweaver.extractive.questions import _NOT_PERSON, SPAN_TYPES, answer_type, options
+from pathweaver.extractive.questions import _NOT_PERSON, AMOUNT, SPAN_TYPES, answer_type, options
 from pathweaver.extractive.sentences import (
     _title_named,
     _tokens,
@@ -29,8 +29,8 @@ from pathweaver.extractive.sentences import (
     coverage,
     passages_of,
     rank_sentences,
-    split_sentences,
     stems,
+    units,
 )
 from pathweaver.extractive.spans import typed_spans
 from pathweaver.extractive.types import (
@@ -45,7 +45,6 @@ from pathweaver.extractive.types import (
 from pathweaver.retrieval.types import EncodeFn
 
 NOT_SAID = "The notes don't say."
-_AMOUNT = re.compile(r"\bhow (?:many|much)\b", re.I)
 
 
 def _not_said(ranked: list[Sentence]) -> Answer:
@@ -65,15 +64,18 @@ def _named(question: str) -> set[str]:
 def decides(question: str, passages: list[Passage], ranked: list[Sentence], params: ExtractiveParams,
             word_df: WordDfFn | None = None, n_docs: int = 0, embedded: bool = True) -> bool:
     """Whether the evidence can answer ``question``: its best sentence is at least ``params.min_sim`` similar to
-    the question (when ``embedded``), the chunks hold ``params.min_coverage`` of the question's idf weight, and
-    every name the question writes."""
+    the question (when ``embedded``), the chunks hold every name the question writes and ``params.min_coverage``
+    of the question's idf weight, or ``params.close_coverage`` of it when a sentence is at least
+    ``params.close_sim`` similar (a paraphrase: "pop-up reminder" for "notifications")."""
     if not ranked or (embedded and ranked[0].sim < params.min_sim):
         return False
     texts = [p.text for p in passages]
     have = stems(set().union(*(content_words(t) for t in texts)))
     if not stems(_named(question)) <= have:
         return False
-    return coverage(question, texts, word_df, n_docs) >= params.min_coverage
+    covered = coverage(question, texts, word_df, n_docs)
+    close = embedded and max(s.sim for s in ranked) >= params.close_sim
+    return covered >= (params.close_coverage if close else params.min_coverage)
 
 
 def _best_span(question: str, kind: str, ranked: list[Sentence],
@@ -82,7 +84,8 @@ def _best_span(question: str, kind: str, ranked: list[Sentence],
     sentence, and whether the evidence clearly states it: a span of the best answer sentence, or one that its
     sentence cues (the question's words just before it, its counted noun after it, the asked head noun in it)
     and that scores within ``sentence_margin`` of the best; for an amount ("how many / how much"), only a cued
-    one."""
+    one. A cued span not stated so whose sentence shares a question word comes with that sentence scored as the
+    best, so that the answer's sentences quote it ("retained ... for 365 days" for "How long ... keep ...?")."""
     qwords = set(_tokens(question))
     best: tuple[float, int, str, Sentence, float] | None = None
     answers = _answers(ranked)  # a heading names what its chunk is about: no span of it answers
@@ -99,9 +102,12 @@ def _best_span(question: str, kind: str, ranked: list[Sentence],
         return None
     sent, bonus = best[3], best[4]
     cued = bonus >= params.stated_cue
-    if _AMOUNT.search(question):  # a bare number is no amount: "How much did it cost?" is not "250"
+    if AMOUNT.search(question):  # a bare number is no amount: "How much did it cost?" is not "250"
         return best[2], sent, cued
-    return best[2], sent, sent is top or (cued and sent.score >= top.score - params.sentence_margin)
+    stated = sent is top or (cued and sent.score >= top.score - params.sentence_margin)
+    if cued and not stated and stems(content_words(sent.text)) & stems(content_words(question)):
+        sent = replace(sent, score=top.score)  # cued, on topic, far below the best: its sentence joins the answer
+    return best[2], sent, stated
 
 
 def _typed_span(question: str, kind: str, ranked: list[Sentence],
@@ -118,25 +124,48 @@ def _answers(ranked: list[Sentence]) -> list[Sentence]:
     return kept or ranked
 
 
+def _following(sent: Sentence, count: int, *, to_sentence: bool = False) -> list[Sentence]:
+    """Up to ``count`` units after ``sent`` in its chunk (what a line ending with a colon introduces); with
+    ``to_sentence``, only up to the first one that ends a sentence (a heading's section: a command line, then
+    the sentence that explains it)."""
+    out = []
+    for i, (text, _) in enumerate(units(sent.passage.text)[sent.index + 1: sent.index + 1 + count]):
+        out.append(Sentence(text, sent.passage, sent.score, sent.sim, sent.index + 1 + i))
+        if to_sentence and text.endswith((".", "!", "?")):
+            break
+    return out
+
+
 def _sentences(ranked: list[Sentence], params: ExtractiveParams, must: Sentence | None = None) -> Answer:
     """The best sentence and up to ``answer_sentences - 1`` more that score within ``sentence_margin`` of it
-    (``other_margin`` for another chunk's: an answer goes on in its own note; ``must`` among them when given), each cited; sentences of one chunk in the chunk's order. A sentence that
-    ends with a colon ("To stop a formula from being upgraded:") brings the line after it (the command or list
-    it introduces)."""
-    ranked = _answers(ranked)
-    top = ranked[0]
-    chosen = [s for s in ranked[: params.answer_sentences] if s.score >= top.score - (
+    (``other_margin`` for another chunk's: an answer goes on in its own note; ``must`` among them when given),
+    each cited; sentences of one chunk in the chunk's order. A heading or question line that ranks first brings
+    its section up to the section's first sentence (a FAQ's answer under its question, a command and the sentence
+    that explains it); otherwise the best sentence brings the one after it, which takes the third place. A
+    sentence that ends with a colon ("The goals of this migration:") brings up to ``intro_units`` units after it
+    (the command or list it introduces)."""
+    answers = _answers(ranked)
+    top = answers[0]
+    chosen = [s for s in answers[: params.answer_sentences] if s.score >= top.score - (
         params.sentence_margin if s.passage.n == top.passage.n else params.other_margin)]
     if must is not None and must not in chosen and must.score >= top.score - params.sentence_margin:
         chosen = chosen[: params.answer_sentences - 1] + [must]
+    lead = ranked[0]
+    if lead is not top or lead.heading:  # the best unit is a heading or a question: its section answers
+        section = _following(lead, 2, to_sentence=True)
+        chosen = ([lead] if lead is top else []) + section + chosen[int(lead is top): params.answer_sentences - 1]
+    elif not top.text.endswith(":"):  # a statement goes on in the sentence after it
+        rest = sorted((c for c in chosen if c is not top), key=lambda c: c is not must)  # ``must`` stays
+        chosen = [top] + _following(top, 1) + rest[: params.answer_sentences - 2]
     for s in list(chosen):
-        after = split_sentences(s.passage.text)[s.index + 1: s.index + 2] if s.text.endswith(":") else []
-        if after and all((c.passage.n, c.index) != (s.passage.n, s.index + 1) for c in chosen):
-            chosen.append(Sentence(after[0], s.passage, s.score, s.sim, s.index + 1))
+        for after in (_following(s, params.intro_units) if s.text.endswith(":") else []):
+            if all((c.passage.n, c.index) != (after.passage.n, after.index) for c in chosen):
+                chosen.append(after)
     first = {}  # a chunk's place is that of its best chosen sentence
     for i, s in enumerate(chosen):
         first.setdefault(s.passage.n, i)
-    chosen = sorted(chosen, key=lambda s: (first[s.passage.n], s.index))
+    unique = {(s.passage.n, s.index): s for s in reversed(chosen)}  # a unit once, as first chosen
+    chosen = sorted(unique.values(), key=lambda s: (first[s.passage.n], s.index))
     return Answer(tuple((s.text, (s.passage.n,)) for s in chosen), supported=True)
 
 
@@ -300,7 +329,7 @@ def extractive_answer(
             return Answer(((chained[0], tuple(chained[1])),), supported=True)
     if kind in SPAN_TYPES:
         span = _best_span(question, kind, ranked, params)
-        if _AMOUNT.search(question) and not (span and span[2]):  # an amount asked for that no sentence states
+        if AMOUNT.search(question) and not (span and span[2]):  # an amount asked for that no sentence states
             return _not_said(ranked)
         if span is not None and span[2]:
             return Answer(((span[0], (span[1].passage.n,)),), supported=True)

@@ -77,6 +77,11 @@ _LIST = re.compile(r"^(?:which|what)\s+(?:(?:of\s+)?(?:my|the|our|these|those)\s
 _WHEN = re.compile(r"^when\b(?![^?]*,\s*(?:what|which|who|how|why|where|do|does|should|can)\b)|\bwhen\s*\??$")
 
 
+# a question that asks for an amount: "how many / how much", or "what was the (total) cost / average / ..."
+AMOUNT = re.compile(r"\bhow (?:many|much)\b|\bwhat (?:is|was|are|were) (?:the|my|our|your|its|their) (?:[\w\-]+ ){0,2}?"
+                    r"(?:total|average|cost|price|budget|fee|amount)\b", re.I)
+
+
 def answer_type(question: str) -> str:
     """The expected answer type of ``question`` (one of ``ANSWER_TYPES``), from its wh-word and head noun."""
     q = " ".join(question.split())
@@ -91,8 +96,8 @@ def answer_type(question: str) -> str:
         r"\b(?:what year|which year|what date|in what year|date of|year of|what decade|what century)\b", low
     ):  # a capitalised "When" inside the question starts a title ("When The Stars Go Blue")
         return "date"
-    if re.search(r"\b(?:how many|how much|how long|how far|how tall|how high|how big|how large|how old|"
-                 r"what percentage|what number)\b", low):
+    if AMOUNT.search(low) or re.search(r"\b(?:how long|how far|how tall|how high|how big|how large|how old|"
+                                       r"what percentage|what number)\b", low):
         return "number"
     if re.search(r"^where\b|\b(?:what|which|in what) (?:city|town|country|state|region|county|island|place)\b|"
                  r"\bplace of (?:birth|death)\b|\bbirthplace\b", low):

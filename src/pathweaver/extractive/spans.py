@@ -86,7 +86,9 @@ def _cued(before: str, question_stems: set[str]) -> float:
 _LONG_UNITS = re.compile(r"\b(?:years?|months?|weeks?|days?|hours?|minutes?|seconds?|ms|miles?|mi|km|kilometres?|"
                          r"kilometers?|metres?|meters?|feet|ft|characters?|words?|lines?|episodes?|pages?)$", re.I)
 _HOW_LONG = re.compile(r"\bhow long\b", re.I)
-_HOW_MUCH = re.compile(r"\bhow much\b", re.I)
+_MONEY_NOUN = re.compile(r"\b(?:cost|costs|price|prices|budget|fee|fees)\b", re.I)
+_MONEY = re.compile(rf"\bhow much\b|{_MONEY_NOUN.pattern}", re.I)
+_CURRENCY = re.compile(r"^[$€£¥]|\b(?:euros?|dollars?|cents?)$", re.I)
 _HOW_MANY = re.compile(r"\bhow many\s+(?P<n>(?:[\w\-]+\s+){0,2}?[\w\-]+?)(?=\s+(?:does|do|did|is|are|was|were|can|could|"
                        r"will|would|should|has|have|had|of|in|on|for|per|a|an|the)\b|\s*\??$)", re.I)
 _WORD_NUMBER = re.compile(r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
@@ -100,6 +102,7 @@ def _number_spans(sentence: str, question: str, qwords: set[str], qstems: set[st
     number with its N when the sentence writes one after it ("25 notes"), which is also its cue."""
     counted = _HOW_MANY.search(question)
     nouns = {stem(w) for w in _tokens(counted.group("n"))} if counted else set()
+    money = bool(_MONEY_NOUN.search(question)) and not counted and not _HOW_LONG.search(question)
     out: list[tuple[int, str, float]] = []
     for m in NUMBER_RE.finditer(sentence):
         text = m.group(0).strip()
@@ -107,7 +110,9 @@ def _number_spans(sentence: str, question: str, qwords: set[str], qstems: set[st
             continue
         if _HOW_LONG.search(question) and not _LONG_UNITS.search(text):
             continue
-        bonus = 0.1 * (" " in text) + 0.5 * bool(_HOW_MUCH.search(question) and text.startswith(("$", "€", "£", "¥")))
+        if money and not _CURRENCY.search(text):  # a cost is money: "4 years" is none
+            continue
+        bonus = 0.1 * (" " in text) + 0.5 * bool(_MONEY.search(question) and text.startswith(("$", "€", "£", "¥")))
         bonus += 0.5 * bool(_HOW_LONG.search(question))  # it has the unit "how long" asks for
         after = _COUNTED_AFTER.match(sentence[m.end():])
         if nouns and after:

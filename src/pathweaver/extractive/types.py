@@ -26,9 +26,12 @@ class ExtractiveParams:
     chain: bool = True  # answer a nested question hop by hop over the same chunks (heuristic plan)
     min_sim: float = 0.35  # the best sentence's cosine with the question below this: the notes don't say
     min_coverage: float = 0.55  # share of the question's idf weight (by stem) the evidence must hold
+    close_sim: float = 0.6  # a sentence this similar to the question (a paraphrase) lowers the coverage bar ...
+    close_coverage: float = 0.45  # ... to this share
     answer_sentences: int = 3  # most sentences (list items, table rows) an open question's answer quotes
     sentence_margin: float = 0.4  # a further sentence of the best one's chunk joins when it scores within this
     other_margin: float = 0.1  # a sentence of another chunk joins when it scores within this of the best
+    intro_units: int = 3  # units after a chosen line that ends with a colon (the list or command it introduces)
 
 
 @dataclass(frozen=True)
