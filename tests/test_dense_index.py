@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from backends import is_pg, store_settings
 
 QUESTIONS = ("Where was Marie Curie born?", "Which river flows through Warsaw?", "Who discovered polonium?")
