@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from backends import sqlite_before_machines
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.store import graph_writes as gw
 from pathweaver.store import schema
@@ -141,6 +142,7 @@ def test_migration_keeps_every_description_and_shrinks_the_file(tmp_path: Path, 
         with db.write(bump_version=False) as conn:  # and without schema 11's tables, read above
             conn.execute("DROP TABLE embeds")
             conn.execute("ALTER TABLE chunks DROP COLUMN cite_doc")
+    sqlite_before_machines(path / "pathweaver.db", 7)  # and schema 12's machine key
     size = (path / "pathweaver.db").stat().st_size
     with Database(path) as db:  # migrates
         assert db.get_meta("schema_version") == str(schema.SCHEMA_VERSION)

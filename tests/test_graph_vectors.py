@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from backends import sqlite_before_machines
 from pathweaver.config import Settings
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
@@ -81,6 +82,7 @@ def test_migration_drops_the_stored_vectors_and_keeps_the_snapshot(store: tuple[
         sources = db.conn.execute("SELECT relation_id, chunk_id, start, end, sentence FROM relation_sources "
                                   "ORDER BY relation_id, chunk_id").fetchall()
         assert sources and any(row[4] for row in sources)
+    sqlite_before_machines(old / "pathweaver.db", 4)  # and schema 12's machine key
     size = (old / "pathweaver.db").stat().st_size
     StoreReader(Database(old)).cache.clear()
     with Database(old) as db:  # migrates

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from backends import is_pg, store_settings
+from backends import is_pg, sqlite_before_machines, store_settings
 from pathweaver.config import Settings
 from pathweaver.errors import UserError
 from pathweaver.ingest.documents import withhold_outdated
@@ -19,7 +19,7 @@ from pathweaver.ingest.pipeline import Indexer
 from pathweaver.store.backend import open_database
 from pathweaver.store.machine import MACHINE_ENV, this_machine
 from pathweaver.store.reads import StoreReader
-from pathweaver.store.schema import MACHINES_VERSION, SCHEMA_FOLDERS_AND_FILE_SPANS, SCHEMA_V1
+from pathweaver.store.schema import MACHINES_VERSION
 
 ALPHA = {"a.md": "# Alpha notes\n\nMarie Curie was born in Warsaw and studied in Paris.",
          "same.md": "# Shared name\n\nThe Vistula flows through Warsaw and Krakow."}
@@ -114,30 +114,6 @@ def test_a_plain_index_never_deletes_another_machines_documents(tmp_path: Path, 
     assert len(documents_seen_by("beta", monkeypatch, store)) == 3
 
 
-def _to_schema_11_sqlite(db_file: Path) -> None:
-    """Rewrite a current SQLite store as schema 11 wrote it (no machine key), rows kept."""
-    import sqlean
-
-    old_documents = SCHEMA_V1[1].replace("CREATE TABLE documents", "CREATE TABLE documents_old")
-    old_folders = SCHEMA_FOLDERS_AND_FILE_SPANS[0].replace("CREATE TABLE folders", "CREATE TABLE folders_old")
-    cols = "id, path, title, content_hash, mtime, size, status, reason, indexed_at, headings, links"
-    conn = sqlean.connect(str(db_file), isolation_level=None)
-    conn.execute("PRAGMA foreign_keys=OFF")
-    conn.execute("BEGIN")
-    for sql in (
-        old_documents, f"INSERT INTO documents_old({cols}) SELECT {cols} FROM documents", "DROP TABLE documents",
-        "ALTER TABLE documents_old RENAME TO documents", "CREATE INDEX documents_hash ON documents(content_hash)",
-        old_folders, "INSERT INTO folders_old(path, state, changed_at) SELECT path, state, changed_at FROM folders",
-        "DROP TABLE folders", "ALTER TABLE folders_old RENAME TO folders", "DROP TABLE machines",
-        "UPDATE meta SET key = 'roots' WHERE key LIKE 'roots:%'",
-        f"UPDATE meta SET value = '{MACHINES_VERSION - 1}' WHERE key = 'schema_version'",
-    ):
-        conn.execute(sql)
-    conn.execute("COMMIT")
-    assert conn.execute("PRAGMA foreign_key_check").fetchone() is None
-    conn.close()
-
-
 def _to_pg_schema_2(url: str) -> None:
     """Rewrite a current PostgreSQL store as pg schema 2 wrote it (no machine key), rows kept."""
     import psycopg
@@ -172,7 +148,7 @@ def test_a_store_from_before_the_machine_key_becomes_the_opening_machines(tmp_pa
     if is_pg(store):
         _to_pg_schema_2(str(store))
     else:
-        _to_schema_11_sqlite(Path(store) / "pathweaver.db")
+        sqlite_before_machines(Path(store) / "pathweaver.db")
     monkeypatch.setenv(MACHINE_ENV, "gamma")
     with pytest.raises(UserError, match="compact"):  # a reader may not upgrade it: it names the command that does
         open_database(store, readonly=True)
