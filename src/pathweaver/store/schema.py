@@ -271,11 +271,12 @@ SCHEMA_MACHINES: list[str] = [
     "DROP TABLE documents",
     "ALTER TABLE documents_keyed RENAME TO documents",
     "CREATE INDEX documents_hash ON documents(content_hash)",
+    # key columns first: SQLite 3.40's integrity_check reports NULLs in a WITHOUT ROWID table whose key trails
     """CREATE TABLE folders_keyed (
+        machine TEXT NOT NULL DEFAULT '',
         path TEXT NOT NULL,
         state TEXT NOT NULL CHECK (state IN ('watched', 'indexed', 'removed')),
         changed_at REAL NOT NULL DEFAULT 0,
-        machine TEXT NOT NULL DEFAULT '',
         PRIMARY KEY (machine, path)
     ) WITHOUT ROWID""",
     "INSERT INTO folders_keyed(path, state, changed_at) SELECT path, state, changed_at FROM folders",
