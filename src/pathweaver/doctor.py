@@ -140,11 +140,11 @@ def _vectors(settings: Settings, probe: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"precision": settings.extract.graph_vector_precision}
     if not probe:
         return out
-    from pathweaver.models.embedder import Embedder
+    from pathweaver.models.embedder import get_embedder
     from pathweaver.models.precision import native_bf16, resolve_precision
 
     try:
-        embedder = Embedder(settings.models.embedding_model)
+        embedder = get_embedder(settings.models.embedding_model)  # the process's own: its probe answers are kept
         precisions = ("float32", "bfloat16") if native_bf16() else ("float32",)
         found = {p: embedder.batch_invariant(p) for p in precisions}
         out["batch_invariant"] = found
