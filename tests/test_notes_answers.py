@@ -40,19 +40,24 @@ def _demo() -> Path:
     return Path(__file__).resolve().parents[1] / "demo"
 
 
-@pytest.fixture(scope="module")
-def notes_pw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def _indexed(tmp_path_factory: pytest.TempPathFactory, name: str, notes: dict[str, str]) -> Iterator[Any]:
+    """A no-model service over a fresh store of ``notes`` (file name -> text), closed after the module."""
     from pathweaver.service import Pathweaver
 
-    base = tmp_path_factory.mktemp("notes-answers")
+    base = tmp_path_factory.mktemp(name)
     folder = base / "notes"
     folder.mkdir()
-    for name, text in NOTES.items():
-        (folder / name).write_text(text, encoding="utf-8")
+    for file_name, text in notes.items():
+        (folder / file_name).write_text(text, encoding="utf-8")
     pw = Pathweaver.open(base / "store", overrides={"models": {"llm_backend": "none"}})
     pw.index([folder])
     yield pw
     pw.close()
+
+
+@pytest.fixture(scope="module")
+def notes_pw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    yield from _indexed(tmp_path_factory, "notes-answers", NOTES)
 
 
 def _cited_docs(out: dict[str, Any]) -> set[str]:
@@ -171,17 +176,7 @@ MORE = {
 
 @pytest.fixture(scope="module")
 def more_pw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from pathweaver.service import Pathweaver
-
-    base = tmp_path_factory.mktemp("notes-units")
-    folder = base / "notes"
-    folder.mkdir()
-    for name, text in MORE.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    pw = Pathweaver.open(base / "store", overrides={"models": {"llm_backend": "none"}})
-    pw.index([folder])
-    yield pw
-    pw.close()
+    yield from _indexed(tmp_path_factory, "notes-units", MORE)
 
 
 def test_a_line_ending_with_a_colon_brings_the_list_it_introduces(more_pw: Any) -> None:
