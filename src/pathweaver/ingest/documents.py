@@ -33,6 +33,7 @@ from pathweaver.store import writes as w
 from pathweaver.store.changes import document_change
 from pathweaver.store.db import Connection, Database
 from pathweaver.store.machine import this_machine
+from pathweaver.store.meta import set_meta
 from pathweaver.store.reads import entity_ids_of, gram_df
 
 
@@ -205,7 +206,7 @@ class DocumentWriter:
             ids = w.insert_chunks(conn, doc_id, doc.title, prep.rows, prep.vecs, count_grams=batch is None)
             if graph is None:
                 gw.set_doc_names(conn, doc_id, names.names, names.links)  # the refresh that is due links every chunk
-                w.set_meta(conn, "refresh_pending", "1")
+                set_meta(conn, "refresh_pending", "1")
             else:
                 self._write_graph(conn, graph, dict(enumerate(ids)))
                 apply_names(conn, {doc_id: names}, ids, ensure, self._linker)
@@ -305,7 +306,7 @@ class DocumentWriter:
                 with document_change(conn, [p.doc.id]):
                     gw.clear_chunk_derived(conn, list(p.keys) or ix.document_chunk_ids(conn, p.doc.id))
                     if p.graph is None:
-                        w.set_meta(conn, "refresh_pending", "1")
+                        set_meta(conn, "refresh_pending", "1")
                     else:
                         self._write_graph(conn, p.graph, p.keys)
 

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from pathweaver.models.precision import machine_key
-from pathweaver.store import writes as w
 from pathweaver.store.db import Database
+from pathweaver.store.meta import set_meta
 
 META_KEY = "batch_invariance"
 
@@ -35,7 +35,7 @@ def recorded_invariance(db: Database, embedder: Any, model: str) -> Callable[[st
         answer = bool(embedder.batch_invariant(precision))
         if not db.readonly:
             with db.write(bump_version=False) as conn:
-                w.set_meta(conn, META_KEY, json.dumps({**recorded, key: answer}, sort_keys=True))
+                set_meta(conn, META_KEY, json.dumps({**recorded, key: answer}, sort_keys=True))
         return answer
 
     return invariant

@@ -30,8 +30,8 @@ from pathweaver.extract.names import (
 )
 from pathweaver.store import graph_writes as gw
 from pathweaver.store import reads as r
-from pathweaver.store import writes as w
 from pathweaver.store.db import Connection
+from pathweaver.store.meta import set_meta
 
 EnsureFn = Callable[[Mapping[str, str]], object]  # creates entity rows (with vectors) for {name: kind}
 
@@ -101,7 +101,7 @@ def apply_names(conn: Connection, changes: Mapping[int, DocNames], new_chunks: I
             affected |= r.fts_chunk_ids(conn, query)
     removed_ids = set(r.entity_ids_of(conn, removed).values())
     if added and len(r.entity_ids_of(conn, added)) < len(added):
-        w.set_meta(conn, "refresh_pending", "1")
+        set_meta(conn, "refresh_pending", "1")
     if affected:
         relink(conn, affected, cache.get(after))
     if removed_ids:

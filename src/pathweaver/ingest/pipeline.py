@@ -62,6 +62,7 @@ from pathweaver.store import machines
 from pathweaver.store import writes as w
 from pathweaver.store.db import Connection, Database
 from pathweaver.store.machine import this_machine
+from pathweaver.store.meta import set_meta
 from pathweaver.store.reads import folder_states
 from pathweaver.store.servers import live_servers
 
@@ -104,10 +105,10 @@ class Indexer:
         self._refresher = Refresher(db, self.params, self.inputs, self.synonyms, linker)
         if self._count("entities") == 0 and db.get_meta("vector_settings") != self.params.vector_settings:
             with db.write(bump_version=False) as conn:  # nothing to re-make yet: record the modes entities get
-                w.set_meta(conn, "vector_settings", self.params.vector_settings)
+                set_meta(conn, "vector_settings", self.params.vector_settings)
         if self._count("chunks") == 0 and db.get_meta("entity_settings") != self.params.entity_settings:
             with db.write(bump_version=False) as conn:
-                w.set_meta(conn, "entity_settings", self.params.entity_settings)
+                set_meta(conn, "entity_settings", self.params.entity_settings)
 
     # -- public API ------------------------------------------------------------------------------------------
     def index_paths(self, paths: list[Path], exact: bool = True, progress: ProgressFn | None = None,
@@ -134,7 +135,7 @@ class Indexer:
             keep = [] if exact else [r for r in old if r not in root_strs]
             machines.set_roots(conn, self.machine.id, sorted(keep + [str(r) for r in roots if r.is_dir()]))
             if retry:
-                w.set_meta(conn, "parse_rules", str(PARSE_RULES))
+                set_meta(conn, "parse_rules", str(PARSE_RULES))
         report.seconds = time.perf_counter() - start
         return report
 

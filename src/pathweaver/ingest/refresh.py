@@ -31,9 +31,9 @@ from pathweaver.ingest.synonym_pass import SynonymPass
 from pathweaver.results import RefreshOut
 from pathweaver.store import graph_writes as gw
 from pathweaver.store import indexing as ix
-from pathweaver.store import writes as w
 from pathweaver.store.db import Connection, Database
 from pathweaver.store.graphvecs import UNRECORDED
+from pathweaver.store.meta import set_meta
 from pathweaver.store.reads import vocabulary
 from pathweaver.store.vector_rows import EntityRows
 
@@ -126,12 +126,12 @@ class Refresher:
                 gw.settle_descriptions(conn, before)
                 self.synonyms.store_pairs(conn, pairs, mark, id_arr)  # after the entities they refer to
                 synonyms = len(pairs)
-                w.set_meta(conn, "vector_settings", self.params.vector_settings)
-                w.set_meta(conn, "entity_settings", self.params.entity_settings)
+                set_meta(conn, "vector_settings", self.params.vector_settings)
+                set_meta(conn, "entity_settings", self.params.entity_settings)
                 self.synonyms.entities = EntityRows(id_arr, names, vec_arr) if names else None
-                w.set_meta(conn, "changed_chunks", "0")
-                w.set_meta(conn, "refresh_pending", "0")
-                w.set_meta(conn, "last_refresh", str(time.time()))
+                set_meta(conn, "changed_chunks", "0")
+                set_meta(conn, "refresh_pending", "0")
+                set_meta(conn, "last_refresh", str(time.time()))
                 counts = {t: ix.row_count(conn, t)
                           for t in ("entities", "relations", "mentions", "synonyms", "name_mentions")}
             return RefreshOut(**counts, removed_entities=removed["entities"], removed_relations=removed["relations"],

@@ -14,9 +14,9 @@ from pathweaver.extract.graph import ExtractParams
 from pathweaver.extract.synonyms import synonym_pairs_for
 from pathweaver.store import graph_writes as gw
 from pathweaver.store import indexing as ix
-from pathweaver.store import writes as w
 from pathweaver.store.cache import cache_for
 from pathweaver.store.db import Connection, Database
+from pathweaver.store.meta import meta_int, set_meta
 from pathweaver.store.vector_rows import EntityRows, entity_rows
 
 
@@ -59,7 +59,7 @@ class SynonymPass:
 
     @staticmethod
     def watermark(conn: Connection) -> int:
-        return ix.meta_int(conn, "synonym_watermark")
+        return meta_int(conn, "synonym_watermark")
 
     def pairs_since(self, mark: int, ids: np.ndarray, vecs: np.ndarray, wide_after: threading.Event | None = None
                      ) -> list[tuple[int, int, float]]:
@@ -74,4 +74,4 @@ class SynonymPass:
         """Insert the pairs and move the watermark past every entity in ``ids``."""
         gw.insert_synonyms(conn, pairs)
         if len(ids):
-            w.set_meta(conn, "synonym_watermark", str(max(mark, int(ids.max()))))
+            set_meta(conn, "synonym_watermark", str(max(mark, int(ids.max()))))

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from pathweaver.store.db import Connection
 from pathweaver.store.graph_writes import chunk_dependents, collect_garbage
-from pathweaver.store.writes import add_meta_int
+from pathweaver.store.meta import add_meta_int
 
 
 @dataclass

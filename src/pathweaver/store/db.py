@@ -23,6 +23,7 @@ import sqlite_vec
 from pathweaver.errors import UserError
 from pathweaver.store import machines
 from pathweaver.store.machine import this_machine
+from pathweaver.store.meta import meta_value
 from pathweaver.store.schema import (
     DROPPED_VECTOR_TABLES,
     MACHINES_VERSION,
@@ -192,8 +193,8 @@ class StoreHandle:
         self.close()
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else default
+        value = meta_value(self.conn, key)
+        return default if value is None else value
 
     def version(self) -> int:
         """The store version counter: one cheap read, moves on every committed change."""

@@ -77,7 +77,3 @@ def max_entity_id(conn: Connection) -> int | None:
     return None if top is None else int(top)
 
 
-def meta_int(conn: Connection, key: str) -> int:
-    """A meta value as an integer, 0 when unset (read inside ``conn``'s transaction)."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return int(row[0]) if row else 0

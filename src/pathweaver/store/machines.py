@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from pathweaver.store.machine import Machine, checked_id
+from pathweaver.store.meta import delete_meta, meta_value, set_meta
 
 SEPARATOR = ":"  # between a machine's name and a path of its, as ``scp`` writes a remote file
 
@@ -22,13 +23,12 @@ def roots_key(machine_id: str) -> str:
 
 def stored_roots(conn: Any, machine_id: str) -> list[str]:
     """The indexed root folders of machine ``machine_id``."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (roots_key(machine_id),)).fetchone()
-    return list(json.loads(row[0] or "[]")) if row else []
+    return list(json.loads(meta_value(conn, roots_key(machine_id)) or "[]"))
 
 
 def set_roots(conn: Any, machine_id: str, roots: list[str]) -> None:
     """Record machine ``machine_id``'s indexed root folders (inside the caller's write transaction)."""
-    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (roots_key(machine_id), json.dumps(roots)))
+    set_meta(conn, roots_key(machine_id), json.dumps(roots))
 
 
 def is_registered(conn: Any, machine: Machine) -> bool:
@@ -55,10 +55,10 @@ def claim(conn: Any, machine: Machine, now: float) -> None:
     register(conn, machine, now)
     conn.execute("UPDATE documents SET machine = ? WHERE machine = ''", (machine.id,))
     conn.execute("UPDATE folders SET machine = ? WHERE machine = ''", (machine.id,))
-    row = conn.execute("SELECT value FROM meta WHERE key = 'roots'").fetchone()
-    if row is not None:
-        set_roots(conn, machine.id, list(json.loads(row[0] or "[]")))
-        conn.execute("DELETE FROM meta WHERE key = 'roots'")
+    roots = meta_value(conn, "roots")
+    if roots is not None:
+        set_roots(conn, machine.id, list(json.loads(roots or "[]")))
+        delete_meta(conn, "roots")
 
 
 def doc_path(machine_id: str, column: str = "d.path") -> str:
@@ -110,5 +110,5 @@ def hand_over(conn: Any, from_id: str, to_id: str) -> int:
 def forget(conn: Any, machine_id: str) -> None:
     """Remove machine ``machine_id``'s folders, roots and row (inside a write transaction, its documents gone)."""
     conn.execute("DELETE FROM folders WHERE machine = ?", (machine_id,))
-    conn.execute("DELETE FROM meta WHERE key = ?", (roots_key(machine_id),))
+    delete_meta(conn, roots_key(machine_id))
     conn.execute("DELETE FROM machines WHERE id = ?", (machine_id,))

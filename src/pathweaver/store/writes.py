@@ -57,21 +57,6 @@ def _blob(vec: np.ndarray) -> bytes:
 
 
 
-# -- meta ----------------------------------------------------------------------------------------------------
-def set_meta(conn: Connection, key: str, value: str) -> None:
-    conn.execute(
-        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value)
-    )
-
-
-def add_meta_int(conn: Connection, key: str, delta: int) -> None:
-    conn.execute(
-        "INSERT INTO meta(key, value) VALUES (?, ?) "
-        "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + CAST(excluded.value AS INTEGER)",
-        (key, str(delta)),
-    )
-
-
 # -- embed cache ---------------------------------------------------------------------------------------------
 def _cached_by_text(conn: Connection, table: str, column: str, texts: Iterable[str], space: str) -> dict[str, Any]:
     """``column`` of the rows of a cache ``table`` keyed by ``text_hash(text, space)``, for the texts that have one."""
