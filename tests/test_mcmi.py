@@ -22,12 +22,8 @@ from mcmi_twins import (
 )
 from pathweaver.config import ConfigError
 from pathweaver.models.embedder import get_embedder
-from pathweaver.retrieval.mcmi import (
-    KIND_CONTAINS,
-    KIND_PSEUDO,
-    KIND_RELATION,
-    MCMIParams,
-)
+from pathweaver.retrieval.costgraph import KIND_CONTAINS, KIND_PSEUDO, KIND_RELATION
+from pathweaver.retrieval.mcmi import MCMIParams
 from pathweaver.retrieval.mcmi_graph import PSEUDO, edge_cost
 from pathweaver.retrieval.registry import run_method
 from pathweaver.retrieval.steiner import mehlhorn_edges

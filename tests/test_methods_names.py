@@ -248,7 +248,7 @@ def test_a_title_of_several_passages_gives_its_weight_to_the_one_the_question_as
 
 
 def test_pathrag_text_units_of_named_nodes_take_turns_with_path_passages() -> None:
-    from pathweaver.retrieval.pathrag import node_text_units, with_text_units
+    from pathweaver.retrieval.pathrag_passages import node_text_units, with_text_units
     from pathweaver.retrieval.types import ChunkHit
 
     snap = _names()

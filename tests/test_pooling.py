@@ -8,15 +8,8 @@ import numpy as np
 import pytest
 
 from pathweaver.config import ConfigError
-from pathweaver.retrieval.pooling import (
-    PoolingParams,
-    bfs_kernels,
-    dijkstra_kernels,
-    pool_scores,
-    pooling_retrieve,
-    query_entity_seeds,
-    recency_order,
-)
+from pathweaver.retrieval.pooling import PoolingParams, pooling_retrieve, query_entity_seeds
+from pathweaver.retrieval.pooling_kernels import bfs_kernels, dijkstra_kernels, pool_scores, recency_order
 from pathweaver.retrieval.registry import make_params, run_method
 from pathweaver.retrieval.types import Query, RetrievalEnv, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot

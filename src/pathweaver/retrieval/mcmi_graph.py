@@ -10,10 +10,12 @@ Eq. 14, after HippoRAG 2).
 
 from __future__ import annotations
 
+import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
 from pathweaver.retrieval.costgraph import (
+    COST,
     KIND_CONTAINS,
     KIND_LINK,
     KIND_PSEUDO,
@@ -146,3 +148,36 @@ def cost_graph(
         kind=np.concatenate(kinds),
         relation=np.concatenate(relations),
     )
+
+
+def node_label(snapshot: GraphSnapshot, node: int) -> str:
+    """Entity name, ``passage <chunk id>: <title>``, or ``[pseudo]``."""
+    if node == PSEUDO:
+        return "[pseudo]"
+    if node < snapshot.n_entities:
+        return snapshot.entity_names[node]
+    p = node - snapshot.n_entities
+    return f"passage {int(snapshot.chunk_ids[p])}: {snapshot.chunk_titles[p]}"
+
+
+def serialize(snapshot: GraphSnapshot, graph: nx.Graph) -> str:
+    """AGRAG Eq. 18, g = StrConcat(V_MCMI, E_MCMI): a node line, then one ``(head, relation, tail)`` line per edge.
+    Pseudo edges carry no content and are left out of the text."""
+    nodes = [n for n in sorted(graph.nodes, key=lambda n: (n < 0, n)) if n != PSEUDO]
+    lines = ["Nodes: " + "; ".join(node_label(snapshot, n) for n in nodes), "Edges:"]
+    for u, v, d in sorted(graph.edges(data=True), key=lambda e: (e[2].get(COST, 0.0), min(e[0], e[1]))):
+        kind = d.get("kind")
+        if kind == KIND_PSEUDO:
+            continue
+        if kind == KIND_RELATION:
+            r = int(d["relation"])
+            head, label, tail = int(snapshot.rel_src[r]), snapshot.rel_labels[r], int(snapshot.rel_dst[r])
+        elif kind == KIND_CONTAINS:
+            head, tail = (u, v) if u >= snapshot.n_entities else (v, u)
+            label = "contains"
+        elif kind == KIND_LINK:
+            head, label, tail = min(u, v), "names", max(u, v)
+        else:
+            head, label, tail = min(u, v), "synonym", max(u, v)
+        lines.append(f"({node_label(snapshot, head)}, {label}, {node_label(snapshot, tail)})")
+    return "\n".join(lines)

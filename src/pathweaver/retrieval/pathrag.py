@@ -56,16 +56,15 @@ from pathweaver.retrieval.namegraph import (
     tied_entities,
 )
 from pathweaver.retrieval.pathrag_flow import dag_paths, flow_paths, propagate, reliability
+from pathweaver.retrieval.pathrag_passages import node_text_units, rank_chunks, with_text_units
 from pathweaver.retrieval.seeds import SeedError, dense_scores, top_indices
 from pathweaver.retrieval.types import (
     NAME_EDGE,
     SYNONYM_EDGE,
-    ChunkHit,
     PathHit,
     Query,
     RetrievalEnv,
     RetrievalResult,
-    take_turns,
 )
 from pathweaver.store.snapshot import GraphSnapshot
 from pathweaver.text import normalize
@@ -346,39 +345,6 @@ def _keyword_vectors(env: RetrievalEnv, keywords: list[str]) -> np.ndarray:
     if unknown:
         vecs[unknown] = env.encode([keywords[i] for i in unknown])
     return vecs
-
-
-def rank_chunks(snapshot: GraphSnapshot, paths: list[PathHit], dense: np.ndarray, top_k: int) -> list[ChunkHit]:
-    """Passages of ``paths`` by best path reliability (ties: dense cosine), filled with dense hits (back-fill)."""
-    best: dict[int, float] = {}
-    for hit in paths:
-        for p in hit.passages:
-            best[p] = max(best.get(p, 0.0), hit.reliability)
-    order = sorted(best, key=lambda p: (-best[p], -float(dense[p]) if dense.size else 0.0, p))
-    chunks = [ChunkHit(p, best[p]) for p in order[:top_k]]
-    if len(chunks) < top_k and dense.size:
-        for p in top_indices(dense, top_k + len(chunks)).tolist():
-            if p not in best:
-                chunks.append(ChunkHit(p, 0.0, backfill=True))
-            if len(chunks) >= top_k:
-                break
-    return chunks
-
-
-def node_text_units(snapshot: GraphSnapshot, nodes: list[int], dense: np.ndarray, per_node: int) -> list[int]:
-    """The text units of ``nodes`` in node order: each node's ``per_node`` own passages nearest the query."""
-    out: list[int] = []
-    for node in nodes:
-        own = sorted(passages_of(snapshot, node), key=lambda p: (-float(dense[p]), p))
-        out += [p for p in own[:per_node] if p not in out]
-    return out
-
-
-def with_text_units(chunks: list[ChunkHit], units: list[int], top_k: int) -> list[ChunkHit]:
-    """Path passages and node text units taking turns (a path passage first), each passage once; back-filled
-    chunks come last, after both."""
-    found = [c for c in chunks if not c.backfill]
-    return take_turns(found, [ChunkHit(p, 0.0) for p in units], top_k, then=[c for c in chunks if c.backfill])
 
 
 def pathrag_retrieve(env: RetrievalEnv, query: Query, top_k: int, params: PathRAGParams) -> RetrievalResult:

@@ -104,6 +104,13 @@ def hybrid_chunk_scores(env: RetrievalEnv, query: Query, pool: int) -> dict[int,
     normalised over its own list (a passage missing from a list scores 0 there), HS = (dense + bm25) / 2."""
     if pool < 1:
         raise ConfigError(f"hybrid pool must be at least 1, got {pool}")
+    key = ("hybrid-scores", env.snapshot.version, id(env.snapshot), pool)
+    if key not in query.memo:  # a graph method's seeds and hybrid's floor (``floor.py``) ask for the same pool
+        query.memo[key] = _hybrid_scores(env, query, pool)
+    return dict(query.memo[key])
+
+
+def _hybrid_scores(env: RetrievalEnv, query: Query, pool: int) -> dict[int, float]:
     dense_top, dense_cos = dense_view(env, query).top(pool)
     bm25 = env.bm25_chunks(query.text, pool)
     combined: dict[int, float] = {}
