@@ -91,6 +91,14 @@ _BRIDGE_NOUNS = _PERSON | {"body",
     "capital", "birthplace", "people", "character", "man", "woman", "politician", "physicist", "scientist",
 }
 _RELATIVE = r"(?:where|in which|whose|who|that|which|to whom|under whom|by whom)"
+# "What's", "It's", "Let's": after these words "'s" is "is", "has" or "us", never a possessive
+_CONTRACTED = {"what", "who", "where", "when", "why", "how", "that", "this", "it", "there", "here", "let", "he",
+               "she", "everyone", "someone", "nobody", "i"}
+_MODAL = {"will", "would", "shall", "should", "can", "could", "may", "might", "be", "been"}  # "Who will be #1?"
+_PREPOSITION = {"about", "above", "across", "after", "against", "along", "among", "around", "before", "behind",
+                "below", "beside", "between", "beyond", "during", "except", "inside", "into", "near", "over", "per",
+                "since", "than", "through", "toward", "towards", "under", "until", "up", "upon", "via", "within",
+                "without"}
 _STOP = (
     r"(?:where|when|who|whom|whose|which|that|the|a|an|in|of|by|to|from|with|for|on|at|as|and|or|is|was|were|"
     r"are|be|been|being|has|have|had|did|does|do|located|born|found)"
@@ -152,6 +160,19 @@ def _comparison(question: str) -> Plan | None:
     return None
 
 
+def _modified(text: str, end: int, verb_last: bool) -> bool:
+    """Whether the named thing ending at ``end`` modifies the noun after it ("the Lisbon trip", "the Obsidian
+    vault"): then the thing asked about is that noun, not the name. In a "did/does ... ?" question the word after
+    the subject is its verb ("What did the actress in X win?"); so is a participle or past verb ("the company of X
+    based"), and a preposition starts a phrase of its own. The noun phrase ends there, at a stop word or
+    punctuation: a run of lower-case words goes on with the name (a title: "Sous les pieds des femmes")."""
+    m = re.match(rf"\s+({_NOUN})(?:\s+{_NOUN})?\s*(?:[?,.;:!]|$|\s(?:{_STOP}|{'|'.join(_PREPOSITION)})\b)", text[end:])
+    if not m or verb_last:
+        return False
+    word = m.group(1).lower()
+    return not (re.fullmatch(rf"{_PARTICIPLE}|{_IRREGULAR}|\w+ed", word) or word in _MODAL or word in _PREPOSITION)
+
+
 def _reductions(text: str, max_np_words: int) -> list[tuple[int, int, str]]:
     """Candidate innermost descriptions in ``text``: (start, end, sub-question)."""
     noun = rf"(?:{_NOUN}(?:\s+{_NOUN}){{0,{max_np_words - 1}}})"
@@ -169,22 +190,25 @@ def _reductions(text: str, max_np_words: int) -> list[tuple[int, int, str]]:
     relative = re.compile(rf"the\s+(?P<n>{noun})\s+(?P<rel>{_RELATIVE})\s+(?P<c>[^,?]+)")
     out: list[tuple[int, int, str]] = []
     verb_last = re.match(r"^\w+\s+(?:did|does|do)\b", text, re.I)  # "Where did X's father study?": study is the verb
-    for m in re.finditer(rf"(?P<e>{ENTITY})(?:'s|’s|')\s+(?P<r>{_NOUN}(?:\s+{_NOUN})?)\b", text):  # "E's R"
+    for m in re.finditer(rf"(?P<e>{ENTITY})(?P<s>'s|’s|')\s+(?P<r>{_NOUN}(?:\s+{_NOUN})?)\b", text):  # "E's R"
+        if m.group("e").lower() in _CONTRACTED or (m.group("s") == "'" and not m.group("e").endswith("s")):
+            continue  # a contraction ("What's"), or a closing quote ("'Notes from May 4' still"), not "the Smiths'"
         r, end = m.group("r"), m.end()
-        if verb_last and " " in r and re.fullmatch(r"\s*\??\s*", text[end:]):
+        verb = verb_last and re.fullmatch(r"\s*\??\s*", text[end:])  # "Where did X's father study?"
+        if " " in r and (verb or re.fullmatch(rf"{_PARTICIPLE}|\w+ed", r.split()[1])):  # "X's album recorded"
             r = r.split()[0]
             end = m.start("r") + len(r)
         out.append((m.start(), end, f"{_wh(r)} is the {r} of {m.group('e')}?"))
     for the in re.finditer(r"\bthe\b", text):  # every "the", so overlapping descriptions are all seen
         pos = the.start()
         m = of_entity.match(text, pos)  # "the R of E", E a named thing or an earlier answer
-        if m and m.group("r").split()[-1].lower() not in _GENERIC:
+        if m and m.group("r").split()[-1].lower() not in _GENERIC and not _modified(text, m.end(), bool(verb_last)):
             out.append((pos, m.end(), f"{_wh(m.group('r'))} is the {m.group('r')} of {m.group('e')}?"))
         m = entity_noun.match(text, pos)  # "the Lovin' All Night performer"
         if m and m.group("r").lower() in _PERSON:
             out.append((pos, m.end(), f"Who is the {m.group('r')} of {m.group('e')}?"))
         m = prep_entity.match(text, pos)
-        if m and m.group("n").split()[-1].lower() in _BRIDGE_NOUNS:
+        if m and m.group("n").split()[-1].lower() in _BRIDGE_NOUNS and not _modified(text, m.end(), bool(verb_last)):
             q = f"{_wh(m.group('n'))} is the {m.group('n')} {m.group('p')} {m.group('e')}?"
             out.append((pos, m.end(), q))
         m = participle.match(text, pos)
@@ -216,7 +240,7 @@ def _trivial(rest: str) -> bool:
     words = re.sub(r"#\d+|[?.,]", " ", rest).lower().split()
     return (
         len([w for w in words if w not in {"what", "who", "which", "is", "was", "are", "were", "the", "name", "of",
-                                           "called"}]) == 0
+                                           "called", *_MODAL}]) == 0
     )
 
 
@@ -279,7 +303,8 @@ def _conjunction(question: str) -> Plan | None:
         return validate_plan([{"id": "1", "question": a, "depends_on": []},
                               {"id": "2", "question": b, "depends_on": ["1"], "relation": "progress"}],
                              source="heuristic")
-    named = [e.group(0) for e in re.finditer(ENTITY, a[1:]) if not e.group(0).startswith("#")]
+    named = [e.group(0) for e in re.finditer(rf"(?<![\w.]){ENTITY}", a[1:])
+             if not e.group(0).startswith("#") and e.group(0).lower() not in _CONTRACTED]
     if named and _PRONOUN.search(b):  # "When was Marie Curie born, and where did she die?": she = Marie Curie
         b = _PRONOUN.sub(named[0], b, count=1)
     b = b[0].upper() + b[1:]
