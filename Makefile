@@ -40,7 +40,8 @@ test: $(LLAMA_STAMP)
 	# Headless Chromium for the visual-view test (best effort; the test says why it skips without it).
 	-command -v chromium >/dev/null || (apt-get install -y -q chromium >/dev/null 2>&1 || true)
 	$(BIN)/ruff check src tests bench
-	$(BIN)/pytest -q
+	# the slowest tests are listed so a suite nearing its 20-minute budget shows where the time goes
+	$(BIN)/pytest -q --durations=15
 
 bench: $(STAMP)
 	$(BIN)/python bench/index_throughput.py
