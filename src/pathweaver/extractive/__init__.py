@@ -52,7 +52,16 @@ def _not_said(ranked: list[Sentence]) -> Answer:
     if not ranked:
         return Answer(((NOT_SAID, ()),), supported=False)
     best = _answers(ranked)[0]  # a sentence, not a heading, when the chunks have one
-    return Answer(((NOT_SAID, ()), (f'Closest evidence: "{best.text}"', (best.passage.n,))), supported=False)
+    # a sentence is read in its context: the one after it often qualifies it ("This is not yet implemented.")
+    after = [s.text for s in _following(best, 1) if not _is_heading(s)]
+    quoted = " ".join([best.text, *after])
+    return Answer(((NOT_SAID, ()), (f'Closest evidence: "{quoted}"', (best.passage.n,))), supported=False)
+
+
+def _is_heading(sent: Sentence) -> bool:
+    """Whether the unit is a heading (a one-line paragraph without closing punctuation) in its chunk."""
+    found = units(sent.passage.text)
+    return sent.index < len(found) and found[sent.index][1]
 
 
 def _named(question: str) -> set[str]:
