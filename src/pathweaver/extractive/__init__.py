@@ -20,7 +20,7 @@ import numpy as np
 
 from pathweaver.extract.names import without_disambiguator
 from pathweaver.extractive.choices import choose_option, yes_no
-from pathweaver.extractive.questions import _NOT_PERSON, AMOUNT, SPAN_TYPES, answer_type, options
+from pathweaver.extractive.questions import _NOT_PERSON, AMOUNT, SPAN_TYPES, answer_type, asked_head, options
 from pathweaver.extractive.sentences import (
     _title_named,
     _tokens,
@@ -29,6 +29,7 @@ from pathweaver.extractive.sentences import (
     coverage,
     passages_of,
     rank_sentences,
+    stem,
     stems,
     units,
 )
@@ -85,6 +86,21 @@ def decides(question: str, passages: list[Passage], ranked: list[Sentence], para
     covered = coverage(question, texts, word_df, n_docs)
     close = embedded and max(s.sim for s in ranked) >= params.close_sim
     return covered >= (params.close_coverage if close else params.min_coverage)
+
+
+def _head_off_topic(question: str, ranked: list[Sentence]) -> bool:
+    """Whether the evidence names the thing a "what/which X ...?" question asks for only off its topic: sentences
+    write X, but none of them shares another of the question's words ("8 P100 GPUs" in another note, for "What GPU
+    did I use to run FLUX.1 on the photos?"). An X the evidence never writes decides nothing (a paraphrase: "I
+    mistyped" answers "What mistake ...?"), so only a head the notes do use elsewhere counts against them."""
+    head = asked_head(question)
+    if head is None:
+        return False
+    rest = stems(content_words(question)) - {stem(head)}
+    if len(rest) < 2:  # one other word is too little topic to judge by ("What other skill did I make?")
+        return False
+    with_head = [s for s in ranked if stem(head) in stems(content_words(s.text))]
+    return bool(with_head) and not any(rest & stems(content_words(s.text)) for s in with_head)
 
 
 def _best_span(question: str, kind: str, ranked: list[Sentence],
@@ -325,6 +341,8 @@ def extractive_answer(
         picked = choose_option(question, options(question), passages, resolved)
         return Answer(((picked[0], tuple(picked[1])),), supported=True) if picked else _not_said(ranked)
     if not decides(question, passages, ranked, params, word_df, n_docs, embedded=encode is not None):
+        return _not_said(ranked)
+    if kind not in ("yesno", "list") and _head_off_topic(question, ranked):
         return _not_said(ranked)
     if kind == "yesno":  # "Yes." or "No." and the sentence that states it
         said = yes_no(question, ranked, params.min_sim if encode is not None else -1.0)
