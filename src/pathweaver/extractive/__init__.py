@@ -73,11 +73,11 @@ def _named(question: str) -> set[str]:
 
 def decides(question: str, passages: list[Passage], ranked: list[Sentence], params: ExtractiveParams,
             word_df: WordDfFn | None = None, n_docs: int = 0, embedded: bool = True) -> bool:
-    """Whether the evidence can answer ``question``: its best sentence is at least ``params.min_sim`` similar to
-    the question (when ``embedded``), the chunks hold every name the question writes and ``params.min_coverage``
+    """Whether the evidence can answer ``question``: some sentence is at least ``params.min_sim`` similar to the
+    question (when ``embedded``; the best-scored one may win on shared words alone), the chunks hold every name the question writes and ``params.min_coverage``
     of the question's idf weight, or ``params.close_coverage`` of it when a sentence is at least
     ``params.close_sim`` similar (a paraphrase: "pop-up reminder" for "notifications")."""
-    if not ranked or (embedded and ranked[0].sim < params.min_sim):
+    if not ranked or (embedded and max(s.sim for s in ranked) < params.min_sim):
         return False
     texts = [p.text for p in passages]
     have = stems(set().union(*(content_words(t) for t in texts)))
