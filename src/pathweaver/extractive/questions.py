@@ -113,8 +113,10 @@ def answer_type(question: str) -> str:
     if _LIST.search(low):  # "Which notes ...?", "Which of my notes ...?", "Which X do I have notes on?"
         return "list"
     if _WHEN.search(low) or re.search(
-        r"\b(?:what year|which year|what date|in what year|date of|year of|what decade|what century)\b", low
-    ):  # a capitalised "When" inside the question starts a title ("When The Stars Go Blue")
+        r"\b(?:what year|which year|what date|in what year|date of|year of|what decade|what century|"
+        r"how far back|how long ago|since when)\b", low
+    ):  # a capitalised "When" inside the question starts a title ("When The Stars Go Blue"); "how far back" and
+        # "how long ago" ask for a point in time, not a distance or a duration
         return "date"
     if AMOUNT.search(low) or re.search(r"\b(?:how long|how far|how tall|how high|how big|how large|how old|"
                                        r"what percentage|what number)\b", low):
