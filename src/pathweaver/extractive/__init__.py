@@ -161,6 +161,22 @@ def _following(sent: Sentence, count: int, *, to_sentence: bool = False) -> list
     return out
 
 
+# a sentence that opens with a pronoun or demonstrative ("This utilizes ...", "It also ...") goes on from the one
+# before it, which says what it refers to
+_ANAPHOR = re.compile(r"^(?:This|These|That|Those|It|Its|They|Their|Such)\b(?!\s+(?:is|was)\s+(?:why|how|what)\b)")
+
+
+def _preceding(sent: Sentence) -> list[Sentence]:
+    """The sentence before ``sent`` in its chunk when ``sent`` opens by referring back to it (``_ANAPHOR``) and it
+    is a sentence of the same paragraph's kind (not a heading)."""
+    if sent.index == 0 or not _ANAPHOR.match(sent.text):
+        return []
+    found = units(sent.passage.text)
+    if sent.index > len(found) or found[sent.index - 1][1]:
+        return []
+    return [Sentence(found[sent.index - 1][0], sent.passage, sent.score, sent.sim, sent.index - 1)]
+
+
 def _sentences(ranked: list[Sentence], params: ExtractiveParams, must: Sentence | None = None) -> Answer:
     """The best sentence and up to ``answer_sentences - 1`` more that score within ``sentence_margin`` of it
     (``other_margin`` for another chunk's: an answer goes on in its own note; ``must`` among them when given),
@@ -181,7 +197,9 @@ def _sentences(ranked: list[Sentence], params: ExtractiveParams, must: Sentence 
         chosen = ([lead] if lead is top else []) + section + chosen[int(lead is top): params.answer_sentences - 1]
     elif not top.text.endswith(":"):  # a statement goes on in the sentence after it
         rest = sorted((c for c in chosen if c is not top), key=lambda c: c is not must)  # ``must`` stays
-        chosen = [top] + _following(top, 1) + rest[: params.answer_sentences - 2]
+        before = _preceding(top)
+        after = _following(top, 1)
+        chosen = [top] + before + after + rest[: max(params.answer_sentences - 1 - len(before) - len(after), 0)]
     for s in list(chosen):
         for after in (_following(s, params.intro_units) if s.text.endswith(":") else []):
             if all((c.passage.n, c.index) != (after.passage.n, after.index) for c in chosen):
