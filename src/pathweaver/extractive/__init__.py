@@ -182,9 +182,10 @@ def _sentences(ranked: list[Sentence], params: ExtractiveParams, must: Sentence 
     (``other_margin`` for another chunk's: an answer goes on in its own note; ``must`` among them when given),
     each cited; sentences of one chunk in the chunk's order. A heading or question line that ranks first brings
     its section up to the section's first sentence (a FAQ's answer under its question, a command and the sentence
-    that explains it); otherwise the best sentence brings the one after it, which takes the third place. A
-    sentence that ends with a colon ("The goals of this migration:") brings up to ``intro_units`` units after it
-    (the command or list it introduces)."""
+    that explains it); otherwise the best sentence brings the one after it, and the one before it when it opens by
+    referring back ("This ..."); a line ending with a colon among the three best takes the last place. A sentence
+    that ends with a colon ("The goals of this migration:") brings up to ``intro_units`` units after it (the
+    command or list it introduces)."""
     answers = _answers(ranked)
     top = answers[0]
     chosen = [s for s in answers[: params.answer_sentences] if s.score >= top.score - (
@@ -199,6 +200,10 @@ def _sentences(ranked: list[Sentence], params: ExtractiveParams, must: Sentence 
         rest = sorted((c for c in chosen if c is not top), key=lambda c: c is not must)  # ``must`` stays
         before = _preceding(top)
         after = _following(top, 1)
+        near = {(c.passage.n, c.index) for c in [top, *before, *after]}
+        intro = [s for s in answers[:3] if s.text.endswith(":") and (s.passage.n, s.index) not in near][:1]
+        if intro and must is None:  # a line that announces what follows ranks among the best: what it
+            rest = intro  # announces answers (it takes the last place, and brings its units below)
         chosen = [top] + before + after + rest[: max(params.answer_sentences - 1 - len(before) - len(after), 0)]
     for s in list(chosen):
         for after in (_following(s, params.intro_units) if s.text.endswith(":") else []):
