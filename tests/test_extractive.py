@@ -3,6 +3,7 @@ the indexed test corpus with the real embedder and retrieval."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from pathweaver.extractive import NOT_SAID, extractive_answer
@@ -155,3 +156,64 @@ def test_amounts_are_spans_only_where_a_sentence_states_them() -> None:
     assert not said.supported and said.text.startswith(NOT_SAID)
     fees = ["Fees\nThe fee waiver lasts 30 days after you sign up."]  # "how long" asks for time, fee or not
     assert ans("How long does the fee waiver last?", fees)[0] == "30 days"
+
+
+def test_the_closest_evidence_quotes_the_sentence_after_it() -> None:
+    limits = ["Known limitations\nBlocked tasks should have a lower urgency. This is not yet implemented."]
+    said = extractive_answer("Do blocked tasks get a lower urgency today?", limits)
+    assert not said.supported and said.text.startswith(NOT_SAID)
+    assert "Blocked tasks should have a lower urgency. This is not yet implemented." in said.text
+
+
+def test_what_x_is_not_said_when_the_notes_write_x_only_off_the_topic() -> None:
+    question = "What GPU did I use to run FLUX Kontext on the photos of my dog?"
+    elsewhere = ["FLUX Kontext\nI ran FLUX Kontext on the photos of my dog. The edits kept her face the same.",
+                 "Transformers\nTraining took 3.5 days on 8 P100 GPUs."]
+    said = extractive_answer(question, elsewhere)
+    assert not said.supported and said.text.startswith(NOT_SAID)
+    stated = ["FLUX Kontext\nI ran FLUX Kontext on an RTX 4090 GPU to edit the photos of my dog."]
+    said = extractive_answer(question, stated)
+    assert said.supported and "RTX 4090" in said.text
+    # an X the notes never write is no evidence against them: "I mistyped" answers "What mistake ...?"
+    fine = ["Parking fine\nWe got a parking fine in Cairns although we paid. I mistyped the number plate by one letter."]
+    said = extractive_answer("What mistake got me the parking fine in Cairns?", fine)
+    assert said.supported and not said.text.startswith(NOT_SAID)
+
+
+def test_how_far_back_asks_for_a_point_in_time() -> None:
+    assert answer_type("How far back do requirement specifications go?") == "date"
+    assert answer_type("How long ago did the shop close?") == "date"
+    assert answer_type("How far is the station from the hotel?") == "number"
+    specs = ["Specifications\nRequirement specifications go back at least to 1975, when a paper on 1 method set "
+             "them out."]
+    assert ans("How far back do requirement specifications go?", specs) == ("1975", [1])
+
+
+def test_a_sentence_that_refers_back_brings_the_one_before_it() -> None:
+    notes = ["Reminders\nPop-up notifications come from the obsidian-reminder plugin. This plugin reads the due date "
+             "of a task and adds a reminder time with an alarm clock emoji.",
+             "Styling\nTasks can be styled with CSS snippets in the appearance settings."]
+    text, cites = ans("How does the plugin read the due date of a task to add a reminder time?", notes)
+    assert "obsidian-reminder" in text and "This plugin reads the due date" in text and cites == [1]
+
+
+def test_a_line_ending_with_a_colon_among_the_best_brings_what_it_introduces() -> None:
+    notes = ["Waiting tasks\nI want to find waiting tasks in my planning searches. Waiting can be spelled in "
+             "many ways.",
+             "Statuses\nIf you adopt an on-hold status, for planning you may wish to add this to your searches:\n\n"
+             "- status.type is not ON_HOLD\n"]
+    text, cites = ans("How do I hide waiting tasks from my planning searches?", notes)
+    assert "status.type is not ON_HOLD" in text and cites == [1, 2]
+
+
+def test_the_similarity_bar_asks_for_some_similar_sentence() -> None:
+    from pathweaver.extractive import decides
+    from pathweaver.extractive.types import ExtractiveParams, Passage, Sentence
+
+    note = Passage("Fleeting notes\nFleeting notes are processed into literature notes within 1 to 2 days.", 1)
+    params = ExtractiveParams()
+    words = Sentence("Fleeting notes", note, 1.2, 0.2, 0, True)  # best by shared words, far in meaning
+    close = Sentence("Fleeting notes are processed into literature notes within 1 to 2 days.", note, 0.9, 0.4, 1)
+    assert decides("How soon are fleeting notes processed?", [note], [words, close], params)
+    far = replace(close, sim=0.3)
+    assert not decides("How soon are fleeting notes processed?", [note], [words, far], params)

@@ -20,7 +20,7 @@ import numpy as np
 
 from pathweaver.extract.names import without_disambiguator
 from pathweaver.extractive.choices import choose_option, yes_no
-from pathweaver.extractive.questions import _NOT_PERSON, AMOUNT, SPAN_TYPES, answer_type, options
+from pathweaver.extractive.questions import _NOT_PERSON, AMOUNT, SPAN_TYPES, answer_type, asked_head, options
 from pathweaver.extractive.sentences import (
     _title_named,
     _tokens,
@@ -29,6 +29,7 @@ from pathweaver.extractive.sentences import (
     coverage,
     passages_of,
     rank_sentences,
+    stem,
     stems,
     units,
 )
@@ -52,7 +53,16 @@ def _not_said(ranked: list[Sentence]) -> Answer:
     if not ranked:
         return Answer(((NOT_SAID, ()),), supported=False)
     best = _answers(ranked)[0]  # a sentence, not a heading, when the chunks have one
-    return Answer(((NOT_SAID, ()), (f'Closest evidence: "{best.text}"', (best.passage.n,))), supported=False)
+    # a sentence is read in its context: the one after it often qualifies it ("This is not yet implemented.")
+    after = [s.text for s in _following(best, 1) if not _is_heading(s)]
+    quoted = " ".join([best.text, *after])
+    return Answer(((NOT_SAID, ()), (f'Closest evidence: "{quoted}"', (best.passage.n,))), supported=False)
+
+
+def _is_heading(sent: Sentence) -> bool:
+    """Whether the unit is a heading (a one-line paragraph without closing punctuation) in its chunk."""
+    found = units(sent.passage.text)
+    return sent.index < len(found) and found[sent.index][1]
 
 
 def _named(question: str) -> set[str]:
@@ -63,11 +73,11 @@ def _named(question: str) -> set[str]:
 
 def decides(question: str, passages: list[Passage], ranked: list[Sentence], params: ExtractiveParams,
             word_df: WordDfFn | None = None, n_docs: int = 0, embedded: bool = True) -> bool:
-    """Whether the evidence can answer ``question``: its best sentence is at least ``params.min_sim`` similar to
-    the question (when ``embedded``), the chunks hold every name the question writes and ``params.min_coverage``
+    """Whether the evidence can answer ``question``: some sentence is at least ``params.min_sim`` similar to the
+    question (when ``embedded``; the best-scored one may win on shared words alone), the chunks hold every name the question writes and ``params.min_coverage``
     of the question's idf weight, or ``params.close_coverage`` of it when a sentence is at least
     ``params.close_sim`` similar (a paraphrase: "pop-up reminder" for "notifications")."""
-    if not ranked or (embedded and ranked[0].sim < params.min_sim):
+    if not ranked or (embedded and max(s.sim for s in ranked) < params.min_sim):
         return False
     texts = [p.text for p in passages]
     have = stems(set().union(*(content_words(t) for t in texts)))
@@ -76,6 +86,21 @@ def decides(question: str, passages: list[Passage], ranked: list[Sentence], para
     covered = coverage(question, texts, word_df, n_docs)
     close = embedded and max(s.sim for s in ranked) >= params.close_sim
     return covered >= (params.close_coverage if close else params.min_coverage)
+
+
+def _head_off_topic(question: str, ranked: list[Sentence]) -> bool:
+    """Whether the evidence names the thing a "what/which X ...?" question asks for only off its topic: sentences
+    write X, but none of them shares another of the question's words ("8 P100 GPUs" in another note, for "What GPU
+    did I use to run FLUX.1 on the photos?"). An X the evidence never writes decides nothing (a paraphrase: "I
+    mistyped" answers "What mistake ...?"), so only a head the notes do use elsewhere counts against them."""
+    head = asked_head(question)
+    if head is None:
+        return False
+    rest = stems(content_words(question)) - {stem(head)}
+    if len(rest) < 2:  # one other word is too little topic to judge by ("What other skill did I make?")
+        return False
+    with_head = [s for s in ranked if stem(head) in stems(content_words(s.text))]
+    return bool(with_head) and not any(rest & stems(content_words(s.text)) for s in with_head)
 
 
 def _best_span(question: str, kind: str, ranked: list[Sentence],
@@ -136,14 +161,31 @@ def _following(sent: Sentence, count: int, *, to_sentence: bool = False) -> list
     return out
 
 
+# a sentence that opens with a pronoun or demonstrative ("This utilizes ...", "It also ...") goes on from the one
+# before it, which says what it refers to
+_ANAPHOR = re.compile(r"^(?:This|These|That|Those|It|Its|They|Their|Such)\b(?!\s+(?:is|was)\s+(?:why|how|what)\b)")
+
+
+def _preceding(sent: Sentence) -> list[Sentence]:
+    """The sentence before ``sent`` in its chunk when ``sent`` opens by referring back to it (``_ANAPHOR``) and it
+    is a sentence of the same paragraph's kind (not a heading)."""
+    if sent.index == 0 or not _ANAPHOR.match(sent.text):
+        return []
+    found = units(sent.passage.text)
+    if sent.index > len(found) or found[sent.index - 1][1]:
+        return []
+    return [Sentence(found[sent.index - 1][0], sent.passage, sent.score, sent.sim, sent.index - 1)]
+
+
 def _sentences(ranked: list[Sentence], params: ExtractiveParams, must: Sentence | None = None) -> Answer:
     """The best sentence and up to ``answer_sentences - 1`` more that score within ``sentence_margin`` of it
     (``other_margin`` for another chunk's: an answer goes on in its own note; ``must`` among them when given),
     each cited; sentences of one chunk in the chunk's order. A heading or question line that ranks first brings
     its section up to the section's first sentence (a FAQ's answer under its question, a command and the sentence
-    that explains it); otherwise the best sentence brings the one after it, which takes the third place. A
-    sentence that ends with a colon ("The goals of this migration:") brings up to ``intro_units`` units after it
-    (the command or list it introduces)."""
+    that explains it); otherwise the best sentence brings the one after it, and the one before it when it opens by
+    referring back ("This ..."); a line ending with a colon among the three best takes the last place. A sentence
+    that ends with a colon ("The goals of this migration:") brings up to ``intro_units`` units after it (the
+    command or list it introduces)."""
     answers = _answers(ranked)
     top = answers[0]
     chosen = [s for s in answers[: params.answer_sentences] if s.score >= top.score - (
@@ -156,7 +198,13 @@ def _sentences(ranked: list[Sentence], params: ExtractiveParams, must: Sentence 
         chosen = ([lead] if lead is top else []) + section + chosen[int(lead is top): params.answer_sentences - 1]
     elif not top.text.endswith(":"):  # a statement goes on in the sentence after it
         rest = sorted((c for c in chosen if c is not top), key=lambda c: c is not must)  # ``must`` stays
-        chosen = [top] + _following(top, 1) + rest[: params.answer_sentences - 2]
+        before = _preceding(top)
+        after = _following(top, 1)
+        near = {(c.passage.n, c.index) for c in [top, *before, *after]}
+        intro = [s for s in answers[:3] if s.text.endswith(":") and (s.passage.n, s.index) not in near][:1]
+        if intro and must is None:  # a line that announces what follows ranks among the best: what it
+            rest = intro  # announces answers (it takes the last place, and brings its units below)
+        chosen = [top] + before + after + rest[: max(params.answer_sentences - 1 - len(before) - len(after), 0)]
     for s in list(chosen):
         for after in (_following(s, params.intro_units) if s.text.endswith(":") else []):
             if all((c.passage.n, c.index) != (after.passage.n, after.index) for c in chosen):
@@ -316,6 +364,8 @@ def extractive_answer(
         picked = choose_option(question, options(question), passages, resolved)
         return Answer(((picked[0], tuple(picked[1])),), supported=True) if picked else _not_said(ranked)
     if not decides(question, passages, ranked, params, word_df, n_docs, embedded=encode is not None):
+        return _not_said(ranked)
+    if kind not in ("yesno", "list") and _head_off_topic(question, ranked):
         return _not_said(ranked)
     if kind == "yesno":  # "Yes." or "No." and the sentence that states it
         said = yes_no(question, ranked, params.min_sim if encode is not None else -1.0)

@@ -82,6 +82,26 @@ AMOUNT = re.compile(r"\bhow (?:many|much)\b|\bwhat (?:is|was|are|were) (?:the|my
                     r"(?:total|average|cost|price|budget|fee|amount)\b", re.I)
 
 
+# "What GPU did I use ...?", "Which CI service do we rely on ...?": the noun phrase between the wh-word opening a
+# sentence and its auxiliary is the kind of thing asked for (its last word the head noun)
+_ASKED_HEAD = re.compile(r"(?:^|[.!?]\s+)(?:what|which)\s+(?P<np>(?:[a-z][\w\-]*\s+){0,3}?[a-z][\w\-]*)\s+"
+                         r"(?:did|do|does|is|was|are|were|should|can|could|will|would|has|have|had)\b")
+_PRONOUNS = {"i", "you", "he", "she", "it", "we", "they", "this", "that", "these", "those", "there"}
+_GENERIC_HEADS = {"kind", "kinds", "type", "types", "sort", "sorts", "thing", "things", "one", "ones", "part", "way"}
+
+
+def asked_head(question: str) -> str | None:
+    """The head noun of a "what/which X did/is/... ?" question ("GPU" in "What GPU did I use ...?"), lower-case;
+    None when the question asks no such X or only a generic one ("what kind", "which one")."""
+    m = _ASKED_HEAD.search(" ".join(question.split()).lower())
+    if not m:
+        return None
+    words = m.group("np").split()
+    if any(w in _WH or w in _PRONOUNS for w in words):  # "What do I do ...?", "What did you ...?"
+        return None
+    return None if words[-1] in _GENERIC_HEADS else words[-1]
+
+
 def answer_type(question: str) -> str:
     """The expected answer type of ``question`` (one of ``ANSWER_TYPES``), from its wh-word and head noun."""
     q = " ".join(question.split())
@@ -93,8 +113,10 @@ def answer_type(question: str) -> str:
     if _LIST.search(low):  # "Which notes ...?", "Which of my notes ...?", "Which X do I have notes on?"
         return "list"
     if _WHEN.search(low) or re.search(
-        r"\b(?:what year|which year|what date|in what year|date of|year of|what decade|what century)\b", low
-    ):  # a capitalised "When" inside the question starts a title ("When The Stars Go Blue")
+        r"\b(?:what year|which year|what date|in what year|date of|year of|what decade|what century|"
+        r"how far back|how long ago|since when)\b", low
+    ):  # a capitalised "When" inside the question starts a title ("When The Stars Go Blue"); "how far back" and
+        # "how long ago" ask for a point in time, not a distance or a duration
         return "date"
     if AMOUNT.search(low) or re.search(r"\b(?:how long|how far|how tall|how high|how big|how large|how old|"
                                        r"what percentage|what number)\b", low):
