@@ -42,7 +42,9 @@ def test_encoded_entities_seed_from_the_factorised_search(corpus_dir: Path, back
         assert snap is not None and snap.loaded("entity_vecs") is None and snap.loaded("rel_vecs") is None
         search = snap.composed.get()
         assert search is not None and search.encoded and snap.n_relations > 10
-        for question in QUESTIONS:
+        assert search.half_product  # this torch sums float16 products in float32 (the build's check)
+        for question, half in zip(QUESTIONS, (True, False, True, False), strict=True):
+            search.half_product = half  # word scores by torch's float16 product, or numpy's float32 one
             q = pw.embedder.encode_one(question)
             for k in (1, 3, 10, snap.n_relations + 5):
                 rows, scores = search.top_relations(q, k)
@@ -51,6 +53,7 @@ def test_encoded_entities_seed_from_the_factorised_search(corpus_dir: Path, back
                 rows, scores = search.top_entities(q, k)
                 want_rows, want_scores = exact_top_k(snap.entity_vecs, None, q, k)
                 assert rows.tolist() == want_rows.tolist() and scores.tobytes() == want_scores.tobytes()
+        search.half_product = True
         assert search.entity_rows(np.arange(snap.n_entities)).tobytes() == snap.entity_vecs.tobytes()
         assert search.relation_rows(np.arange(snap.n_relations)).tobytes() == snap.rel_vecs.tobytes()
         # the relation norms were stored once, under the store's settings

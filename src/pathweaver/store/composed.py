@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from pathweaver.numeric.projection import row_scores, top_stable
+from pathweaver.numeric.projection import half_mv, row_scores, top_stable
 from pathweaver.numeric.vectors import BLOCK_ROWS, VectorTable, compose_phrases, normalise_rows
 from pathweaver.store.db import Connection, OperationalError, SharedReader, connect
 from pathweaver.store.graphvecs import recipe_of
@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 # 384 · 2^-24 ≈ 2.3e-5 of |a||b|; four times that covers the composition's and the norms' rounding too).
 ERR = 1e-4
 HALF = 1.1 * 2.0**-11  # float16's relative rounding, with room for subnormal components
+# a float16 product (``projection.half_mv``) rounds the query and the result to float16 too: 2 · HALF more per |w|
+HALF_PRODUCT = 2 * HALF
 FETCH = 500  # cache keys per "IN (...)" query
 NORM_ROW = np.dtype([("id", np.int64), ("norm", np.float64)])
 NORM_ROWS = 1024  # rows per block where norms are taken (a float64 block of 384 columns is 3 MB)
@@ -181,13 +183,17 @@ class ComposedSearch:
     labels: list[str]  # distinct labels
     lost_words: np.ndarray  # (W,) float32 1 where a word has no cached vector
     encoded: bool = False  # each entity and label is one "word" whose cached vector is its row, not normalised
+    half_product: bool = False  # word scores by ``projection.half_mv`` (checked at build, ``_half_product_holds``)
 
     # -- scores ------------------------------------------------------------------------------------------------
     def _estimates(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         q = q.astype(np.float32, copy=False)
-        ws = np.empty(self.words.shape[0], dtype=np.float64)
-        for lo in range(0, ws.shape[0], BLOCK_ROWS):
-            ws[lo : lo + BLOCK_ROWS] = self.words[lo : lo + BLOCK_ROWS].astype(np.float32) @ q
+        if self.half_product:
+            ws = half_mv(self.words, q).astype(np.float64)
+        else:
+            ws = np.empty(self.words.shape[0], dtype=np.float64)
+            for lo in range(0, ws.shape[0], BLOCK_ROWS):
+                ws[lo : lo + BLOCK_ROWS] = self.words[lo : lo + BLOCK_ROWS].astype(np.float32) @ q
         return _over(self.entity_words @ ws, self.entity_norm), _over(self.label_words @ ws, self.label_norm)
 
     def top_entities(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -234,6 +240,18 @@ class ComposedSearch:
         lv = self._phrase_rows([self.labels[i] for i in labs.tolist()], self.label_words, labs)
         n = idx.shape[0]
         return normalise_rows(ev[at[:n]] + lv[lat] + ev[at[n:]])
+
+
+def _half_product_holds(words: np.ndarray, longest: float) -> bool:
+    """Whether ``projection.half_mv`` scores ``words`` within its bound of their float32 product, for a probe query
+    (a check that this torch build sums float16 products in float32, as ``HALF_PRODUCT`` assumes)."""
+    if not words.shape[0]:
+        return False
+    probe = np.random.default_rng(0).standard_normal(words.shape[1]).astype(np.float32)
+    probe /= np.linalg.norm(probe)
+    rows = words[:NORM_ROWS]
+    exact = rows.astype(np.float32) @ probe
+    return bool((np.abs(half_mv(rows, probe) - exact) <= ERR + HALF_PRODUCT * longest).all())
 
 
 def _over(dots: np.ndarray, norms: np.ndarray) -> np.ndarray:
@@ -376,9 +394,11 @@ def composed_search(reader: SharedReader, dim: int, entity_ids: np.ndarray, name
     if new_rel.size:
         rel_norm[new_rel] = _relation_norms(search, new_rel, exact)
     del exact
-    # per word: float16's rounding (2^-11 of |w|, for a unit q) and the float32 product's
-    per_word = ERR + HALF * max((float(np.linalg.norm(words[lo : lo + NORM_ROWS].astype(np.float32), axis=1).max())
-                                 for lo in range(0, words.shape[0], NORM_ROWS)), default=0.0)
+    # per word: float16's rounding (2^-11 of |w|, for a unit q), the float32 product's, and a float16 product's
+    longest = max((float(np.linalg.norm(words[lo : lo + NORM_ROWS].astype(np.float32), axis=1).max())
+                   for lo in range(0, words.shape[0], NORM_ROWS)), default=0.0)
+    search.half_product = _half_product_holds(words, longest)
+    per_word = ERR + (HALF + (HALF_PRODUCT if search.half_product else 0.0)) * longest
     lengths = np.diff(entity_words.indptr).astype(np.float64)
     search.entity_err = ERR + per_word * _over(lengths, ent_norm)
     search.label_err = ERR + per_word * _over(np.diff(label_words.indptr).astype(np.float64), search.label_norm)
