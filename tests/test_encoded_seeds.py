@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pathweaver.numeric.projection import exact_top_k
-from pathweaver.store import reads
+from pathweaver.store import composed, reads
 
 QUESTIONS = ("Where was Marie Curie born?", "Who discovered polonium?", "Which river flows through Warsaw?",
              "a question about nothing in these notes")
@@ -65,3 +65,17 @@ def test_encoded_entities_seed_from_the_factorised_search(corpus_dir: Path, back
         pw.reader.cache.clear()
         assert _results(pw) == got
         assert pw.reader.cache.latest().loaded("rel_vecs") is not None
+
+
+def test_half_product_is_checked_against_its_bound() -> None:
+    """torch's float16 product stays within its rounding bound of the float32 product here (the build check the
+    factorised search relies on), and the check fails when the bound is too tight to hold."""
+    from pathweaver.numeric.projection import half_mv, half_mv_holds
+
+    rows = np.random.default_rng(1).standard_normal((3000, 384)).astype(np.float16)
+    longest = float(np.linalg.norm(rows.astype(np.float32), axis=1).max())
+    assert half_mv_holds(rows, composed.ERR + composed.HALF_PRODUCT * longest)
+    assert not half_mv_holds(rows, 0.0)
+    assert not half_mv_holds(rows[:0], 1.0)
+    q = np.ones(384, dtype=np.float32) / np.sqrt(384)
+    assert half_mv(rows, q).dtype == np.float32 and half_mv(rows, q).shape == (3000,)

@@ -87,6 +87,16 @@ def half_mv(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
     return torch.mv(torch.from_numpy(rows), torch.from_numpy(q.astype(np.float16))).float().numpy()
 
 
+def half_mv_holds(rows: np.ndarray, slack: float) -> bool:
+    """Whether ``half_mv`` scores float16 ``rows`` within ``slack`` of their float32 product for a seeded unit probe:
+    a check that this torch build sums float16 products in float32."""
+    if not rows.shape[0]:
+        return False
+    probe = np.random.default_rng(0).standard_normal(rows.shape[1]).astype(np.float32)
+    probe /= np.linalg.norm(probe)
+    return bool((np.abs(half_mv(rows, probe) - rows.astype(np.float32) @ probe) <= slack).all())
+
+
 def augmented(vecs: np.ndarray, basis: np.ndarray) -> np.ndarray:
     """``[Pᵀv, |v - P Pᵀ v|]`` for each row v of ``vecs`` (n, d): two such rows' dot product bounds theirs."""
     vecs = np.asarray(vecs, dtype=np.float32)

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from pathweaver.numeric.projection import half_mv, row_scores, top_stable
+from pathweaver.numeric.projection import half_mv, half_mv_holds, row_scores, top_stable
 from pathweaver.numeric.vectors import BLOCK_ROWS, VectorTable, compose_phrases, normalise_rows
 from pathweaver.store.db import Connection, OperationalError, SharedReader, connect
 from pathweaver.store.graphvecs import recipe_of
@@ -183,7 +183,7 @@ class ComposedSearch:
     labels: list[str]  # distinct labels
     lost_words: np.ndarray  # (W,) float32 1 where a word has no cached vector
     encoded: bool = False  # each entity and label is one "word" whose cached vector is its row, not normalised
-    half_product: bool = False  # word scores by ``projection.half_mv`` (checked at build, ``_half_product_holds``)
+    half_product: bool = False  # word scores by ``projection.half_mv`` (checked at build: ``half_mv_holds``)
 
     # -- scores ------------------------------------------------------------------------------------------------
     def _estimates(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -240,18 +240,6 @@ class ComposedSearch:
         lv = self._phrase_rows([self.labels[i] for i in labs.tolist()], self.label_words, labs)
         n = idx.shape[0]
         return normalise_rows(ev[at[:n]] + lv[lat] + ev[at[n:]])
-
-
-def _half_product_holds(words: np.ndarray, longest: float) -> bool:
-    """Whether ``projection.half_mv`` scores ``words`` within its bound of their float32 product, for a probe query
-    (a check that this torch build sums float16 products in float32, as ``HALF_PRODUCT`` assumes)."""
-    if not words.shape[0]:
-        return False
-    probe = np.random.default_rng(0).standard_normal(words.shape[1]).astype(np.float32)
-    probe /= np.linalg.norm(probe)
-    rows = words[:NORM_ROWS]
-    exact = rows.astype(np.float32) @ probe
-    return bool((np.abs(half_mv(rows, probe) - exact) <= ERR + HALF_PRODUCT * longest).all())
 
 
 def _over(dots: np.ndarray, norms: np.ndarray) -> np.ndarray:
@@ -397,7 +385,7 @@ def composed_search(reader: SharedReader, dim: int, entity_ids: np.ndarray, name
     # per word: float16's rounding (2^-11 of |w|, for a unit q), the float32 product's, and a float16 product's
     longest = max((float(np.linalg.norm(words[lo : lo + NORM_ROWS].astype(np.float32), axis=1).max())
                    for lo in range(0, words.shape[0], NORM_ROWS)), default=0.0)
-    search.half_product = _half_product_holds(words, longest)
+    search.half_product = half_mv_holds(words[:NORM_ROWS], ERR + HALF_PRODUCT * longest)  # as HALF_PRODUCT assumes
     per_word = ERR + (HALF + (HALF_PRODUCT if search.half_product else 0.0)) * longest
     lengths = np.diff(entity_words.indptr).astype(np.float64)
     search.entity_err = ERR + per_word * _over(lengths, ent_norm)
