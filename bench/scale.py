@@ -15,11 +15,13 @@ Per backend and size, in one run:
 - load: ``store.writes.insert_chunks`` and ``store.graph_writes`` (the write path of ``pathweaver index``) per
   document, in transactions of 1,000 documents on SQLite; on PostgreSQL one transaction with the HNSW index built
   after the rows (``search.hnsw_after_load``, as ``migrate`` does: maintained row by row it costs ~15x more).
-- serve: a separate process (a server's view) opens the store with ``pathweaver.service.Pathweaver``, loads the
-  snapshot and the BM25 postings, and times ``dense``, ``hybrid`` and ``ppr`` through ``Pathweaver.retrieve`` (the
-  real retrievers; the query embedder is replaced by the synthetic query vectors; on PostgreSQL their dense step
-  asks the HNSW index, ``store.dense``). Its RSS after the snapshot ("RSS snap") and after the queries ("RSS
-  served": with the caches the methods build, a server's steady state).
+- serve: a separate process (a server's view) loads torch (a server's embedder holds it from the start), opens
+  the store with ``pathweaver.service.Pathweaver``, loads the snapshot and the BM25 postings, and times ``dense``,
+  ``hybrid`` and ``ppr`` through ``Pathweaver.retrieve`` (the real retrievers; the query embedder is replaced by
+  the synthetic query vectors, so the model's weights are not counted; on PostgreSQL their dense step asks the
+  HNSW index, ``store.dense``). Its RSS after the snapshot ("RSS snap") and after the queries ("RSS
+  served": with the caches the methods build, a server's steady state), and the graph vector tables it made
+  (ppr's seeds search the cached vectors through ``store.composed`` and make none).
 - PostgreSQL only: pgvector HNSW alone (``store.pg.search.dense_top``, ``ORDER BY <=> LIMIT 10``) p50/p95 and its
   recall@10 against the exact answer at ef_search 40, 100 and 200 (the default, ``[store] hnsw_ef_search``); the
   database size; the RSS of the PostgreSQL server's processes (summed, so shared buffers count more than once).
@@ -174,6 +176,7 @@ def serve(location: str, seed: int, n_q: int) -> dict[str, Any]:
     from pathweaver.service import Pathweaver
 
     heap.fix_mmap_threshold()  # as the CLI does first, so this is a ``pathweaver serve``'s heap
+    import torch  # noqa: F401  (a server holds its embedder's runtime from the start: a constant, not per size)
     texts, qvecs = queries(seed, n_q)
     embedder = SyntheticEmbedder(texts, qvecs)
 
@@ -196,6 +199,9 @@ def serve(location: str, seed: int, n_q: int) -> dict[str, Any]:
         pw.retrieve(texts[0], method=method, top_k=K)  # first call builds the method's cached pieces
         out[method] = pct([float(pw.retrieve(q, method=method, top_k=K).info["seconds"]) for q in texts])
     out["rss_after_mb"] = round(rss_mb())
+    # the entity and relation vector tables the methods made (ppr's seeds need neither: ``store.composed``)
+    out["graph_tables_mb"] = round(sum(v.nbytes for v in (snap.loaded("entity_vecs"), snap.loaded("rel_vecs"))
+                                       if v is not None) / 2**20)
     pw.close()
     return out
 

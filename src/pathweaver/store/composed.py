@@ -1,4 +1,4 @@
-"""Nearest entities and relations to a query without making their vector tables (composed vectors only).
+"""Nearest entities and relations to a query without making their vector tables (composed relation vectors).
 
 A composed vector is u = s/|s|, s the sum of its parts (``numeric.vectors``), so u·q = (Σ part·q)/|s|: an
 entity's score is its words' scores over its norm, a relation's its subject's, label's and object's scores over
@@ -7,6 +7,10 @@ through ``meta.norm_settings``) one product with the ~36k word vectors scores ev
 bound; the rows whose bound reaches the k-th are then made exactly as ``store.graphvecs`` makes them and scored
 by ``numeric.projection.row_scores``, so the top k and their scores are those of the full tables
 (docs/design-notes.md, "Factorised scans").
+
+With encoded entity vectors (``extract.entity_vectors`` = "encoded", and stores that recorded no settings) each
+name and label is its own "word": its cached vector, norm 1 (0 where none is cached), so one product with the
+float16 copies of those vectors scores every entity, and every composed relation through its parts, the same way.
 
 Norms missing for some rows (rows written since, or a store that never had them) are computed at load from the
 word vectors, block by block, and written back when the store can be written without waiting.
@@ -23,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from pathweaver.numeric.projection import row_scores, top_stable
+from pathweaver.numeric.projection import half_mv, half_mv_holds, row_scores, top_stable
 from pathweaver.numeric.vectors import BLOCK_ROWS, VectorTable, compose_phrases, normalise_rows
 from pathweaver.store.db import Connection, OperationalError, SharedReader, connect
 from pathweaver.store.graphvecs import recipe_of
@@ -34,6 +38,8 @@ log = logging.getLogger(__name__)
 # 384 · 2^-24 ≈ 2.3e-5 of |a||b|; four times that covers the composition's and the norms' rounding too).
 ERR = 1e-4
 HALF = 1.1 * 2.0**-11  # float16's relative rounding, with room for subnormal components
+# a float16 product (``projection.half_mv``) rounds the query and the result to float16 too: 2 · HALF more per |w|
+HALF_PRODUCT = 2 * HALF
 FETCH = 500  # cache keys per "IN (...)" query
 NORM_ROW = np.dtype([("id", np.int64), ("norm", np.float64)])
 NORM_ROWS = 1024  # rows per block where norms are taken (a float64 block of 384 columns is 3 MB)
@@ -67,6 +73,14 @@ def _phrase_words_apart(phrases: Sequence[str], index: dict[str, int]) -> sp.csr
     cols = np.fromiter((index.setdefault(w, len(index)) for ws in split for w in ws), dtype=np.int64)
     indptr = np.concatenate(([0], np.cumsum([len(ws) for ws in split], dtype=np.int64)))
     return sp.csr_matrix((np.ones(cols.shape[0], dtype=np.float32), cols, indptr),
+                         shape=(len(phrases), len(index)))
+
+
+def _phrase_ids(phrases: Sequence[str], index: dict[str, int]) -> sp.csr_matrix:
+    """(n, words) with a 1 at each phrase's own column: encoded names and labels are one "word" each (new ones
+    added to ``index`` in order of first use)."""
+    cols = np.fromiter((index.setdefault(p, len(index)) for p in phrases), dtype=np.int64, count=len(phrases))
+    return sp.csr_matrix((np.ones(len(phrases), dtype=np.float32), cols, np.arange(len(phrases) + 1)),
                          shape=(len(phrases), len(index)))
 
 
@@ -168,13 +182,18 @@ class ComposedSearch:
     names: list[str]
     labels: list[str]  # distinct labels
     lost_words: np.ndarray  # (W,) float32 1 where a word has no cached vector
+    encoded: bool = False  # each entity and label is one "word" whose cached vector is its row, not normalised
+    half_product: bool = False  # word scores by ``projection.half_mv`` (checked at build: ``half_mv_holds``)
 
     # -- scores ------------------------------------------------------------------------------------------------
     def _estimates(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         q = q.astype(np.float32, copy=False)
-        ws = np.empty(self.words.shape[0], dtype=np.float64)
-        for lo in range(0, ws.shape[0], BLOCK_ROWS):
-            ws[lo : lo + BLOCK_ROWS] = self.words[lo : lo + BLOCK_ROWS].astype(np.float32) @ q
+        if self.half_product:
+            ws = half_mv(self.words, q).astype(np.float64)
+        else:
+            ws = np.empty(self.words.shape[0], dtype=np.float64)
+            for lo in range(0, ws.shape[0], BLOCK_ROWS):
+                ws[lo : lo + BLOCK_ROWS] = self.words[lo : lo + BLOCK_ROWS].astype(np.float32) @ q
         return _over(self.entity_words @ ws, self.entity_norm), _over(self.label_words @ ws, self.label_norm)
 
     def top_entities(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -200,6 +219,9 @@ class ComposedSearch:
         same bits; a phrase with a word that has no cached vector is a zero row."""
         if not phrases:
             return np.zeros((0, self.words.shape[1]), dtype=np.float32)
+        if self.encoded:  # ``graphvecs.phrase_vectors``' cached rows, zeros where none is cached
+            unique = list(dict.fromkeys(phrases))
+            return VectorTable({p: i for i, p in enumerate(unique)}, self.exact(unique)).rows(phrases)
         vocab = [self.vocab[i] for i in np.unique(words[rows].indices).tolist()]
         known = VectorTable({w: i for i, w in enumerate(vocab)}, self.exact(vocab))
         table = compose_phrases(phrases, known).rows(phrases)
@@ -299,9 +321,9 @@ def _write_norms(path: Path, settings: str | None, tables: dict[str, tuple[np.nd
 
 def composed_search(reader: SharedReader, dim: int, entity_ids: np.ndarray, names: list[str], rel_ids: np.ndarray,
                     rel_src: np.ndarray, rel_dst: np.ndarray, labels: list[str]) -> ComposedSearch | None:
-    """The search over a snapshot's entities and relations, read over a connection of its own, or None when their
-    vectors are not both composed (``meta.vector_settings``; an encoded vector is no function of word vectors) or
-    the store has no norm tables. Rows made later read their words over ``reader``."""
+    """The search over a snapshot's entities and relations, read over a connection of its own, or None when the
+    relation vectors are encoded (``meta.vector_settings``: an encoded triple's vector is a function of nothing
+    held here) or the store has no norm tables. Rows made later read their words over ``reader``."""
     path = reader.path
     if not dim:
         return None
@@ -309,26 +331,30 @@ def composed_search(reader: SharedReader, dim: int, entity_ids: np.ndarray, name
         conn.execute("BEGIN")
         try:
             recipe = recipe_of(conn)
-            if recipe.entities != "composed" or recipe.triples != "composed":
+            if recipe.triples != "composed":
                 return None
+            encoded = recipe.entities != "composed"
             if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'relation_norms'").fetchone() is None:
                 return None
             settings = _settings(conn, "vector_settings")
             fresh = _settings(conn, "norm_settings") == (settings or "")
-            ent_norm = _stored_norms(conn, "entity_norms", entity_ids) if fresh else np.full(len(names), np.nan)
+            # an encoded entity's norm is 1 (its row is not normalised), or 0 with no cached vector: set below
+            ent_norm = np.ones(len(names)) if encoded else _stored_norms(conn, "entity_norms", entity_ids) if fresh \
+                else np.full(len(names), np.nan)
             rel_norm = _stored_norms(conn, "relation_norms", rel_ids) if fresh else np.full(len(labels), np.nan)
             index: dict[str, int] = {}
-            entity_words = _phrase_words(names, index)
+            split = _phrase_ids if encoded else _phrase_words
+            entity_words = split(names, index)
             distinct = list(dict.fromkeys(labels))
             at = {label: i for i, label in enumerate(distinct)}
-            label_words = _phrase_words(distinct, index)
+            label_words = split(distinct, index)
             vocab = list(index)
             del index
             # the sums' norms of rows the store has none for come from the exact word vectors
             every = bool(np.isnan(ent_norm).any() or np.isnan(rel_norm).any())
             label_cols = np.unique(label_words.indices)
             words, have, full = _all_word_vectors(conn, vocab, recipe.space, dim,
-                                                  np.arange(len(vocab)) if every else label_cols)
+                                                  np.arange(len(vocab)) if every else None if encoded else label_cols)
             exact = full if every else None
             label_exact = full[label_cols] if every else full
         finally:
@@ -341,21 +367,26 @@ def composed_search(reader: SharedReader, dim: int, entity_ids: np.ndarray, name
     ent_lost = np.asarray(entity_words @ missing > 0).ravel()
     lab_lost = np.asarray(label_words @ missing > 0).ravel()
     rel_label = np.fromiter((at[label] for label in labels), dtype=np.int64, count=len(labels))
+    if encoded:
+        ent_norm[ent_lost] = 0.0
     new_ent = np.flatnonzero(np.isnan(ent_norm))
     if new_ent.size:
         ent_norm[new_ent] = _sum_norms(entity_words[new_ent], exact, ent_lost[new_ent])
+    label_norm = (~lab_lost).astype(np.float64) if encoded else \
+        _sum_norms(label_words[:, label_cols], label_exact, lab_lost)
     search = ComposedSearch(words, vocab, WordRows(reader, recipe.space, dim), entity_words, ent_norm, np.zeros(0),
-                            label_words, _sum_norms(label_words[:, label_cols], label_exact, lab_lost), np.zeros(0),
-                            rel_label,
+                            label_words, label_norm, np.zeros(0), rel_label,
                             np.asarray(rel_src, dtype=np.int64), np.asarray(rel_dst, dtype=np.int64), rel_norm,
-                            np.zeros(0), names, distinct, missing)
+                            np.zeros(0), names, distinct, missing, encoded)
     new_rel = np.flatnonzero(np.isnan(rel_norm))
     if new_rel.size:
         rel_norm[new_rel] = _relation_norms(search, new_rel, exact)
     del exact
-    # per word: float16's rounding (2^-11 of |w|, for a unit q) and the float32 product's
-    per_word = ERR + HALF * max((float(np.linalg.norm(words[lo : lo + NORM_ROWS].astype(np.float32), axis=1).max())
-                                 for lo in range(0, words.shape[0], NORM_ROWS)), default=0.0)
+    # per word: float16's rounding (2^-11 of |w|, for a unit q), the float32 product's, and a float16 product's
+    longest = max((float(np.linalg.norm(words[lo : lo + NORM_ROWS].astype(np.float32), axis=1).max())
+                   for lo in range(0, words.shape[0], NORM_ROWS)), default=0.0)
+    search.half_product = half_mv_holds(words[:NORM_ROWS], ERR + HALF_PRODUCT * longest)  # as HALF_PRODUCT assumes
+    per_word = ERR + (HALF + (HALF_PRODUCT if search.half_product else 0.0)) * longest
     lengths = np.diff(entity_words.indptr).astype(np.float64)
     search.entity_err = ERR + per_word * _over(lengths, ent_norm)
     search.label_err = ERR + per_word * _over(np.diff(label_words.indptr).astype(np.float64), search.label_norm)
