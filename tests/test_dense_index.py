@@ -69,3 +69,30 @@ def test_hnsw_ef_search_is_a_store_setting_with_a_clear_error() -> None:
     for bad in (0, 1001, "many", 1.5, True):
         with pytest.raises(ConfigError, match="hnsw_ef_search"):
             apply_mapping(Settings(), {"store": {"hnsw_ef_search": bad}})
+
+
+COPY = "The quokka is a small marsupial that lives on Rottnest Island near Perth."
+N_COPIES = 9
+
+
+def test_equal_cosines_rank_by_passage_order_on_both_backends(tmp_path: Path, backend) -> None:  # type: ignore[no-untyped-def]
+    """Copies of a note have one vector: dense and hybrid rank them by passage order, also at the top k's edge,
+    whether the exact product or the HNSW index (which returns equal distances in its own order) found them."""
+    from pathweaver.service import Pathweaver
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i, text in enumerate(("Marie Curie was born in Warsaw.", "Kangaroos are marsupials of Australia.",
+                              "Rottnest Island lies off Western Australia.")):
+        (folder / f"other{i}.txt").write_text(text, encoding="utf-8")
+    for i in range(N_COPIES):
+        (folder / f"copy{i}.txt").write_text(COPY, encoding="utf-8")
+    with Pathweaver.open(backend("store")) as pw:
+        pw.index([folder])
+        snap = pw.snapshot()
+        copies = sorted(p for p, doc in enumerate(snap.chunk_docs) if Path(doc).name.startswith("copy"))
+        assert len(copies) == N_COPIES
+        for method in ("dense", "hybrid"):
+            for k in (1, 3, 5):
+                got = [h.passage for h in pw.retrieve("quokka marsupial", method, k).chunks]
+                assert got == copies[:k], f"{method} top {k}"

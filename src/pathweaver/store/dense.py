@@ -15,7 +15,7 @@ import numpy as np
 
 from pathweaver.errors import UserError
 from pathweaver.numeric.parallel import matmul
-from pathweaver.numeric.projection import top_indices
+from pathweaver.numeric.projection import top_stable
 from pathweaver.store.snapshot import GraphSnapshot
 
 EXACT = "exact"
@@ -61,9 +61,10 @@ class DenseScores:
         return self._full
 
     def top(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(passage indices, cosines) of the ``k`` nearest passages, best first."""
+        """(passage indices, cosines) of the ``k`` nearest passages, best first; equal cosines (copies of a
+        note) by passage order, also at the k-th place, as ``IndexedScores`` ranks them."""
         full = self.full()
-        idx = top_indices(full, k)
+        idx = top_stable(full, k)
         return idx, full[idx]
 
     def at(self, passages: np.ndarray) -> np.ndarray:
@@ -90,8 +91,16 @@ class IndexedScores(DenseScores):
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         if k not in self._tops:
             index = self.snapshot.chunk_index
-            hits = [(index[cid], cos) for cid, cos in self._nearest(self.qvec, k) if cid in index]
+            ask = k + 1  # one past k, so that a tie at the k-th place shows; more while the last one still ties
+            while True:
+                found = self._nearest(self.qvec, ask)
+                hits = [(index[cid], cos) for cid, cos in found if cid in index]
+                if len(found) < ask or len(hits) <= k or hits[-1][1] < hits[k - 1][1]:
+                    break
+                ask *= 2
             self._known.update(hits)
+            # the index returns equal distances in its own order; the exact product's is passage order
+            hits = sorted(hits, key=lambda h: (-h[1], h[0]))[:k]
             self._tops[k] = (np.array([p for p, _ in hits], dtype=np.int64),
                              np.array([c for _, c in hits], dtype=np.float32))
         return self._tops[k]
