@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from pathweaver.config import ConfigError
 from pathweaver.numeric import parallel
 from pathweaver.numeric.parallel import MIN_ROWS_PER_THREAD, SparseRows, degree_order, matmul, row_ranges
-from pathweaver.retrieval.ppr import PPRError, personalized_pagerank
+from pathweaver.retrieval.pagerank import PPRError, personalized_pagerank
 
 ROWS = 3 * MIN_ROWS_PER_THREAD + 7  # enough rows for three blocks
 

@@ -10,9 +10,10 @@ import scipy.sparse as sp
 
 from pathweaver.config import ConfigError
 from pathweaver.numeric.parallel import SparseRows, degree_order
-from pathweaver.retrieval import ppr as ppr_mod
+from pathweaver.retrieval import pagerank
 from pathweaver.retrieval.graphs import node_space_graph
-from pathweaver.retrieval.ppr import PPRError, PPRParams, personalization, personalized_pagerank, ppr_scores
+from pathweaver.retrieval.pagerank import PPRError, personalized_pagerank
+from pathweaver.retrieval.ppr import PPRParams, personalization, ppr_scores
 from pathweaver.retrieval.registry import run_method
 from pathweaver.retrieval.types import Query, RetrievalEnv
 from pathweaver.store.snapshot import GraphSnapshot
@@ -74,7 +75,7 @@ def test_float32_steps_first_reach_the_float64_fixed_point(damping: float) -> No
 def _counted_runs(call: Any) -> tuple[np.ndarray, list[tuple[str, int]]]:
     """``call()``'s result and the (dtype, steps) of each phase of the walk it ran."""
     steps: list[tuple[str, int]] = []
-    real = ppr_mod._Walk.run
+    real = pagerank._Walk.run
 
     def counted(self: Any, *args: Any) -> tuple[np.ndarray, int, bool]:
         x, n_steps, done = real(self, *args)
@@ -82,7 +83,7 @@ def _counted_runs(call: Any) -> tuple[np.ndarray, list[tuple[str, int]]]:
         return x, n_steps, done
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ppr_mod._Walk, "run", counted)
+        mp.setattr(pagerank._Walk, "run", counted)
         result = call()
     return result, steps
 
@@ -131,15 +132,15 @@ def test_chebyshev_reaches_the_power_iterations_fixed_point_in_fewer_steps(dampi
 
 def test_ranking_settled_stops_when_the_top_k_order_is_certain() -> None:
     scores = np.array([9.0, 9.0, 0.4000, 0.1, 0.3998, 0.3996])  # passages from index 2; gaps of 2e-4 lead
-    top2 = ppr_mod.RankingSettled(2, 2)
+    top2 = pagerank.RankingSettled(2, 2)
     assert top2(scores, 1.9e-4)  # both gaps among the best three exceed the bound
     assert not top2(scores, 2.1e-4)  # a gap under the bound: the fixed point could order them otherwise
-    every = ppr_mod.RankingSettled(2, 10)  # more than there are: the whole order must be certain
+    every = pagerank.RankingSettled(2, 10)  # more than there are: the whole order must be certain
     assert every(scores, 1.9e-4) and not every(scores, 2.1e-4)
     two = np.array([0.4, 0.1])
-    assert ppr_mod.RankingSettled(0, 1)(two, 3e-4)
-    assert not ppr_mod.RankingSettled(0, 1)(two, 5e-4)  # over SCORE_RTOL of the best score: scores too rough
-    assert ppr_mod.RankingSettled(0, 3)(np.array([0.5]), 1e-5)  # one passage: its rank is certain
+    assert pagerank.RankingSettled(0, 1)(two, 3e-4)
+    assert not pagerank.RankingSettled(0, 1)(two, 5e-4)  # over SCORE_RTOL of the best score: scores too rough
+    assert pagerank.RankingSettled(0, 3)(np.array([0.5]), 1e-5)  # one passage: its rank is certain
 
 
 def test_settled_ranking_equals_the_full_walks_ranking() -> None:
@@ -150,11 +151,11 @@ def test_settled_ranking_equals_the_full_walks_ranking() -> None:
         reset = rng.random(6000) ** 6
         full, full_steps = _counted_runs(lambda r=reset: personalized_pagerank(transition, r, 0.5, 1e-13, 500))
         early, early_steps = _counted_runs(lambda r=reset: personalized_pagerank(
-            transition, r, 0.5, 1e-13, 500, settled=ppr_mod.RankingSettled(offset, k)))
+            transition, r, 0.5, 1e-13, 500, settled=pagerank.RankingSettled(offset, k)))
         top = np.argsort(-full[offset:], kind="stable")[:k]
         assert list(np.argsort(-early[offset:], kind="stable")[:k]) == list(top), trial
         assert sum(n for _, n in early_steps) < sum(n for _, n in full_steps)
-        assert np.abs(early - full).sum() < ppr_mod.SCORE_RTOL * full[offset:].max()
+        assert np.abs(early - full).sum() < pagerank.SCORE_RTOL * full[offset:].max()
 
 
 def _snapshot() -> GraphSnapshot:
@@ -322,5 +323,5 @@ def test_a_renumbered_matrix_walks_to_the_same_scores_in_node_order() -> None:
     np.testing.assert_allclose(seen[-1], want, rtol=1e-6, atol=1e-12)
     for offset in (4000, 10):  # the ranking test reads the fixed tail as it is, or the renumbered scores
         early = personalized_pagerank(ordered, reset, 0.5, 1e-12, 500, degree <= 0,
-                                      settled=ppr_mod.RankingSettled(offset, 5))
+                                      settled=pagerank.RankingSettled(offset, 5))
         assert list(np.argsort(-early[offset:])[:5]) == list(np.argsort(-want[offset:])[:5])

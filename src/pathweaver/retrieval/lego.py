@@ -42,7 +42,7 @@ from pathweaver.retrieval.lego_paths import (
 )
 from pathweaver.retrieval.linked import NoteSteps, check_linked_notes
 from pathweaver.retrieval.namegraph import best_passage, name_edges, nearest_own_passage
-from pathweaver.retrieval.ppr import COARSE_TOL
+from pathweaver.retrieval.pagerank import COARSE_TOL
 from pathweaver.retrieval.seeds import dense_scores, top_indices
 from pathweaver.retrieval.types import (
     NAME_EDGE,

@@ -35,7 +35,7 @@ from pathweaver.retrieval.namegraph import (
     name_edges,
     name_incidence,
 )
-from pathweaver.retrieval.ppr import COARSE_TOL, personalized_pagerank
+from pathweaver.retrieval.pagerank import COARSE_TOL, personalized_pagerank
 from pathweaver.retrieval.seeds import top_entities, top_indices, top_triples
 from pathweaver.retrieval.types import SYNONYM_EDGE, Query
 from pathweaver.store.snapshot import GraphSnapshot

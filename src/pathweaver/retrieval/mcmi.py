@@ -3,7 +3,7 @@
 1. The query is mapped to its top ``k_triples`` (k_a) triples by cos(query, triple) (Eq. 7-8); their entities are
    the terminals, and (ours, issue 23, ``name_seeds`` > 0) so are the document names the question mentions.
    (Eq. 9's LLM triple filter is not applied: no LLM at retrieval.)
-2. Node influence s_v is PPR over entities + passages (Eq. 10, ``ppr.personalized_pagerank``) with AGRAG Eq. 11's
+2. Node influence s_v is PPR over entities + passages (Eq. 10, ``pagerank.personalized_pagerank``) with AGRAG Eq. 11's
    personalisation: p[u] = 1 for every terminal, 0 elsewhere. The graph is ppr's node space with the name
    layer (``name_links``, ``statistical``: 0 walks the name layer alone on a store with names). Passage scores are
    multiplied by 0.05 afterwards (§III-C after Eq. 12).
@@ -54,7 +54,7 @@ from pathweaver.retrieval.keywords import NAME_PARTS, query_names
 from pathweaver.retrieval.linked import NoteSteps, check_linked_notes
 from pathweaver.retrieval.mcmi_graph import cost_graph, neighbourhood, node_label, serialize
 from pathweaver.retrieval.namegraph import passages_of
-from pathweaver.retrieval.ppr import COARSE_TOL, personalized_pagerank
+from pathweaver.retrieval.pagerank import COARSE_TOL, personalized_pagerank
 from pathweaver.retrieval.seeds import hybrid_chunk_scores, top_triples
 from pathweaver.retrieval.steiner import mehlhorn_edges
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult, Subgraph, take_turns
