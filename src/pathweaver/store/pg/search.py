@@ -1,9 +1,10 @@
 """BM25 postings and pgvector rows of a PostgreSQL store: written with the chunks, read back for ranking.
 
-BM25 ranks as on SQLite because both read the same numbers into the same ``store.bm25.Bm25Index``: the terms are
+BM25 ranks as on SQLite because both read the same numbers into the same ``store.bm25.rank``: the terms are
 FTS5's own (``store.fts_tokens``), ``chunk_terms`` holds each term's occurrences in a chunk's text and title (what
 FTS5's instance table lists), ``chunk_lengths`` each chunk's token count (D), and N and avgdl are counted from
-them, so ``Bm25Index.top`` adds up the same floats in the same order.
+them. Up to ``bm25.MAX_POSTINGS`` tokens every posting is read into a ``Bm25Index``; past it only the lengths
+(``bm25_terms.Bm25Lengths``), and a query reads its terms' postings (``term_postings``).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+from psycopg import sql as pgsql
 
 from pathweaver.config import HNSW_EF_SEARCH
-from pathweaver.store.bm25 import K1 as _K1
-from pathweaver.store.bm25 import B as _B
-from pathweaver.store.bm25 import Bm25Index
+from pathweaver.store import bm25
+from pathweaver.store.bm25 import Bm25Index, length_norms
+from pathweaver.store.bm25_terms import Bm25Lengths, Bm25Ranking
 from pathweaver.store.fts_tokens import Fts5Tokenizer
 from pathweaver.store.pg.schema import HNSW_INDEX
 
@@ -43,13 +45,14 @@ COPY_HEADER = 19  # binary COPY's signature (11 bytes), flags and header-extensi
 COPY_BLOCK = 1 << 22  # bytes parsed at a time: the rows never pass through Python objects one by one
 
 
-def copy_rows(conn: Any, sql: str, row: np.dtype) -> Iterator[np.ndarray]:
+def copy_rows(conn: Any, sql: str | pgsql.Composable, row: np.dtype) -> Iterator[np.ndarray]:
     """The rows of ``sql`` as blocks of ``row`` records (fixed-width rows, no NULL), by binary COPY: the bytes go
     straight into numpy, where ``fetchall`` makes a Python tuple and objects per row (at 100k chunks the BM25
     postings were 8M tuples, most of a server's memory)."""
     buf = bytearray()
     skip = -1
-    with conn.cursor() as cur, cur.copy(f"COPY ({sql}) TO STDOUT (FORMAT BINARY)") as copy:
+    query = pgsql.SQL("COPY ({}) TO STDOUT (FORMAT BINARY)").format(pgsql.SQL(sql) if isinstance(sql, str) else sql)
+    with conn.cursor() as cur, cur.copy(query) as copy:
         for data in copy:
             buf += data
             if skip < 0:
@@ -73,7 +76,7 @@ def _parsed(buf: bytearray, skip: int, row: np.dtype) -> np.ndarray:
     return out
 
 
-def _id_values(conn: Any, sql: str) -> tuple[np.ndarray, np.ndarray]:
+def _id_values(conn: Any, sql: str | pgsql.Composable) -> tuple[np.ndarray, np.ndarray]:
     """(ids int64, values int64) of ``sql``'s (BIGINT, INTEGER) rows, by binary COPY."""
     blocks = list(copy_rows(conn, sql, ID_INT_ROW))
     ids = np.concatenate([b["id"] for b in blocks]).astype(np.int64) if blocks else np.zeros(0, np.int64)
@@ -81,14 +84,16 @@ def _id_values(conn: Any, sql: str) -> tuple[np.ndarray, np.ndarray]:
     return ids, values
 
 
-def read_index(conn: Any, version: int) -> Bm25Index | None:
-    """The postings of every chunk as a ``Bm25Index`` at store ``version`` (inside one read transaction); None
-    when the postings do not add up to their vocabulary (not one view of the store)."""
-    ids, length_int = _id_values(conn, "SELECT chunk_id, length FROM chunk_lengths ORDER BY chunk_id")
+def read_index(conn: Any, version: int) -> Bm25Ranking | None:
+    """What BM25 ranks with at store ``version`` (inside one read transaction): every posting as a ``Bm25Index``
+    up to ``bm25.MAX_POSTINGS`` tokens, else the chunks' lengths (``Bm25Lengths``); None when the postings do not
+    add up to their vocabulary (not one view of the store)."""
+    ids, lengths = _id_values(conn, "SELECT chunk_id, length FROM chunk_lengths ORDER BY chunk_id")
     if not len(ids):
         return Bm25Index(version, ids, {}, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64),
                          np.zeros(0), np.zeros(0))
-    length = length_int.astype(np.float64)
+    if int(lengths.sum()) > bm25.MAX_POSTINGS:
+        return Bm25Lengths(version, ids, length_norms(lengths))
     vocab = conn.execute("SELECT term, count(*) FROM chunk_terms GROUP BY term ORDER BY term").fetchall()
     terms = {term: i for i, (term, _) in enumerate(vocab)}
     starts = np.concatenate([[0], np.cumsum(np.array([c for _, c in vocab], dtype=np.int64))])
@@ -99,11 +104,16 @@ def read_index(conn: Any, version: int) -> Bm25Index | None:
     freqs = np.concatenate([f for _, f in blocks]) if blocks else np.zeros(0)
     if rows.shape[0] != starts[-1]:
         return None
-    avgdl = float(length.sum()) / float(len(ids))
-    if avgdl == 0.0:
-        avgdl = 1.0  # chunks without a token: no term can score them
     return Bm25Index(version=version, ids=ids, terms=terms, starts=starts, rows=rows, freqs=freqs,
-                     norms=_K1 * (1 - _B + _B * length / avgdl))
+                     norms=length_norms(lengths))
+
+
+def term_postings(conn: Any, term: str) -> tuple[np.ndarray, np.ndarray]:
+    """(chunk ids ascending, occurrences) of ``term`` in ``chunk_terms``: one range of its primary key, by binary
+    COPY (which takes no parameters: the term goes in as a quoted literal)."""
+    query = pgsql.SQL("SELECT chunk_id, tf FROM chunk_terms WHERE term = {} ORDER BY chunk_id").format(
+        pgsql.Literal(term))
+    return _id_values(conn, query)
 
 
 def vector_text(vec: np.ndarray) -> str:
