@@ -24,8 +24,9 @@ from pathweaver.store.db import Connection
 from pathweaver.store.fts_tokens import Fts5Tokenizer
 
 CACHE_BYTES = 64 << 20  # postings kept per store version (8 bytes a posting)
-# (chunk ids ascending, occurrences) of one term in the store, read at the index's version
-ReadPostings = Callable[[str], tuple[np.ndarray, np.ndarray]]
+# {term: (chunk ids ascending, occurrences)} of the asked terms that some chunk holds, read at the index's version
+ReadPostings = Callable[[list[str]], dict[str, tuple[np.ndarray, np.ndarray]]]
+_NONE = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
 
 
 class MismatchError(Exception):
@@ -54,25 +55,21 @@ class Bm25Lengths:
 
     def top(self, terms: list[str], k: int, read: ReadPostings) -> list[tuple[int, float]]:
         """The ``k`` best rows matching any of ``terms`` (one per query phrase, in order) as ``(chunk id, score)``,
-        highest first, ties by chunk id: ``bm25.rank`` of the terms' postings, read with ``read`` (inside the
-        caller's read transaction at ``version``) unless kept. Raises ``MismatchError`` when the postings are not
-        of this version's rows."""
-        return rank(self.ids, self.norms, [self.postings(t, read) for t in terms], k)
-
-    def postings(self, term: str, read: ReadPostings) -> Postings | None:
+        highest first, ties by chunk id: ``bm25.rank`` of the terms' postings, those not kept read with one call of
+        ``read`` (inside the caller's read transaction at ``version``). Raises ``MismatchError`` when the postings
+        are not of this version's rows."""
+        asked = list(dict.fromkeys(terms))
         with self._lock:
-            kept = self._kept.get(term)
-            if kept is not None:
-                self._kept.move_to_end(term)
-        if kept is None:
-            kept = self._read(term, read)
-        rows, freqs = kept
-        if not len(rows):
-            return None
-        return rows.astype(np.int64), freqs.astype(np.float64)  # the in-memory index's dtypes: the same floats
+            kept = {t: self._kept[t] for t in asked if t in self._kept}
+            for t in kept:
+                self._kept.move_to_end(t)
+        missing = [t for t in asked if t not in kept]
+        if missing:
+            got = read(missing)
+            kept.update({t: self._keep(t, *got[t]) if t in got else _NONE for t in missing})
+        return rank(self.ids, self.norms, [_as_postings(kept[t]) for t in terms], k)
 
-    def _read(self, term: str, read: ReadPostings) -> tuple[np.ndarray, np.ndarray]:
-        docs, counts = read(term)
+    def _keep(self, term: str, docs: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         rows = np.searchsorted(self.ids, docs)
         if len(docs) and ((rows >= len(self.ids)).any() or (self.ids[np.minimum(rows, len(self.ids) - 1)] != docs).any()):
             raise MismatchError(f"postings of {term!r} name chunks not in the store version {self.version}")
@@ -86,6 +83,14 @@ class Bm25Lengths:
                     _, (r, f) = self._kept.popitem(last=False)
                     self._bytes -= r.nbytes + f.nbytes
         return kept
+
+
+def _as_postings(kept: tuple[np.ndarray, np.ndarray]) -> Postings | None:
+    """Kept postings in the in-memory index's dtypes (the same floats), None for a term no row has."""
+    rows, freqs = kept
+    if not len(rows):
+        return None
+    return rows.astype(np.int64), freqs.astype(np.float64)
 
 
 Bm25Ranking = Bm25Index | Bm25Lengths
@@ -104,12 +109,16 @@ def read_ranking(conn: Connection, version: int) -> Bm25Ranking | None:
     return read_index(conn, version, sizes)
 
 
-def term_postings(conn: Connection, term: str) -> tuple[np.ndarray, np.ndarray]:
-    """(chunk ids ascending, occurrences) of ``term`` in a SQLite store's ``chunk_terms`` (one range of its
-    primary key, read as two strings and parsed by numpy: no Python object per row)."""
-    ids, tfs = conn.execute("SELECT group_concat(chunk_id, ' '), group_concat(tf, ' ') FROM chunk_terms "
-                            "WHERE term = ?", (term,)).fetchone()
-    return np.fromstring(ids or "", dtype=np.int64, sep=" "), np.fromstring(tfs or "", dtype=np.int64, sep=" ")
+def term_postings(conn: Connection, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{term: (chunk ids ascending, occurrences)} of ``terms`` in a SQLite store's ``chunk_terms``: one range of
+    its primary key each, read as two strings and parsed by numpy (no Python object per row)."""
+    out = {}
+    for term in terms:
+        ids, tfs = conn.execute("SELECT group_concat(chunk_id, ' '), group_concat(tf, ' ') FROM chunk_terms "
+                                "WHERE term = ?", (term,)).fetchone()
+        if ids:
+            out[term] = np.fromstring(ids, dtype=np.int64, sep=" "), np.fromstring(tfs, dtype=np.int64, sep=" ")
+    return out
 
 
 _tokenizer: list[Fts5Tokenizer] = []

@@ -313,9 +313,9 @@ class RecordReader:
             if is_pg(conn):
                 from pathweaver.store.pg.reads import term_postings as pg_postings
 
-                return current.top(terms, k, lambda term: pg_postings(conn, term))
+                return current.top(terms, k, lambda asked: pg_postings(conn, asked))
             try:
-                return current.top(terms, k, lambda term: term_postings(conn, term))
+                return current.top(terms, k, lambda asked: term_postings(conn, asked))
             except MismatchError:  # chunk_terms and FTS5's rows disagree: FTS5's own ranking
                 return None
 

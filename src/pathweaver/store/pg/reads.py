@@ -19,9 +19,9 @@ def bm25_index(conn: Any, version: int) -> Bm25Ranking | None:
     return read_index(conn.raw, version)
 
 
-def term_postings(conn: Any, term: str) -> tuple[np.ndarray, np.ndarray]:
-    """(chunk ids ascending, occurrences) of one term (``search.term_postings``)."""
-    return _term_postings(conn.raw, term)
+def term_postings(conn: Any, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{term: (chunk ids ascending, occurrences)} of the query's terms (``search.term_postings``)."""
+    return _term_postings(conn.raw, terms)
 
 
 def query_terms(conn: Any, phrases: list[str]) -> list[str] | None:

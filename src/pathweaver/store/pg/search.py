@@ -108,12 +108,27 @@ def read_index(conn: Any, version: int) -> Bm25Ranking | None:
                      norms=length_norms(lengths))
 
 
-def term_postings(conn: Any, term: str) -> tuple[np.ndarray, np.ndarray]:
-    """(chunk ids ascending, occurrences) of ``term`` in ``chunk_terms``: one range of its primary key, by binary
-    COPY (which takes no parameters: the term goes in as a quoted literal)."""
-    query = pgsql.SQL("SELECT chunk_id, tf FROM chunk_terms WHERE term = {} ORDER BY chunk_id").format(
-        pgsql.Literal(term))
-    return _id_values(conn, query)
+# binary COPY rows of (BIGINT, INTEGER, INTEGER): a posting's chunk id, occurrences and its term's place in the asked list
+POSTING_ROW = np.dtype([("fields", ">i2"), ("id_len", ">i4"), ("id", ">i8"), ("tf_len", ">i4"), ("tf", ">i4"),
+                        ("at_len", ">i4"), ("at", ">i4")])
+
+
+def term_postings(conn: Any, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{term: (chunk ids ascending, occurrences)} of ``terms`` that some chunk holds, from ``chunk_terms`` by its
+    primary key, in one binary COPY (which takes no parameters: the terms go in as quoted literals)."""
+    if not terms:
+        return {}
+    listed = pgsql.SQL("ARRAY[{}]::text[]").format(pgsql.SQL(", ").join(pgsql.Literal(t) for t in terms))
+    query = pgsql.SQL("SELECT chunk_id, tf, array_position({a}, term::text) FROM chunk_terms WHERE term = ANY({a}) "
+                      "ORDER BY 3, 1").format(a=listed)
+    blocks = list(copy_rows(conn, query, POSTING_ROW))
+    if not blocks:
+        return {}
+    rows = np.concatenate(blocks)
+    at = rows["at"].astype(np.int64)
+    bounds = np.searchsorted(at, np.arange(1, len(terms) + 2))
+    return {term: (rows["id"][a:b].astype(np.int64), rows["tf"][a:b].astype(np.int64))
+            for term, a, b in zip(terms, bounds[:-1], bounds[1:], strict=True) if b > a}
 
 
 def vector_text(vec: np.ndarray) -> str:
