@@ -24,7 +24,7 @@ from pathweaver.store.db import Connection
 from pathweaver.store.fts_tokens import Fts5Tokenizer
 
 CACHE_BYTES = 64 << 20  # postings kept per store version (8 bytes a posting)
-# {term: (chunk ids ascending, occurrences)} of the asked terms that some chunk holds, read at the index's version
+# {term: (chunk ids, occurrences)} of the asked terms that some chunk holds, read at the index's version
 ReadPostings = Callable[[list[str]], dict[str, tuple[np.ndarray, np.ndarray]]]
 _NONE = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
 

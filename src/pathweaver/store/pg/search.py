@@ -114,19 +114,20 @@ POSTING_ROW = np.dtype([("fields", ">i2"), ("id_len", ">i4"), ("id", ">i8"), ("t
 
 
 def term_postings(conn: Any, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """{term: (chunk ids ascending, occurrences)} of ``terms`` that some chunk holds, from ``chunk_terms`` by its
-    primary key, in one binary COPY (which takes no parameters: the terms go in as quoted literals)."""
+    """{term: (chunk ids, occurrences)} of ``terms`` that some chunk holds, from ``chunk_terms`` by its primary key,
+    in one binary COPY (which takes no parameters: the terms go in as quoted literals). Unordered: the database
+    sorts nothing, and a row's score adds its terms in the query's order whatever the order of the rows."""
     if not terms:
         return {}
     listed = pgsql.SQL("ARRAY[{}]::text[]").format(pgsql.SQL(", ").join(pgsql.Literal(t) for t in terms))
-    query = pgsql.SQL("SELECT chunk_id, tf, array_position({a}, term::text) FROM chunk_terms WHERE term = ANY({a}) "
-                      "ORDER BY 3, 1").format(a=listed)
+    query = pgsql.SQL("SELECT chunk_id, tf, array_position({a}, term::text) FROM chunk_terms WHERE term = ANY({a})"
+                      ).format(a=listed)
     blocks = list(copy_rows(conn, query, POSTING_ROW))
     if not blocks:
         return {}
     rows = np.concatenate(blocks)
-    at = rows["at"].astype(np.int64)
-    bounds = np.searchsorted(at, np.arange(1, len(terms) + 2))
+    rows = rows[np.argsort(rows["at"], kind="stable")]
+    bounds = np.searchsorted(rows["at"].astype(np.int64), np.arange(1, len(terms) + 2))
     return {term: (rows["id"][a:b].astype(np.int64), rows["tf"][a:b].astype(np.int64))
             for term, a, b in zip(terms, bounds[:-1], bounds[1:], strict=True) if b > a}
 
