@@ -16,7 +16,8 @@ Per backend and size, in one run:
   document, in transactions of 1,000 documents on SQLite; on PostgreSQL one transaction with the HNSW index built
   after the rows (``search.hnsw_after_load``, as ``migrate`` does: maintained row by row it costs ~15x more).
 - serve: a separate process (a server's view) opens the store with ``pathweaver.service.Pathweaver``, loads the
-  snapshot and the BM25 postings, and times ``dense``, ``hybrid`` and ``ppr`` through ``Pathweaver.retrieve`` (the
+  snapshot and what BM25 ranks with (every posting, or past ``store.bm25.MAX_POSTINGS`` the chunks' lengths), and
+  times ``dense``, ``hybrid`` and ``ppr`` through ``Pathweaver.retrieve`` (the
   real retrievers; the query embedder is replaced by the synthetic query vectors; on PostgreSQL their dense step
   asks the HNSW index, ``store.dense``). Its RSS after the snapshot ("RSS snap") and after the queries ("RSS
   served": with the caches the methods build, a server's steady state).
