@@ -288,13 +288,14 @@ SCHEMA_MACHINES: list[str] = [
 # instance table lists), one row per term and chunk, so a large store's query reads only its own terms' postings
 # (``store.bm25_terms``); a store made before gets them from its FTS5 index, rows of deleted chunks left out.
 SCHEMA_CHUNK_TERMS: list[str] = [
-    """CREATE TABLE chunk_terms (
+    """CREATE TABLE IF NOT EXISTS chunk_terms (
         term TEXT NOT NULL,
         chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
         tf INTEGER NOT NULL,
         PRIMARY KEY (term, chunk_id)
     ) WITHOUT ROWID""",
-    "CREATE INDEX chunk_terms_chunk ON chunk_terms(chunk_id)",
+    "CREATE INDEX IF NOT EXISTS chunk_terms_chunk ON chunk_terms(chunk_id)",
+    "DELETE FROM chunk_terms",  # made again from FTS5 whatever a store marked older already held
     "CREATE VIRTUAL TABLE IF NOT EXISTS temp.pw_migrate_vocab USING fts5vocab(main, chunks_fts, instance)",
     """INSERT INTO chunk_terms(term, chunk_id, tf) SELECT term, doc, count(*) FROM temp.pw_migrate_vocab
         WHERE doc IN (SELECT id FROM chunks) GROUP BY term, doc""",
