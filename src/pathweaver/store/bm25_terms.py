@@ -134,6 +134,7 @@ def write_postings(conn: Connection, rows: Sequence[tuple[int, str, str]]) -> No
         if not _tokenizer:
             _tokenizer.append(Fts5Tokenizer())  # one per process: thread-safe, made on first use
     counts = _tokenizer[0].postings([(text, title) for _, text, title in rows])
+    # in key order: the B-tree is visited in its own order, not once per chunk across the whole vocabulary
     conn.executemany("INSERT INTO chunk_terms(term, chunk_id, tf) VALUES (?, ?, ?)",
-                     [(term, cid, tf) for (cid, _, _), terms in zip(rows, counts, strict=True)
-                      for term, tf in sorted(terms.items())])
+                     sorted((term, cid, tf) for (cid, _, _), terms in zip(rows, counts, strict=True)
+                            for term, tf in terms.items()))
