@@ -15,6 +15,7 @@ from pathweaver.store import bm25, bm25_terms
 from pathweaver.store.bm25 import Bm25Index
 from pathweaver.store.bm25_terms import Bm25Lengths
 from pathweaver.store.db import Database
+from pathweaver.store.schema import MIGRATIONS, SCHEMA_CHUNK_TERMS, SCHEMA_VERSION
 
 CORPUS = Path(__file__).parent / "corpus"
 QUESTIONS = [
@@ -26,6 +27,7 @@ QUESTIONS = [
     "Curie Curie Warsaw Paris radium Nobel physics",
 ]
 STOPWORDS_ONLY = "What is it that they were doing there, and how?"
+BEFORE_POSTINGS = MIGRATIONS.index(SCHEMA_CHUNK_TERMS)  # the schema version before chunk_terms
 
 
 @pytest.fixture()
@@ -123,7 +125,7 @@ def test_the_service_ranks_past_the_cap_from_the_store(store: tuple[Path, Pathwe
 
 
 def test_a_store_made_before_gets_its_postings_from_fts5(tmp_path: Path) -> None:
-    """Schema 13 fills ``chunk_terms`` of an older SQLite store from its FTS5 index: the rows the write path
+    """The migration to ``chunk_terms`` fills it for an older SQLite store from its FTS5 index: the rows the write path
     makes, deleted chunks left out."""
     notes = tmp_path / "notes"
     shutil.copytree(CORPUS, notes)
@@ -135,7 +137,7 @@ def test_a_store_made_before_gets_its_postings_from_fts5(tmp_path: Path) -> None
     assert written
     with Database(tmp_path / "store") as db, db.write() as conn:
         conn.execute("DROP TABLE chunk_terms")
-        conn.execute("UPDATE meta SET value = '12' WHERE key = 'schema_version'")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(BEFORE_POSTINGS),))
     with Pathweaver.open(tmp_path / "store", overrides={"models": {"llm_backend": "none"}}) as pw:
-        assert pw.reader.stats()["schema_version"] == 13
+        assert pw.reader.stats()["schema_version"] == SCHEMA_VERSION
         assert pw.reader.canonical_graph()["postings"] == written
