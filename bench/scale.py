@@ -16,12 +16,13 @@ Per backend and size, in one run:
   document, in transactions of 1,000 documents on SQLite; on PostgreSQL one transaction with the HNSW index built
   after the rows (``search.hnsw_after_load``, as ``migrate`` does: maintained row by row it costs ~15x more).
 - serve: a separate process (a server's view) loads torch (a server's embedder holds it from the start), opens
-  the store with ``pathweaver.service.Pathweaver``, loads the snapshot and the BM25 postings, and times ``dense``,
-  ``hybrid`` and ``ppr`` through ``Pathweaver.retrieve`` (the real retrievers; the query embedder is replaced by
-  the synthetic query vectors, so the model's weights are not counted; on PostgreSQL their dense step asks the
-  HNSW index, ``store.dense``). Its RSS after the snapshot ("RSS snap") and after the queries ("RSS
-  served": with the caches the methods build, a server's steady state), and the graph vector tables it made
-  (ppr's seeds search the cached vectors through ``store.composed`` and make none).
+  the store with ``pathweaver.service.Pathweaver``, loads the snapshot and what BM25 ranks with (every posting, or
+  past ``store.bm25.MAX_POSTINGS`` the chunks' lengths), and times ``dense``, ``hybrid`` and ``ppr`` through
+  ``Pathweaver.retrieve`` (the real retrievers; the query embedder is replaced by the synthetic query vectors, so
+  the model's weights are not counted; on PostgreSQL their dense step asks the HNSW index, ``store.dense``). Its RSS
+  after the snapshot ("RSS snap") and after the queries ("RSS served": with the caches the methods build, a
+  server's steady state), and the graph vector tables it made (ppr's seeds search the cached vectors through
+  ``store.composed`` and make none).
 - PostgreSQL only: pgvector HNSW alone (``store.pg.search.dense_top``, ``ORDER BY <=> LIMIT 10``) p50/p95 and its
   recall@10 against the exact answer at ef_search 40, 100 and 200 (the default, ``[store] hnsw_ef_search``); the
   database size; the RSS of the PostgreSQL server's processes (summed, so shared buffers count more than once).

@@ -109,15 +109,16 @@ def test_bm25_search_uses_the_postings_only_while_they_are_current(store: tuple[
     assert found and Path(found[0]["doc"]).name == "zanzibar.md"
 
 
-def test_a_store_over_the_postings_cap_keeps_asking_fts5(store: tuple[Path, Pathweaver],
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_store_over_the_postings_cap_ranks_from_its_postings_table(store: tuple[Path, Pathweaver],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from pathweaver.store import bm25
+    from pathweaver.store.bm25_terms import Bm25Lengths
 
     _, pw = store
     monkeypatch.setattr(bm25, "MAX_POSTINGS", 10)
-    assert pw.reader.bm25_index(pw.reader.db.version()) is None
+    assert isinstance(pw.reader.bm25_index(pw.reader.db.version()), Bm25Lengths)
     snap = pw.snapshot()
-    assert pw.bm25_index(snap, wait=True) is None
+    assert isinstance(pw.bm25_index(snap, wait=True), Bm25Lengths)
     hits = pw.env(snap).bm25_chunks(QUESTIONS[0], 5)
     assert [snap.chunk_ids[p] for p, _ in hits] == [c for c, _ in pw.reader.bm25_chunks(QUESTIONS[0], 5)]
 

@@ -116,6 +116,7 @@ def test_incremental_then_refresh_equals_fresh_index(seed: int, entities: str, t
     assert got["mentions"] == want["mentions"]
     assert got["synonyms"] == want["synonyms"]
     assert got["chunks"] == want["chunks"] and got["embeds"] == want["embeds"]
+    assert got["postings"] == want["postings"] and (got["postings"] or not got["chunks"])
     for key in ("doc_names", "link_names", "name_rows", "name_mentions"):
         assert got[key] == want[key], key
     if any(folder.iterdir()):

@@ -113,7 +113,7 @@ def test_rename_costs_no_embedding_and_keeps_chunk_ids(setup) -> None:  # type: 
     assert chunk_ids(db, notes / "element-88.md") == before
     assert chunk_ids(db, notes / "radium.md") == []
     got = StoreReader(db).canonical_graph()
-    for key in ("doc_names", "name_rows", "chunks"):  # the same names and chunks, now of the moved file
+    for key in ("doc_names", "name_rows", "chunks", "postings"):  # the same names, chunks, postings, of the moved file
         moved = {tuple(v.replace("element-88.md", "radium.md") if isinstance(v, str) and v.endswith(".md") else v
                        for v in row) for row in got.pop(key)}
         assert moved == graph_before.pop(key)

@@ -173,6 +173,8 @@ def test_bm25_ranks_exactly_as_the_sqlite_store(pg_url: str, tmp_path: Path) -> 
             pg_index = pgsearch.read_index(pg.conn, pg.version())
         assert lite_index is not None
         assert pg_index.n_rows == lite_index.n_rows
+        postings = "SELECT term, chunk_id, tf FROM chunk_terms"  # the per-term path's rows: written alike on both
+        assert set(lite.conn.execute(postings).fetchall()) == set(pg.conn.execute(postings).fetchall())
         found = 0
         for question in QUERIES:
             words = fts_words(question)

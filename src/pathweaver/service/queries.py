@@ -32,7 +32,7 @@ from pathweaver.retrieval.registry import (
 from pathweaver.retrieval.types import Query, RetrievalEnv, RetrievalResult
 from pathweaver.service.shape import shape_result
 from pathweaver.service.store import StoreAccess
-from pathweaver.store.bm25 import Bm25Index
+from pathweaver.store.bm25_terms import Bm25Ranking
 from pathweaver.store.snapshot import GraphSnapshot, citation_json
 
 log = logging.getLogger(__name__)
@@ -101,15 +101,15 @@ class QuerySide(StoreAccess):
                                   else None,)
         return self._question_ner[0]
 
-    def bm25_index(self, snap: GraphSnapshot, wait: bool = False) -> Bm25Index | None:
-        """The in-memory BM25 postings for ``snap`` (``store.bm25``): FTS5's scores at a tenth of the time, with
-        the true totals after deletes. They are read once per snapshot on a background thread. Retrieval waits for them (``wait``), so every query on a store version ranks alike, in the
-        CLI as in the server, whose ``warm`` builds them right after a change. Without ``wait`` (``search`` in
+    def bm25_index(self, snap: GraphSnapshot, wait: bool = False) -> Bm25Ranking | None:
+        """What BM25 ranks with on ``snap`` (``store.bm25``: every posting in memory, or past ``bm25.MAX_POSTINGS``
+        tokens the chunks' lengths, each query reading its terms' postings): FTS5's scores at a tenth of the time,
+        with the true totals after deletes. They are read once per snapshot on a background thread. Retrieval waits
+        for them (``wait``), so every query on a store version ranks alike, in the CLI as in the server, whose ``warm`` builds them right after a change. Without ``wait`` (``search`` in
         ``bm25`` mode, which must find a file committed a moment ago) a query gets None until they are ready, and
-        FTS5 answers. None also when the store has moved past ``snap`` before the build read it, or the store is
-        over ``bm25.MAX_POSTINGS``."""
+        FTS5 answers. None also when the store has moved past ``snap`` before the build read it."""
 
-        def schedule() -> Future[Bm25Index | None]:
+        def schedule() -> Future[Bm25Ranking | None]:
             with self._dbs_lock:
                 if self._bm25_pool is None:
                     self._bm25_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pathweaver-bm25")

@@ -1,9 +1,15 @@
-"""BM25 over the chunks in memory, with exactly the scores of FTS5's ``bm25()`` on ``chunks_fts``.
+"""BM25 over the chunks, with exactly the scores of FTS5's ``bm25()`` on ``chunks_fts``, from postings in memory or
+read per query term.
 
 FTS5 ranks an OR of the question's words by scoring every row that matches any of them, and a question's "the" or
-"of" matches nearly every chunk, so its cost grows with the store. Here the
-tokens FTS5 itself indexed (its ``fts5vocab`` instance table: porter-stemmed unicode61 terms of both columns) are
-read once per store version into per-term postings, and a query adds up the postings of its terms, in numpy.
+"of" matches nearly every chunk, so its cost grows with the store. Here ``rank`` adds up the postings of the
+query's terms in numpy, fed by one of two sources with the same numbers:
+- ``Bm25Index``: every posting, read once per store version (the tokens FTS5 itself indexed, from its
+  ``fts5vocab`` instance table: porter-stemmed unicode61 terms of both columns): the fastest queries, while the
+  store holds at most ``MAX_POSTINGS`` tokens;
+- ``Bm25Lengths`` (``store.bm25_terms``): only the rows' lengths in memory (8 bytes a chunk), each query term's
+  postings read from the store's ``chunk_terms`` table when asked (the latest ones kept), for a larger store,
+  whose full postings would take too long to read and too much memory to hold.
 
 The arithmetic is FTS5's, term for term and in the same order (``fts5Bm25Function`` in SQLite's
 ``fts5_aux.c``): for each phrase i of the query, in order,
@@ -19,6 +25,7 @@ Every query phrase is one quoted word (``records.fts_query``); a word FTS5 would
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,16 +35,52 @@ from pathweaver.store.db import Connection
 K1 = 1.2  # FTS5 bm25() constants (fts5_aux.c)
 B = 0.75
 IDF_FLOOR = 1e-6  # FTS5's idf for a term in more than half the rows
-MAX_POSTINGS = 20_000_000  # tokens; a larger store keeps asking FTS5, as reading its postings would take too long
+# tokens (~40k chunks of 120 words); a larger store reads each query term's postings from the store instead of all
+# of them into memory: at 100k chunks as fast a query, half the read after a change and ~100 MB less (postings39)
+MAX_POSTINGS = 5_000_000
 _VOCAB = "temp.pw_chunks_vocab"
 _TERMS = "temp.pw_chunks_terms"
 _QUERY = "temp.pw_query"
 _QUERY_VOCAB = "temp.pw_query_vocab"
+# one query term's postings: row positions (ascending) and the term's occurrences in each row
+Postings = tuple[np.ndarray, np.ndarray]
+
+
+def rank(ids: np.ndarray, norms: np.ndarray, postings: Sequence[Postings | None], k: int) -> list[tuple[int, float]]:
+    """The ``k`` best rows matching any query phrase as ``(id, score)``, highest first, ties by id; ``postings``
+    holds each phrase's postings in the query's order (None for a term no row has). The scores are FTS5's
+    ``-bm25()`` over the rows ``ids`` with length norms ``norms`` (``length_norms``)."""
+    n = len(ids)
+    scores = np.zeros(n, dtype=np.float64)
+    hit = np.zeros(n, dtype=bool)
+    for p in postings:
+        if p is None:
+            continue  # no row has it: every row's occurrence count is 0, so it adds 0.0
+        at, f = p
+        n_hit = len(at)
+        idf = math.log((n - n_hit + 0.5) / (n_hit + 0.5))
+        if idf <= 0.0:
+            idf = IDF_FLOOR
+        scores[at] += idf * ((f * (K1 + 1.0)) / (f + norms[at]))
+        hit[at] = True
+    found = np.flatnonzero(hit)
+    if not len(found) or k < 1:
+        return []
+    order = np.lexsort((ids[found], -scores[found]))[:k]
+    best = found[order]
+    return list(zip(ids[best].tolist(), scores[best].tolist(), strict=True))
+
+
+def length_norms(lengths: np.ndarray) -> np.ndarray:
+    """k1 * (1 - b + b * D / avgdl) of rows of ``lengths`` tokens (integers), avgdl their mean."""
+    total = int(np.asarray(lengths, dtype=np.int64).sum())
+    avgdl = float(total) / float(len(lengths)) if len(lengths) and total else 1.0  # no token: no term scores
+    return K1 * (1 - B + B * np.asarray(lengths, dtype=np.float64) / avgdl)
 
 
 @dataclass(frozen=True)
 class Bm25Index:
-    """Per-term postings of the chunks' FTS5 tokens at store version ``version``."""
+    """Per-term postings of the chunks' FTS5 tokens at store version ``version``, all in memory."""
 
     version: int
     ids: np.ndarray  # (n_rows,) chunk ids (FTS rowids), ascending
@@ -51,67 +94,108 @@ class Bm25Index:
     def n_rows(self) -> int:
         return len(self.ids)
 
+    def postings(self, term: str) -> Postings | None:
+        j = self.terms.get(term)
+        if j is None:
+            return None
+        a, b = int(self.starts[j]), int(self.starts[j + 1])
+        return self.rows[a:b], self.freqs[a:b]
+
     def top(self, terms: list[str], k: int) -> list[tuple[int, float]]:
         """The ``k`` best rows matching any of ``terms`` (one per query phrase, in order) as ``(chunk id,
-        score)``, highest first; ties by chunk id. The scores are FTS5's ``-bm25()``."""
-        scores = np.zeros(self.n_rows, dtype=np.float64)
-        hit = np.zeros(self.n_rows, dtype=bool)
-        n = self.n_rows
-        for term in terms:
-            j = self.terms.get(term)
-            if j is None:
-                continue  # no row has it: every row's occurrence count is 0, so it adds 0.0
-            a, b = int(self.starts[j]), int(self.starts[j + 1])
-            at, f = self.rows[a:b], self.freqs[a:b]
-            n_hit = b - a
-            idf = math.log((n - n_hit + 0.5) / (n_hit + 0.5))
-            if idf <= 0.0:
-                idf = IDF_FLOOR
-            scores[at] += idf * ((f * (K1 + 1.0)) / (f + self.norms[at]))
-            hit[at] = True
-        found = np.flatnonzero(hit)
-        if not len(found) or k < 1:
-            return []
-        order = np.lexsort((self.ids[found], -scores[found]))[:k]
-        best = found[order]
-        return list(zip(self.ids[best].tolist(), scores[best].tolist(), strict=True))
+        score)``, highest first; ties by chunk id (``rank``)."""
+        return rank(self.ids, self.norms, [self.postings(t) for t in terms], k)
 
 
-def read_index(conn: Connection, version: int) -> Bm25Index | None:
-    """Read the postings of ``chunks_fts`` (inside the caller's read transaction, at store ``version``); None
-    when FTS5's rows are not exactly the chunks, or hold more than ``MAX_POSTINGS`` tokens (FTS5 answers then).
+def read_index(conn: Connection, version: int,
+               sizes: tuple[np.ndarray, np.ndarray] | None = None) -> Bm25Index | None:
+    """Read the postings of ``chunks_fts`` (inside the caller's read transaction, at store ``version``; ``sizes``:
+    ``read_sizes``, if read already); None when FTS5's rows are not exactly the chunks.
 
     The instance table lists tokens in term order, so only its row ids are read (one string, parsed by numpy);
     which term each belongs to follows from the row vocabulary's per-term token counts, and the per-term row
-    counts it also gives are checked against the postings."""
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_VOCAB} USING fts5vocab(main, chunks_fts, instance)")
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_TERMS} USING fts5vocab(main, chunks_fts, row)")
-    ids = np.array([r[0] for r in conn.execute("SELECT id FROM chunks ORDER BY id")], dtype=np.int64)
-    vocab = conn.execute(f"SELECT term, doc, cnt FROM {_TERMS}").fetchall()
-    tokens = np.array([v[2] for v in vocab], dtype=np.int64)
-    total = int(tokens.sum())
+    counts it also gives are checked against the postings, the rows' token counts against FTS5's sizes."""
+    sizes = sizes if sizes is not None else read_sizes(conn)
+    if sizes is None:
+        return None
+    ids, lengths = sizes
+    total = int(lengths.sum())
     if not len(ids) or not total:
         return Bm25Index(version, ids, {}, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64),
-                         np.zeros(0), np.full(len(ids), K1))
-    if total > MAX_POSTINGS:
-        return None
+                         np.zeros(0), length_norms(lengths))
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_VOCAB} USING fts5vocab(main, chunks_fts, instance)")
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_TERMS} USING fts5vocab(main, chunks_fts, row)")
+    vocab = conn.execute(f"SELECT term, doc, cnt FROM {_TERMS}").fetchall()
+    tokens = np.array([v[2] for v in vocab], dtype=np.int64)
     text = conn.execute(f"SELECT group_concat(doc, ' ') FROM {_VOCAB}").fetchone()[0]
-    docs = np.fromstring(text, dtype=np.int64, sep=" ")  # text mode: not the deprecated binary one
-    if len(docs) != total:
+    docs = np.fromstring(text or "", dtype=np.int64, sep=" ")  # text mode: not the deprecated binary one
+    if len(docs) != total or int(tokens.sum()) != total:
         return None
-    row_of = np.searchsorted(ids, docs)
-    if (row_of >= len(ids)).any() or (ids[np.minimum(row_of, len(ids) - 1)] != docs).any():
+    row_of = _rows_of(ids, docs)
+    if row_of is None:
         return None  # an FTS row that is no chunk (a deleted row still listed)
+    if not np.array_equal(np.bincount(row_of, minlength=len(ids)), lengths):
+        return None  # FTS5's sizes are not the tokens it indexed
     term_of = np.repeat(np.arange(len(vocab), dtype=np.int64), tokens)
-    lengths = np.bincount(row_of, minlength=len(ids)).astype(np.float64)  # D: tokens of both columns
-    avgdl = float(total) / float(len(ids))
     pair, count = np.unique(term_of * len(ids) + row_of, return_counts=True)  # (term, row), sorted, counted
     pair_term, pair_row = pair // len(ids), pair % len(ids)
     starts = np.searchsorted(pair_term, np.arange(len(vocab) + 1))
     if not np.array_equal(np.diff(starts), np.array([v[1] for v in vocab], dtype=np.int64)):
         return None  # the instance table did not list the tokens in the row vocabulary's term order
     return Bm25Index(version=version, ids=ids, terms={v[0]: i for i, v in enumerate(vocab)}, starts=starts,
-                     rows=pair_row, freqs=count.astype(np.float64), norms=K1 * (1 - B + B * lengths / avgdl))
+                     rows=pair_row, freqs=count.astype(np.float64), norms=length_norms(lengths))
+
+
+def _rows_of(ids: np.ndarray, docs: np.ndarray) -> np.ndarray | None:
+    """The positions in ``ids`` (ascending) of ``docs``; None when one is not there."""
+    if not len(ids):
+        return None if len(docs) else np.zeros(0, dtype=np.int64)
+    row_of = np.searchsorted(ids, docs)
+    if (row_of >= len(ids)).any() or (ids[np.minimum(row_of, len(ids) - 1)] != docs).any():
+        return None
+    return row_of
+
+
+COLUMNS = 2  # chunks_fts's columns (text, title): one size each in a docsize record
+
+
+def read_sizes(conn: Connection) -> tuple[np.ndarray, np.ndarray] | None:
+    """(chunk ids ascending, their tokens in ``chunks_fts``: D) from FTS5's per-row sizes (its ``docsize`` table:
+    a record of one varint per column, as ``xColumnSize`` reads it for ``bm25()``); None when FTS5's rows are not
+    exactly the chunks. Read as three strings, parsed in numpy: no Python object per row."""
+    ids = np.array([r[0] for r in conn.execute("SELECT id FROM chunks ORDER BY id")], dtype=np.int64)
+    fts_ids, widths, blob = conn.execute(
+        "SELECT group_concat(id, ' '), group_concat(length(sz), ' '), group_concat(hex(sz), '') "
+        "FROM (SELECT id, sz FROM chunks_fts_docsize ORDER BY id)").fetchone()
+    rows = np.fromstring(fts_ids or "", dtype=np.int64, sep=" ")
+    if not np.array_equal(rows, ids):
+        return None  # a chunk without its FTS row, or the reverse
+    if not len(ids):
+        return ids, np.zeros(0, dtype=np.int64)
+    sizes = _varints(np.frombuffer(bytes.fromhex(blob), dtype=np.uint8))
+    width = np.fromstring(widths, dtype=np.int64, sep=" ")
+    if sizes is None or len(sizes[0]) != COLUMNS * len(ids) or (width < COLUMNS).any():
+        return None
+    values, ends = sizes
+    if not np.array_equal(np.searchsorted(ends, np.cumsum(width) - 1) + 1, COLUMNS * np.arange(1, len(ids) + 1)):
+        return None  # a record whose varints do not end with it
+    return ids, values.reshape(-1, COLUMNS).sum(axis=1)
+
+
+def _varints(b: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(values, byte position of each one's last byte) of the SQLite varints (big-endian groups of 7 bits, high
+    bit set on all but the last) back to back in ``b``; None past 4 bytes (a column of 2^28 tokens)."""
+    last = np.flatnonzero((b & 0x80) == 0)
+    if not len(last) or last[-1] != len(b) - 1:
+        return None
+    first = np.concatenate([[0], last[:-1] + 1])
+    if (last - first >= 4).any():
+        return None
+    which = np.repeat(np.arange(len(last)), last - first + 1)  # the varint each byte belongs to
+    shift = 7 * (last[which] - np.arange(len(b)))
+    values = np.bincount(which, weights=((b & 0x7F).astype(np.int64) << shift).astype(np.float64),
+                         minlength=len(last))
+    return values.astype(np.int64), last
 
 
 def query_terms(conn: Connection, phrases: list[str]) -> list[str] | None:
@@ -129,3 +213,4 @@ def query_terms(conn: Connection, phrases: list[str]) -> list[str] | None:
     if [r[0] for r in rows] != list(range(1, len(phrases) + 1)):
         return None
     return [r[1] for r in rows]
+

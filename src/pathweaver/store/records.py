@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from pathweaver.config import ConfigError
-from pathweaver.store.bm25 import Bm25Index, query_terms, read_index
+from pathweaver.store.bm25 import Bm25Index, query_terms
+from pathweaver.store.bm25_terms import Bm25Lengths, Bm25Ranking, MismatchError, read_ranking, term_postings
 from pathweaver.store.columns import FILE_SPAN, cited_doc
 from pathweaver.store.db import Connection, Database
 from pathweaver.store.machine import this_machine
@@ -187,7 +188,8 @@ class RecordReader:
 
     def canonical_graph(self) -> dict[str, set[tuple[Any, ...]]]:
         """The graph without store ids: entity names, (src, dst, label) relations, (entity, chunk text, count)
-        mentions and synonym name pairs, and the chunks with their citations and the embeds each document names;
+        mentions and synonym name pairs, the chunks with their citations, their BM25 postings (path, ord, term,
+        occurrences) and the embeds each document names;
         two stores of the same corpus compare equal on it."""
         with self._read() as conn:
             return {
@@ -203,6 +205,9 @@ class RecordReader:
                 "mentions": set(conn.execute(
                     "SELECT e.name, c.text, m.count FROM mentions m JOIN entities e ON e.id = m.entity_id "
                     "JOIN chunks c ON c.id = m.chunk_id").fetchall()),
+                "postings": set(conn.execute(
+                    f"SELECT {self._path()}, c.ord, t.term, t.tf FROM chunk_terms t JOIN chunks c ON c.id = t.chunk_id "
+                    "JOIN documents d ON d.id = c.doc_id").fetchall()),
                 **self.canonical_names(conn),
                 "synonyms": set(conn.execute(
                     "SELECT min(a.name, b.name), max(a.name, b.name) FROM synonyms s JOIN entities a ON a.id = s.a_id "
@@ -251,9 +256,10 @@ class RecordReader:
         return columns, rows
 
     # -- search ----------------------------------------------------------------------------------------------
-    def bm25_index(self, version: int) -> Bm25Index | None:
-        """BM25 postings of the chunks in memory (``store.bm25``) at store ``version``; None when the store is no
-        longer at that version, or its FTS rows are not exactly its chunks."""
+    def bm25_index(self, version: int) -> Bm25Ranking | None:
+        """What BM25 over the chunks ranks with at store ``version`` (``store.bm25``: every posting in memory, or
+        past ``bm25.MAX_POSTINGS`` tokens the chunks' lengths alone); None when the store is no longer at that
+        version, or its FTS rows are not exactly its chunks."""
         with self._read() as conn:
             now = self.db.version()
             if now != version:
@@ -262,34 +268,58 @@ class RecordReader:
                 from pathweaver.store.pg.reads import bm25_index
 
                 return bm25_index(conn, version)
-            return read_index(conn, version)
+            return read_ranking(conn, version)
 
-    def bm25_chunks(self, text: str, k: int, index: Bm25Index | None = None) -> list[tuple[int, float]]:
+    def bm25_chunks(self, text: str, k: int, index: Bm25Ranking | None = None) -> list[tuple[int, float]]:
         """Top ``k`` chunks by FTS5 BM25 of the question's content words (``bm25_words``) as (chunk id, score),
         higher is better; punctuation-safe; none for a question of stopwords alone. Chunks that match only words in
         more than half the chunks are dropped when others match more (``specific``). With ``index`` (read at some
-        store version) the same ranking and scores as FTS5 had at that version, from memory."""
+        store version) the same ranking and scores as FTS5 had at that version: from memory, or from the query
+        terms' postings read now (``Bm25Lengths``: at the store's current version, its lengths read again if the
+        store has moved on)."""
         words = bm25_words(text)
         if not words or k < 1:
             return []
-        if index is None and is_pg(self.db.conn):  # no FTS5 to ask: the postings, at this version
+        pg = is_pg(self.db.conn)
+        if index is None and pg:  # no FTS5 to ask: the postings, at this version
             index = self.bm25_index(self.db.version())
         if index is not None:
-            if is_pg(self.db.conn):
+            if pg:
                 from pathweaver.store.pg.reads import query_terms as pg_terms
 
                 terms = pg_terms(self.db.conn, words)
             else:
                 terms = query_terms(self.db.conn, words)
             if terms is not None:
-                return specific(index.top(terms, k))
+                hits = index.top(terms, k) if isinstance(index, Bm25Index) else self._term_top(index, terms, k)
+                if hits is not None:
+                    return specific(hits)
         rows = self.db.conn.execute(
             "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
             (" OR ".join(f'"{t}"' for t in words), int(k)),
         ).fetchall()
         return specific([(int(r[0]), -float(r[1])) for r in rows])
 
-    def bm25_rows(self, text: str, k: int, index: Bm25Index | None = None) -> list[Bm25Row]:
+    def _term_top(self, index: Bm25Lengths, terms: list[str], k: int) -> list[tuple[int, float]] | None:
+        """``Bm25Lengths.top`` from the terms' postings read in one read transaction at ``index``'s version, or
+        at the store's current one with its lengths read again; None when no lengths can be read (FTS5 answers)."""
+        with self._read() as conn:
+            now = self.db.version()
+            current: Bm25Ranking | None = index if index.version == now else self.bm25_index(now)
+            if isinstance(current, Bm25Index):
+                return current.top(terms, k)
+            if current is None:
+                return None
+            if is_pg(conn):
+                from pathweaver.store.pg.reads import term_postings as pg_postings
+
+                return current.top(terms, k, lambda asked: pg_postings(conn, asked))
+            try:
+                return current.top(terms, k, lambda asked: term_postings(conn, asked))
+            except MismatchError:  # chunk_terms and FTS5's rows disagree: FTS5's own ranking
+                return None
+
+    def bm25_rows(self, text: str, k: int, index: Bm25Ranking | None = None) -> list[Bm25Row]:
         """``bm25_chunks`` with each chunk's document path, title, span and text, as ``(chunk id, score, path,
         title, start, end, locator, text)`` (``FILE_SPAN``), read straight from the tables in one transaction: what a file committed a
         moment ago holds is found without waiting for a snapshot rebuild. ``index`` is used only while the store

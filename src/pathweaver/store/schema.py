@@ -284,10 +284,28 @@ SCHEMA_MACHINES: list[str] = [
     "ALTER TABLE folders_keyed RENAME TO folders",
 ]
 
+# BM25 postings of the chunks (issue 39): FTS5's terms of a chunk's text and title with their occurrences (what its
+# instance table lists), one row per term and chunk, so a large store's query reads only its own terms' postings
+# (``store.bm25_terms``); a store made before gets them from its FTS5 index, rows of deleted chunks left out.
+SCHEMA_CHUNK_TERMS: list[str] = [
+    """CREATE TABLE IF NOT EXISTS chunk_terms (
+        term TEXT NOT NULL,
+        chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+        tf INTEGER NOT NULL,
+        PRIMARY KEY (term, chunk_id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS chunk_terms_chunk ON chunk_terms(chunk_id)",
+    "DELETE FROM chunk_terms",  # made again from FTS5 whatever a store marked older already held
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.pw_migrate_vocab USING fts5vocab(main, chunks_fts, instance)",
+    """INSERT INTO chunk_terms(term, chunk_id, tf) SELECT term, doc, count(*) FROM temp.pw_migrate_vocab
+        WHERE doc IN (SELECT id FROM chunks) GROUP BY term, doc""",
+    "DROP TABLE temp.pw_migrate_vocab",
+]
+
 MIGRATIONS: list[list[str]] = [SCHEMA_V1, SCHEMA_FOLDERS_AND_FILE_SPANS, SCHEMA_NAMES, SCHEMA_NER,
                                SCHEMA_GRAPH_VECTORS_COMPOSED, SCHEMA_SOURCE_SPANS_ONLY, SCHEMA_LINK_NAMES,
                                SCHEMA_VECTOR_NORMS, SCHEMA_DERIVED_DESCRIPTIONS, SCHEMA_NO_RELATION_FTS,
-                               SCHEMA_EMBEDS, SCHEMA_MACHINES]
+                               SCHEMA_EMBEDS, SCHEMA_MACHINES, SCHEMA_CHUNK_TERMS]
 SCHEMA_VERSION = len(MIGRATIONS)
 MACHINES_VERSION = MIGRATIONS.index(SCHEMA_MACHINES) + 1  # the schema version from which rows have a machine
 

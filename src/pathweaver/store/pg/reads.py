@@ -9,12 +9,19 @@ from typing import Any
 import numpy as np
 
 from pathweaver.store.bm25 import K1, B, Bm25Index
+from pathweaver.store.bm25_terms import Bm25Ranking
 from pathweaver.store.pg.search import read_index, read_vectors
+from pathweaver.store.pg.search import term_postings as _term_postings
 
 
-def bm25_index(conn: Any, version: int) -> Bm25Index:
-    """The chunks' postings as the ``Bm25Index`` SQLite's FTS5 rows give (``search.read_index``)."""
+def bm25_index(conn: Any, version: int) -> Bm25Ranking | None:
+    """What the chunks' BM25 ranks with, as SQLite's rows give it (``search.read_index``)."""
     return read_index(conn.raw, version)
+
+
+def term_postings(conn: Any, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{term: (chunk ids ascending, occurrences)} of the query's terms (``search.term_postings``)."""
+    return _term_postings(conn.raw, terms)
 
 
 def query_terms(conn: Any, phrases: list[str]) -> list[str] | None:

@@ -1,9 +1,10 @@
 """BM25 postings and pgvector rows of a PostgreSQL store: written with the chunks, read back for ranking.
 
-BM25 ranks as on SQLite because both read the same numbers into the same ``store.bm25.Bm25Index``: the terms are
+BM25 ranks as on SQLite because both read the same numbers into the same ``store.bm25.rank``: the terms are
 FTS5's own (``store.fts_tokens``), ``chunk_terms`` holds each term's occurrences in a chunk's text and title (what
 FTS5's instance table lists), ``chunk_lengths`` each chunk's token count (D), and N and avgdl are counted from
-them, so ``Bm25Index.top`` adds up the same floats in the same order.
+them. Up to ``bm25.MAX_POSTINGS`` tokens every posting is read into a ``Bm25Index``; past it only the lengths
+(``bm25_terms.Bm25Lengths``), and a query reads its terms' postings (``term_postings``).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+from psycopg import sql as pgsql
 
 from pathweaver.config import HNSW_EF_SEARCH
-from pathweaver.store.bm25 import K1 as _K1
-from pathweaver.store.bm25 import B as _B
-from pathweaver.store.bm25 import Bm25Index
+from pathweaver.store import bm25
+from pathweaver.store.bm25 import Bm25Index, length_norms
+from pathweaver.store.bm25_terms import Bm25Lengths, Bm25Ranking
 from pathweaver.store.fts_tokens import Fts5Tokenizer
 from pathweaver.store.pg.schema import HNSW_INDEX
 
@@ -43,13 +45,14 @@ COPY_HEADER = 19  # binary COPY's signature (11 bytes), flags and header-extensi
 COPY_BLOCK = 1 << 22  # bytes parsed at a time: the rows never pass through Python objects one by one
 
 
-def copy_rows(conn: Any, sql: str, row: np.dtype) -> Iterator[np.ndarray]:
+def copy_rows(conn: Any, sql: str | pgsql.Composable, row: np.dtype) -> Iterator[np.ndarray]:
     """The rows of ``sql`` as blocks of ``row`` records (fixed-width rows, no NULL), by binary COPY: the bytes go
     straight into numpy, where ``fetchall`` makes a Python tuple and objects per row (at 100k chunks the BM25
     postings were 8M tuples, most of a server's memory)."""
     buf = bytearray()
     skip = -1
-    with conn.cursor() as cur, cur.copy(f"COPY ({sql}) TO STDOUT (FORMAT BINARY)") as copy:
+    query = pgsql.SQL("COPY ({}) TO STDOUT (FORMAT BINARY)").format(pgsql.SQL(sql) if isinstance(sql, str) else sql)
+    with conn.cursor() as cur, cur.copy(query) as copy:
         for data in copy:
             buf += data
             if skip < 0:
@@ -73,7 +76,7 @@ def _parsed(buf: bytearray, skip: int, row: np.dtype) -> np.ndarray:
     return out
 
 
-def _id_values(conn: Any, sql: str) -> tuple[np.ndarray, np.ndarray]:
+def _id_values(conn: Any, sql: str | pgsql.Composable) -> tuple[np.ndarray, np.ndarray]:
     """(ids int64, values int64) of ``sql``'s (BIGINT, INTEGER) rows, by binary COPY."""
     blocks = list(copy_rows(conn, sql, ID_INT_ROW))
     ids = np.concatenate([b["id"] for b in blocks]).astype(np.int64) if blocks else np.zeros(0, np.int64)
@@ -81,14 +84,16 @@ def _id_values(conn: Any, sql: str) -> tuple[np.ndarray, np.ndarray]:
     return ids, values
 
 
-def read_index(conn: Any, version: int) -> Bm25Index | None:
-    """The postings of every chunk as a ``Bm25Index`` at store ``version`` (inside one read transaction); None
-    when the postings do not add up to their vocabulary (not one view of the store)."""
-    ids, length_int = _id_values(conn, "SELECT chunk_id, length FROM chunk_lengths ORDER BY chunk_id")
+def read_index(conn: Any, version: int) -> Bm25Ranking | None:
+    """What BM25 ranks with at store ``version`` (inside one read transaction): every posting as a ``Bm25Index``
+    up to ``bm25.MAX_POSTINGS`` tokens, else the chunks' lengths (``Bm25Lengths``); None when the postings do not
+    add up to their vocabulary (not one view of the store)."""
+    ids, lengths = _id_values(conn, "SELECT chunk_id, length FROM chunk_lengths ORDER BY chunk_id")
     if not len(ids):
         return Bm25Index(version, ids, {}, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64),
                          np.zeros(0), np.zeros(0))
-    length = length_int.astype(np.float64)
+    if int(lengths.sum()) > bm25.MAX_POSTINGS:
+        return Bm25Lengths(version, ids, length_norms(lengths))
     vocab = conn.execute("SELECT term, count(*) FROM chunk_terms GROUP BY term ORDER BY term").fetchall()
     terms = {term: i for i, (term, _) in enumerate(vocab)}
     starts = np.concatenate([[0], np.cumsum(np.array([c for _, c in vocab], dtype=np.int64))])
@@ -99,11 +104,32 @@ def read_index(conn: Any, version: int) -> Bm25Index | None:
     freqs = np.concatenate([f for _, f in blocks]) if blocks else np.zeros(0)
     if rows.shape[0] != starts[-1]:
         return None
-    avgdl = float(length.sum()) / float(len(ids))
-    if avgdl == 0.0:
-        avgdl = 1.0  # chunks without a token: no term can score them
     return Bm25Index(version=version, ids=ids, terms=terms, starts=starts, rows=rows, freqs=freqs,
-                     norms=_K1 * (1 - _B + _B * length / avgdl))
+                     norms=length_norms(lengths))
+
+
+# binary COPY rows of (BIGINT, INTEGER, INTEGER): a posting's chunk id, occurrences and its term's place in the asked list
+POSTING_ROW = np.dtype([("fields", ">i2"), ("id_len", ">i4"), ("id", ">i8"), ("tf_len", ">i4"), ("tf", ">i4"),
+                        ("at_len", ">i4"), ("at", ">i4")])
+
+
+def term_postings(conn: Any, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{term: (chunk ids, occurrences)} of ``terms`` that some chunk holds, from ``chunk_terms`` by its primary key,
+    in one binary COPY (which takes no parameters: the terms go in as quoted literals). Unordered: the database
+    sorts nothing, and a row's score adds its terms in the query's order whatever the order of the rows."""
+    if not terms:
+        return {}
+    listed = pgsql.SQL("ARRAY[{}]::text[]").format(pgsql.SQL(", ").join(pgsql.Literal(t) for t in terms))
+    query = pgsql.SQL("SELECT chunk_id, tf, array_position({a}, term::text) FROM chunk_terms WHERE term = ANY({a})"
+                      ).format(a=listed)
+    blocks = list(copy_rows(conn, query, POSTING_ROW))
+    if not blocks:
+        return {}
+    rows = np.concatenate(blocks)
+    rows = rows[np.argsort(rows["at"], kind="stable")]
+    bounds = np.searchsorted(rows["at"].astype(np.int64), np.arange(1, len(terms) + 2))
+    return {term: (rows["id"][a:b].astype(np.int64), rows["tf"][a:b].astype(np.int64))
+            for term, a, b in zip(terms, bounds[:-1], bounds[1:], strict=True) if b > a}
 
 
 def vector_text(vec: np.ndarray) -> str:
