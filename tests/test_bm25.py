@@ -114,8 +114,11 @@ def test_a_store_over_the_postings_cap_ranks_from_its_postings_table(store: tupl
     from pathweaver.store import bm25
     from pathweaver.store.bm25_terms import Bm25Lengths
 
-    _, pw = store
+    notes, pw = store
     monkeypatch.setattr(bm25, "MAX_POSTINGS", 10)
+    assert pw.reader.bm25_index(pw.reader.db.version()) is None  # past the cap, its postings not kept yet: FTS5's
+    (notes / "zanzibar.md").write_text("# Zanzibar\n\nZanzibar clove merchants traded saffron.\n")
+    pw.index([notes])  # the run that leaves it past the cap keeps them (``bm25_terms.keep_postings``)
     assert isinstance(pw.reader.bm25_index(pw.reader.db.version()), Bm25Lengths)
     snap = pw.snapshot()
     assert isinstance(pw.bm25_index(snap, wait=True), Bm25Lengths)

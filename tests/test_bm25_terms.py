@@ -30,12 +30,19 @@ STOPWORDS_ONLY = "What is it that they were doing there, and how?"
 BEFORE_POSTINGS = MIGRATIONS.index(SCHEMA_CHUNK_TERMS)  # the schema version before chunk_terms
 
 
+def opened(store: Path | str) -> Pathweaver:
+    return Pathweaver.open(store, overrides={"models": {"llm_backend": "none"}})
+
+
 @pytest.fixture()
-def store(tmp_path: Path, backend) -> tuple[Path, Pathweaver]:  # type: ignore[no-untyped-def]
+def store(tmp_path: Path, backend, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Pathweaver]:  # type: ignore[no-untyped-def]
+    """The test corpus indexed as a store past the cap is: its postings kept in the store (``keep_postings``)."""
     notes = tmp_path / "notes"
     shutil.copytree(CORPUS, notes)
-    pw = Pathweaver.open(backend("store"), overrides={"models": {"llm_backend": "none"}})
-    pw.index([notes])
+    pw = opened(backend("store"))
+    with monkeypatch.context() as m:
+        m.setattr(bm25, "MAX_POSTINGS", 10)
+        pw.index([notes])
     yield notes, pw
     pw.close()
 
@@ -124,20 +131,44 @@ def test_the_service_ranks_past_the_cap_from_the_store(store: tuple[Path, Pathwe
     assert pw.search(STOPWORDS_ONLY, mode="bm25") == []
 
 
-def test_a_store_made_before_gets_its_postings_from_fts5(tmp_path: Path) -> None:
-    """The migration to ``chunk_terms`` fills it for an older SQLite store from its FTS5 index: the rows the write path
-    makes, deleted chunks left out."""
+def test_a_store_keeps_its_postings_once_past_the_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small SQLite store keeps no postings table (its postings are read into memory); once an index run leaves
+    it past the cap it fills ``chunk_terms`` from FTS5's index: the rows the write path makes, deleted chunks left
+    out, and from then on written with the chunks. Before that, past the cap, FTS5 ranks."""
     notes = tmp_path / "notes"
     shutil.copytree(CORPUS, notes)
-    with Pathweaver.open(tmp_path / "store", overrides={"models": {"llm_backend": "none"}}) as pw:
+    with opened(tmp_path / "grown") as pw:
         pw.index([notes])
         (notes / "radium.md").unlink()
         pw.index([notes])
+        assert pw.reader.canonical_graph()["postings"] == set()
+        full = pw.reader.bm25_index(pw.reader.db.version())
+        monkeypatch.setattr(bm25, "MAX_POSTINGS", 10)
+        assert pw.reader.bm25_index(pw.reader.db.version()) is None  # not kept yet: FTS5 answers
+        # FTS5's own bm25() (its statistics count deleted rows until a merge): the same best chunk
+        assert pw.reader.bm25_chunks(QUESTIONS[0], 1)[0][0] == pw.reader.bm25_chunks(QUESTIONS[0], 1, full)[0][0]
+        (notes / "zanzibar.md").write_text("# Zanzibar\n\nZanzibar clove merchants traded saffron and radium.\n")
+        pw.index([notes])
+        grown = pw.reader.canonical_graph()["postings"]
+        assert isinstance(pw.reader.bm25_index(pw.reader.db.version()), Bm25Lengths)
+    with opened(tmp_path / "fresh") as pw:
+        pw.index([notes])
+        assert grown and pw.reader.canonical_graph()["postings"] == grown
+        (notes / "warsaw.md").write_text((notes / "warsaw.md").read_text() + "\n\nWarsaw has a radium institute.\n")
+        pw.index([notes])
         written = pw.reader.canonical_graph()["postings"]
-    assert written
+        assert written != grown and any(term == "institut" for _, _, term, _ in written)
+
+
+def test_a_store_made_before_gets_the_postings_table(tmp_path: Path) -> None:
+    """The migration to schema 13 adds the (empty) ``chunk_terms`` table to an older SQLite store."""
+    notes = tmp_path / "notes"
+    shutil.copytree(CORPUS, notes)
+    with opened(tmp_path / "store") as pw:
+        pw.index([notes])
     with Database(tmp_path / "store") as db, db.write() as conn:
         conn.execute("DROP TABLE chunk_terms")
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(BEFORE_POSTINGS),))
-    with Pathweaver.open(tmp_path / "store", overrides={"models": {"llm_backend": "none"}}) as pw:
+    with opened(tmp_path / "store") as pw:
         assert pw.reader.stats()["schema_version"] == SCHEMA_VERSION
-        assert pw.reader.canonical_graph()["postings"] == written
+        assert pw.reader.canonical_graph()["postings"] == set()

@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from pathweaver.store.bm25 import query_terms
+from pathweaver.store.bm25_terms import KEPT
 from pathweaver.store.db import Database, StoreError
 from pathweaver.store.fts_tokens import Fts5Tokenizer
+from pathweaver.store.meta import set_meta
 from pathweaver.store.records import RecordReader, fts_words
 from pathweaver.store.writes import ChunkRow, delete_document, insert_chunks, upsert_document
 
@@ -162,6 +164,8 @@ def test_bm25_ranks_exactly_as_the_sqlite_store(pg_url: str, tmp_path: Path) -> 
     with Database(tmp_path / "store") as lite, PgDatabase(pg_url) as pg:
         lite.ensure_embedding("m", DIM)
         pg.ensure_embedding("m", DIM)
+        with lite.write() as conn:  # as a store past the in-memory postings does (``bm25_terms.keep_postings``)
+            set_meta(conn, KEPT, "1")
         for n, (path, title, rows) in enumerate(notes):
             vecs = _vecs(len(rows), n)
             with lite.write() as conn:

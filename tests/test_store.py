@@ -16,6 +16,7 @@ from pathweaver.store import graph_writes as gw
 from pathweaver.store import writes as w
 from pathweaver.store.backend import open_database
 from pathweaver.store.db import Database, EmbeddingMismatchError
+from pathweaver.store.meta import set_meta
 from pathweaver.store.reads import StoreReader
 from pathweaver.store.records import fts_query
 from pathweaver.store.snapshot import GraphSnapshot
@@ -136,7 +137,7 @@ def test_snapshot_is_cached_until_the_version_moves(db: Database) -> None:
     first = reader.snapshot()
     assert reader.snapshot() is first and StoreReader(db).snapshot() is first
     with db.write() as conn:
-        w.set_meta(conn, "x", "1")
+        set_meta(conn, "x", "1")
     assert reader.snapshot() is not first and reader.snapshot().version == db.version()
 
 

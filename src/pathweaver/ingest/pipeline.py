@@ -60,6 +60,7 @@ from pathweaver.results import RefreshOut
 from pathweaver.store import indexing as ix
 from pathweaver.store import machines
 from pathweaver.store import writes as w
+from pathweaver.store.bm25_terms import keep_postings, wants_postings
 from pathweaver.store.db import Connection, Database
 from pathweaver.store.machine import this_machine
 from pathweaver.store.meta import set_meta
@@ -324,6 +325,9 @@ class Indexer:
                         progress(done, len(work), prep.entry.path if isinstance(prep, Prepared) else prep[0].path)
                 if conn is not None:  # the batch's gram_df increments, in one pass (``DocumentWriter.write_file``)
                     w.add_gram_df(conn, w.gram_counts(r for p in written for r in p.rows))
+        if report.chunks and wants_postings(self.db.conn):  # past the in-memory postings: kept in the store
+            with self.db.write() as conn:
+                keep_postings(conn)
         if self._needs_refresh():
             self.refresh()
             report.refreshed = True

@@ -4,8 +4,12 @@
 A ``Bm25Lengths`` holds the rows' length norms at one store version (8 bytes a chunk: N and avgdl follow from
 them); a query reads its terms' postings from ``chunk_terms`` by its primary key (``term_postings``; on
 PostgreSQL ``pg.search.term_postings``), and ``bm25.rank`` adds them up. ``chunk_terms`` holds FTS5's own terms
-(``store.fts_tokens``), written with the chunks (``write_postings``): FTS5's instance table serves one term too,
-but one row per occurrence, ~1.2 s a million, where a term in every chunk of 100k has ~4M.
+(``store.fts_tokens``): FTS5's instance table serves one term too, but one row per occurrence, ~1.2 s a million,
+where a term in every chunk of 100k has ~4M. A SQLite store keeps ``chunk_terms`` only once it holds more than
+``MAX_POSTINGS`` tokens (``keep_postings``, at the end of an index run: filled from FTS5's index, then written with
+the chunks by ``write_postings``): below that every posting is read into memory, and the table would cost a
+personal store ~40% of its size and its index run a second tokenisation for nothing. Until it is kept a large
+store's queries ask FTS5 (``read_ranking`` gives None).
 Postings read are kept, the most recently asked first, up to ``CACHE_BYTES``: a common term, whose postings are
 long and cost most to read, is asked by many questions, and a server's memory stays bounded.
 """
@@ -22,8 +26,11 @@ from pathweaver.store import bm25
 from pathweaver.store.bm25 import Bm25Index, Postings, length_norms, rank, read_index, read_sizes
 from pathweaver.store.db import Connection
 from pathweaver.store.fts_tokens import Fts5Tokenizer
+from pathweaver.store.meta import meta_value, set_meta
+from pathweaver.store.pg.dialect import is_pg
 
 CACHE_BYTES = 64 << 20  # postings kept per store version (8 bytes a posting)
+KEPT = "chunk_terms"  # meta key: "1" once a SQLite store keeps its postings in chunk_terms
 # {term: (chunk ids, occurrences)} of the asked terms that some chunk holds, read at the index's version
 ReadPostings = Callable[[list[str]], dict[str, tuple[np.ndarray, np.ndarray]]]
 _NONE = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
@@ -105,8 +112,36 @@ def read_ranking(conn: Connection, version: int) -> Bm25Ranking | None:
         return None
     ids, lengths = sizes
     if int(lengths.sum()) > bm25.MAX_POSTINGS:
-        return Bm25Lengths(version, ids, length_norms(lengths))
+        return Bm25Lengths(version, ids, length_norms(lengths)) if postings_kept(conn) else None
     return read_index(conn, version, sizes)
+
+
+def postings_kept(conn: Connection) -> bool:
+    """Whether a SQLite store keeps its postings in ``chunk_terms`` (module docstring)."""
+    return meta_value(conn, KEPT) == "1"
+
+
+def wants_postings(conn: Connection) -> bool:
+    """Whether a SQLite store has grown past ``MAX_POSTINGS`` tokens without keeping its postings yet (PostgreSQL
+    always keeps its own)."""
+    if is_pg(conn) or postings_kept(conn):
+        return False
+    sizes = read_sizes(conn)
+    return sizes is not None and int(sizes[1].sum()) > bm25.MAX_POSTINGS
+
+
+def keep_postings(conn: Connection) -> None:
+    """Start keeping a SQLite store's postings if it ``wants_postings`` (inside the caller's write transaction):
+    ``chunk_terms`` filled from FTS5's index, rows of deleted chunks left out, the rows ``write_postings`` would
+    have made."""
+    if not wants_postings(conn):
+        return
+    conn.execute("DELETE FROM chunk_terms")
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.pw_fill_vocab USING fts5vocab(main, chunks_fts, instance)")
+    conn.execute("INSERT INTO chunk_terms(term, chunk_id, tf) SELECT term, doc, count(*) FROM temp.pw_fill_vocab "
+                 "WHERE doc IN (SELECT id FROM chunks) GROUP BY term, doc")
+    conn.execute("DROP TABLE temp.pw_fill_vocab")
+    set_meta(conn, KEPT, "1")
 
 
 def term_postings(conn: Connection, terms: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -127,8 +162,9 @@ _tokenizer_lock = threading.Lock()
 
 def write_postings(conn: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
     """``chunk_terms`` rows of each new ``(chunk id, text, title)`` of a SQLite store (inside the caller's write
-    transaction): FTS5's terms of both columns with their occurrences, as ``chunks_fts`` indexes them."""
-    if not rows:
+    transaction): FTS5's terms of both columns with their occurrences, as ``chunks_fts`` indexes them; nothing
+    while the store does not keep its postings (``keep_postings``)."""
+    if not rows or not postings_kept(conn):
         return
     with _tokenizer_lock:
         if not _tokenizer:

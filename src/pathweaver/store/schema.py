@@ -285,8 +285,8 @@ SCHEMA_MACHINES: list[str] = [
 ]
 
 # BM25 postings of the chunks (issue 39): FTS5's terms of a chunk's text and title with their occurrences (what its
-# instance table lists), one row per term and chunk, so a large store's query reads only its own terms' postings
-# (``store.bm25_terms``); a store made before gets them from its FTS5 index, rows of deleted chunks left out.
+# instance table lists), one row per term and chunk, so a large store's query reads only its own terms' postings;
+# empty until the store grows past ``bm25.MAX_POSTINGS`` tokens (``store.bm25_terms.keep_postings`` fills it then).
 SCHEMA_CHUNK_TERMS: list[str] = [
     """CREATE TABLE IF NOT EXISTS chunk_terms (
         term TEXT NOT NULL,
@@ -295,11 +295,6 @@ SCHEMA_CHUNK_TERMS: list[str] = [
         PRIMARY KEY (term, chunk_id)
     ) WITHOUT ROWID""",
     "CREATE INDEX IF NOT EXISTS chunk_terms_chunk ON chunk_terms(chunk_id)",
-    "DELETE FROM chunk_terms",  # made again from FTS5 whatever a store marked older already held
-    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.pw_migrate_vocab USING fts5vocab(main, chunks_fts, instance)",
-    """INSERT INTO chunk_terms(term, chunk_id, tf) SELECT term, doc, count(*) FROM temp.pw_migrate_vocab
-        WHERE doc IN (SELECT id FROM chunks) GROUP BY term, doc""",
-    "DROP TABLE temp.pw_migrate_vocab",
 ]
 
 MIGRATIONS: list[list[str]] = [SCHEMA_V1, SCHEMA_FOLDERS_AND_FILE_SPANS, SCHEMA_NAMES, SCHEMA_NER,
