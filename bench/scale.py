@@ -13,7 +13,8 @@ vector, kind ``ner``); each chunk names 4 of them (two uniform, two Zipf s = 1.3
 
 Per backend and size, in one run:
 - load: ``store.writes.insert_chunks`` and ``store.graph_writes`` (the write path of ``pathweaver index``) per
-  document, in transactions of 1,000 documents on SQLite; on PostgreSQL one transaction with the HNSW index built
+  document, in transactions of 1,000 documents on SQLite (then ``bm25_terms.keep_postings``, as an index run ends);
+  on PostgreSQL one transaction with the HNSW index built
   after the rows (``search.hnsw_after_load``, as ``migrate`` does: maintained row by row it costs ~15x more).
 - serve: a separate process (a server's view) loads torch (a server's embedder holds it from the start), opens
   the store with ``pathweaver.service.Pathweaver``, loads the snapshot and what BM25 ranks with (every posting, or
@@ -46,6 +47,7 @@ import numpy as np
 
 from pathweaver.config import HNSW_EF_SEARCH
 from pathweaver.store import graph_writes as gw
+from pathweaver.store.bm25_terms import keep_postings
 from pathweaver.store.db import Database
 from pathweaver.store.writes import ChunkRow, cache_put, insert_chunks, upsert_document
 
@@ -232,6 +234,8 @@ def run_sqlite(n: int, seed: int, qvecs: np.ndarray, root: Path) -> tuple[dict[s
                     first = False
                 for doc in docs:
                     write_document(conn, seed, doc)
+        with db.write() as conn:  # as the end of an index run: past the in-memory cap the postings are kept
+            keep_postings(conn)
         out["load_s"] = round(time.perf_counter() - t, 1)
         ids = np.array([r[0] for r in db.conn.execute("SELECT id FROM chunks ORDER BY id")], dtype=np.int64)
         matrix = _vectors(db.conn, "chunk_vec", ids, DIM)
