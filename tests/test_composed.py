@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from exact_search import assert_exact
 from pathweaver.config import Settings
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models.embedder import get_embedder
-from pathweaver.numeric.projection import exact_top_k
 from pathweaver.store import composed
 from pathweaver.store.db import Database
 from pathweaver.store.reads import StoreReader
@@ -48,14 +48,7 @@ def test_same_rows_and_scores_as_the_tables(store: Path, scan: bool, monkeypatch
     assert search is not None and snap.loaded("rel_vecs") is None
     embedder = get_embedder()
     for question in QUESTIONS:
-        q = embedder.encode_one(question)
-        for k in (1, 3, 10, snap.n_relations + 5):
-            rows, scores = search.top_relations(q, k)
-            want_rows, want_scores = exact_top_k(snap.rel_vecs, None, q, k)
-            assert rows.tolist() == want_rows.tolist() and scores.tobytes() == want_scores.tobytes()
-            rows, scores = search.top_entities(q, k)
-            want_rows, want_scores = exact_top_k(snap.entity_vecs, None, q, k)
-            assert rows.tolist() == want_rows.tolist() and scores.tobytes() == want_scores.tobytes()
+        assert_exact(search, snap, embedder.encode_one(question))
     every_e, every_r = np.arange(snap.n_entities), np.arange(snap.n_relations)
     assert search.entity_rows(every_e).tobytes() == snap.entity_vecs.tobytes()
     assert search.relation_rows(every_r).tobytes() == snap.rel_vecs.tobytes()

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pathweaver.numeric.projection import exact_top_k
+from exact_search import assert_exact
 from pathweaver.store import composed, reads
 
 QUESTIONS = ("Where was Marie Curie born?", "Who discovered polonium?", "Which river flows through Warsaw?",
@@ -45,14 +45,7 @@ def test_encoded_entities_seed_from_the_factorised_search(corpus_dir: Path, back
         assert search.half_product  # this torch sums float16 products in float32 (the build's check)
         for question, half in zip(QUESTIONS, (True, False, True, False), strict=True):
             search.half_product = half  # word scores by torch's float16 product, or numpy's float32 one
-            q = pw.embedder.encode_one(question)
-            for k in (1, 3, 10, snap.n_relations + 5):
-                rows, scores = search.top_relations(q, k)
-                want_rows, want_scores = exact_top_k(snap.rel_vecs, None, q, k)
-                assert rows.tolist() == want_rows.tolist() and scores.tobytes() == want_scores.tobytes()
-                rows, scores = search.top_entities(q, k)
-                want_rows, want_scores = exact_top_k(snap.entity_vecs, None, q, k)
-                assert rows.tolist() == want_rows.tolist() and scores.tobytes() == want_scores.tobytes()
+            assert_exact(search, snap, pw.embedder.encode_one(question))
         search.half_product = True
         assert search.entity_rows(np.arange(snap.n_entities)).tobytes() == snap.entity_vecs.tobytes()
         assert search.relation_rows(np.arange(snap.n_relations)).tobytes() == snap.rel_vecs.tobytes()
