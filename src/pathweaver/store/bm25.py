@@ -131,7 +131,7 @@ def read_index(conn: Connection, version: int,
     docs = np.fromstring(text or "", dtype=np.int64, sep=" ")  # text mode: not the deprecated binary one
     if len(docs) != total or int(tokens.sum()) != total:
         return None
-    row_of = _rows_of(ids, docs)
+    row_of = rows_of(ids, docs)
     if row_of is None:
         return None  # an FTS row that is no chunk (a deleted row still listed)
     if not np.array_equal(np.bincount(row_of, minlength=len(ids)), lengths):
@@ -146,7 +146,7 @@ def read_index(conn: Connection, version: int,
                      rows=pair_row, freqs=count.astype(np.float64), norms=length_norms(lengths))
 
 
-def _rows_of(ids: np.ndarray, docs: np.ndarray) -> np.ndarray | None:
+def rows_of(ids: np.ndarray, docs: np.ndarray) -> np.ndarray | None:
     """The positions in ``ids`` (ascending) of ``docs``; None when one is not there."""
     if not len(ids):
         return None if len(docs) else np.zeros(0, dtype=np.int64)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from pathweaver.store import bm25
-from pathweaver.store.bm25 import Bm25Index, Postings, length_norms, rank, read_index, read_sizes
+from pathweaver.store.bm25 import Bm25Index, Postings, length_norms, rank, read_index, read_sizes, rows_of
 from pathweaver.store.db import Connection
 from pathweaver.store.fts_tokens import Fts5Tokenizer
 from pathweaver.store.meta import meta_value, set_meta
@@ -77,8 +77,8 @@ class Bm25Lengths:
         return rank(self.ids, self.norms, [_as_postings(kept[t]) for t in terms], k)
 
     def _keep(self, term: str, docs: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        rows = np.searchsorted(self.ids, docs)
-        if len(docs) and ((rows >= len(self.ids)).any() or (self.ids[np.minimum(rows, len(self.ids) - 1)] != docs).any()):
+        rows = rows_of(self.ids, docs)
+        if rows is None:
             raise MismatchError(f"postings of {term!r} name chunks not in the store version {self.version}")
         kept = (rows.astype(np.int32), np.asarray(counts).astype(np.float32))  # exact: counts are small integers
         size = kept[0].nbytes + kept[1].nbytes
@@ -117,7 +117,7 @@ def read_ranking(conn: Connection, version: int) -> Bm25Ranking | None:
 
 
 def postings_kept(conn: Connection) -> bool:
-    """Whether a SQLite store keeps its postings in ``chunk_terms`` (module docstring)."""
+    """Whether a SQLite store keeps its postings in ``chunk_terms`` (module docstring; never set on PostgreSQL)."""
     return meta_value(conn, KEPT) == "1"
 
 
@@ -161,11 +161,13 @@ _tokenizer_lock = threading.Lock()
 
 
 def write_postings(conn: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
-    """``chunk_terms`` rows of each new ``(chunk id, text, title)`` of a SQLite store (inside the caller's write
-    transaction): FTS5's terms of both columns with their occurrences, as ``chunks_fts`` indexes them; nothing
-    while the store does not keep its postings (``keep_postings``)."""
+    """``chunk_terms`` rows of each ``(chunk id, text, title)`` of a SQLite store, replacing any the chunk had
+    (inside the caller's write transaction): FTS5's terms of both columns with their occurrences, as ``chunks_fts``
+    indexes them; nothing while the store does not keep its postings (``keep_postings``), which PostgreSQL's never
+    does: its dialect writes its own with the ``chunks_fts`` rows."""
     if not rows or not postings_kept(conn):
         return
+    conn.executemany("DELETE FROM chunk_terms WHERE chunk_id = ?", [(cid,) for cid, _, _ in rows])
     with _tokenizer_lock:
         if not _tokenizer:
             _tokenizer.append(Fts5Tokenizer())  # one per process: thread-safe, made on first use

@@ -31,6 +31,7 @@ from pathweaver.numeric.projection import half_mv, half_mv_holds, row_scores, to
 from pathweaver.numeric.vectors import BLOCK_ROWS, VectorTable, compose_phrases, normalise_rows
 from pathweaver.store.db import Connection, OperationalError, SharedReader, connect
 from pathweaver.store.graphvecs import recipe_of
+from pathweaver.store.meta import meta_value
 from pathweaver.store.writes import text_hash
 
 log = logging.getLogger(__name__)
@@ -293,11 +294,6 @@ def _stored_norms(conn: Connection, table: str, ids: np.ndarray) -> np.ndarray:
     return out
 
 
-def _settings(conn: Connection, key: str) -> str | None:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return row[0] if row else None
-
-
 def _write_norms(path: Path, settings: str | None, tables: dict[str, tuple[np.ndarray, np.ndarray]],
                  replace: bool) -> None:
     """Store norms (table -> (ids, norms)) computed for ``settings``, unless another writer holds the store or
@@ -306,7 +302,7 @@ def _write_norms(path: Path, settings: str | None, tables: dict[str, tuple[np.nd
         conn.execute("PRAGMA busy_timeout=0")
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if _settings(conn, "vector_settings") == settings:
+            if meta_value(conn, "vector_settings") == settings:
                 for table, (ids, norms) in tables.items():
                     if replace:
                         conn.execute(f"DELETE FROM {table}")
@@ -336,8 +332,8 @@ def composed_search(reader: SharedReader, dim: int, entity_ids: np.ndarray, name
             encoded = recipe.entities != "composed"
             if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'relation_norms'").fetchone() is None:
                 return None
-            settings = _settings(conn, "vector_settings")
-            fresh = _settings(conn, "norm_settings") == (settings or "")
+            settings = meta_value(conn, "vector_settings")
+            fresh = meta_value(conn, "norm_settings") == (settings or "")
             # an encoded entity's norm is 1 (its row is not normalised), or 0 with no cached vector: set below
             ent_norm = np.ones(len(names)) if encoded else _stored_norms(conn, "entity_norms", entity_ids) if fresh \
                 else np.full(len(names), np.nan)

@@ -22,6 +22,7 @@ from pathweaver.numeric.vectors import (
     phrase_words,
 )
 from pathweaver.store.db import Connection
+from pathweaver.store.meta import meta_value
 from pathweaver.store.writes import cache_get
 
 log = logging.getLogger(__name__)
@@ -48,8 +49,7 @@ class VectorRecipe:
 
 
 def recipe_of(conn: Connection) -> VectorRecipe:
-    row = conn.execute("SELECT value FROM meta WHERE key = 'vector_settings'").fetchone()
-    return VectorRecipe.parse(row[0] if row else None)
+    return VectorRecipe.parse(meta_value(conn, "vector_settings"))
 
 
 def _cached(conn: Connection, texts: Sequence[str], space: str, dim: int) -> tuple[np.ndarray, np.ndarray]:

@@ -23,7 +23,6 @@ from pathweaver.store.bulk import in_batches
 from pathweaver.store.db import Connection
 from pathweaver.store.graph_writes import store_descriptions_of
 from pathweaver.store.machine import this_machine
-from pathweaver.store.pg.dialect import is_pg
 
 
 @dataclass(frozen=True)
@@ -178,9 +177,7 @@ def rename_document(conn: Connection, doc_id: int, new_path: str, mtime: float, 
     conn.executemany(
         "INSERT INTO chunks_fts(rowid, text, title) VALUES (?, ?, ?)", [(cid, text, title) for cid, text in rows]
     )
-    if not is_pg(conn):  # PostgreSQL's chunks_fts rows are its postings already (``pg.dialect``)
-        conn.executemany("DELETE FROM chunk_terms WHERE chunk_id = ?", [(cid,) for cid, _ in rows])
-        write_postings(conn, [(cid, text, title) for cid, text in rows])
+    write_postings(conn, [(cid, text, title) for cid, text in rows])
 
 
 def delete_document(conn: Connection, doc_id: int) -> int:
@@ -214,8 +211,7 @@ def insert_chunks(conn: Connection, doc_id: int, title: str, rows: Sequence[Chun
         ids.append(cid)
         conn.execute("INSERT INTO chunks_fts(rowid, text, title) VALUES (?, ?, ?)", (cid, row.text, title))
         conn.execute("INSERT INTO chunk_vec(rowid, embedding) VALUES (?, ?)", (cid, _blob(vec)))
-    if not is_pg(conn):  # PostgreSQL's chunks_fts rows are its postings already (``pg.dialect``)
-        write_postings(conn, [(cid, row.text, title) for cid, row in zip(ids, rows, strict=True)])
+    write_postings(conn, [(cid, row.text, title) for cid, row in zip(ids, rows, strict=True)])
     if count_grams:
         add_gram_df(conn, gram_counts(rows))
     return ids
