@@ -14,6 +14,7 @@ from pathweaver.store.db import Connection, StoreError
 from pathweaver.store.machine import this_machine
 from pathweaver.store.machines import doc_path
 from pathweaver.store.pg.dialect import is_pg
+from pathweaver.store.text_keys import KEY_SQL, add_key_function
 
 
 def _positions(ids: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -144,27 +145,32 @@ class _Chunks:
     """Every chunk row with its document's path and title, by id."""
 
     ids: np.ndarray
-    texts: list[str]
+    texts: list[str]  # [] where read without them
     docs: list[str]
     titles: list[str]
     spans: np.ndarray  # (n, 2) character span in the file (``FILE_SPAN``)
     locators: list[str]
     cites: list[str]  # the file each chunk cites: an embedded note's (``ingest.embeds``), else its document's
+    keys: np.ndarray  # (n,) int64 ``text_keys`` of the texts; empty where not read
 
 
-def _chunk_rows(conn: Connection, texts: bool = True) -> _Chunks:
-    """Every chunk row; without ``texts`` each text reads '' (the caller reads them when asked). A document's path,
-    title and cited file are one string object per distinct value, not one per chunk."""
+def _chunk_rows(conn: Connection, texts: bool = True, keys: bool = False) -> _Chunks:
+    """Every chunk row; without ``texts`` no text is read (the caller reads them when asked), with ``keys`` each
+    text's key (``text_keys``, SQLite only) instead. A document's path, title and cited file are one string object
+    per distinct value, not one per chunk."""
     me = this_machine().id
-    text = "c.text" if texts else "''"
+    if keys:
+        add_key_function(conn)
+    text = "c.text" if texts else KEY_SQL.format(column="c.text") if keys else "0"
     rows = conn.execute(
         f"SELECT c.id, {text}, {doc_path(me)}, d.title, {FILE_SPAN}, {cited_doc(me)} FROM chunks c "
         "JOIN documents d ON d.id = c.doc_id ORDER BY c.id"
     ).fetchall()
-    return _Chunks(np.array([r[0] for r in rows], dtype=np.int64), [r[1] for r in rows],
+    return _Chunks(np.array([r[0] for r in rows], dtype=np.int64), [r[1] for r in rows] if texts else [],
                    _shared([r[2] for r in rows]), _shared([r[3] for r in rows]),
                    np.array([[r[4], r[5]] for r in rows], dtype=np.int64).reshape(len(rows), 2),
-                   _shared([r[6] for r in rows]), _shared([r[7] for r in rows]))
+                   _shared([r[6] for r in rows]), _shared([r[7] for r in rows]),
+                   np.array([r[1] for r in rows] if keys and not texts else [], dtype=np.int64))
 
 
 def _link_key(path: str) -> str:

@@ -27,6 +27,7 @@ from pathweaver.store.pg.dialect import is_pg
 from pathweaver.store.records import RecordReader
 from pathweaver.store.schema import DESCRIPTION
 from pathweaver.store.snapshot import GraphSnapshot, Lazy, LazyRows, StoredTexts
+from pathweaver.store.text_keys import checked, same_keys
 from pathweaver.store.vector_rows import _entity_vectors, _reusable, _reuse_rows, _same, _vectors, _with_reuse
 from pathweaver.text import normalize
 
@@ -147,7 +148,7 @@ class StoreReader(RecordReader):
             entity_ids, (names, kinds) = ents.ints[:, 0], ents.texts
             kinds = _shared(kinds)
             pg = is_pg(conn)
-            chunks = _chunk_rows(conn, texts=not pg)
+            chunks = _chunk_rows(conn, texts=False, keys=not pg)
             doc_links = _document_links(conn)
             rels = _read_columns(conn, "relations", ["id", "src_id", "dst_id"], ("label",), order=1)
             rel_ids, r_arr, labels = rels.ints[:, 0], rels.ints[:, 1:], _shared(rels.texts[0])
@@ -158,12 +159,13 @@ class StoreReader(RecordReader):
             tie_arr = _read_columns(conn, NAME_TIES, ["chunk_id", "entity_id"]).ints
             s_arr = _read_columns(conn, "relation_sources", ["relation_id", "chunk_id"]).ints
             chunk_ids = chunks.ids
-            texts: Sequence[str] = self._chunk_texts(chunk_ids) if pg else chunks.texts
+            texts = self._chunk_texts(chunk_ids, None if pg else chunks.keys)
             has_vec = self._has_vectors(conn)
             rel_src = _index_of(entity_ids, r_arr[:, 0], "relations")
             rel_dst = _index_of(entity_ids, r_arr[:, 1], "relations")
             chunk_reuse = None if previous is None or pg else _reuse_rows(
-                previous.chunk_ids, previous.loaded("chunk_vecs"), chunk_ids, _same(texts, previous.chunk_texts), dim)
+                previous.chunk_ids, previous.loaded("chunk_vecs"), chunk_ids, same_keys(chunks.keys, previous.chunk_keys),
+                dim)
             chunk_vecs: np.ndarray | LazyRows
             if has_vec:
                 chunk_vecs = self._chunk_vectors(conn, chunk_ids, dim, chunk_reuse)
@@ -218,6 +220,7 @@ class StoreReader(RecordReader):
             chunk_vecs=chunk_vecs,
             entity_kinds=kinds,
             doc_links=doc_links,
+            chunk_keys=chunks.keys,
         )
 
     def _chunk_vectors(self, conn: Connection, chunk_ids: np.ndarray, dim: int,
@@ -272,17 +275,18 @@ class StoreReader(RecordReader):
 
         return entity_rows_, LazyRows(make_relations)
 
-    def _chunk_texts(self, chunk_ids: np.ndarray) -> StoredTexts:
-        """A PostgreSQL snapshot's chunk texts, read when asked for over the store's shared reader: a query shows
-        its top k, and the whole column would be ~1 KB a chunk of the server's memory (a chunk's text never changes
-        under its id; one deleted since reads as '')."""
+    def _chunk_texts(self, chunk_ids: np.ndarray, keys: np.ndarray | None) -> StoredTexts:
+        """A snapshot's chunk texts, read when asked for over the store's shared reader: a query shows its top k,
+        and the whole column would be ~1 KB a chunk of the server's memory. A chunk deleted since reads as ''; so
+        does, given the ``keys`` the snapshot read (SQLite, ``store.text_keys``), one whose id now holds another
+        text (a PostgreSQL id is never reused)."""
         shared = self.db.shared
 
         def fetch(ids: list[int]) -> dict[int, str]:
             with shared.use() as conn:
                 return _pairs_in(conn, "SELECT id, text FROM chunks WHERE id IN ({marks})", ids)
 
-        return StoredTexts(chunk_ids, fetch)
+        return StoredTexts(chunk_ids, fetch if keys is None else checked(fetch, chunk_ids, keys))
 
     def _descriptions(self) -> Callable[[list[int]], dict[int, str]]:
         """``StoredTexts``' fetch for relation descriptions, over the store file's shared reader (a description never
@@ -320,12 +324,12 @@ class StoreReader(RecordReader):
             version = self.db.version()
             dim = self._dim()
             pg = is_pg(conn)
-            chunks = _chunk_rows(conn, texts=not pg)
-            texts: Sequence[str] = self._chunk_texts(chunks.ids) if pg else chunks.texts
+            chunks = _chunk_rows(conn, texts=False, keys=not pg)
+            texts = self._chunk_texts(chunks.ids, None if pg else chunks.keys)
             reuse = None
             held = None if source is None or pg else source.loaded("chunk_vecs")
             if held is not None and held.ndim == 2 and held.shape[1] == dim:
-                same = _same(chunks.texts, source.chunk_texts)
+                same = same_keys(chunks.keys, source.chunk_keys)
                 reuse = (_reusable(source.chunk_ids, held, chunks.ids, same), held)
             vecs: np.ndarray | LazyRows = self._chunk_vectors(conn, chunks.ids, dim, reuse) \
                 if self._has_vectors(conn) else np.zeros((len(chunks.ids), 0), dtype=np.float32)
@@ -342,7 +346,7 @@ class StoreReader(RecordReader):
             rel_chunks=sp.csr_matrix((0, n_p), dtype=np.float32), syn_a=empty.astype(np.int32),
             syn_b=empty.astype(np.int32), syn_cos=np.zeros(0, dtype=np.float32),
             mentions=sp.csr_matrix((n_p, 0), dtype=np.float32), entity_vecs=np.zeros((0, width), np.float32),
-            rel_vecs=np.zeros((0, width), np.float32), chunk_vecs=vecs,
+            rel_vecs=np.zeros((0, width), np.float32), chunk_vecs=vecs, chunk_keys=chunks.keys,
         )
 
     def dense_scores(self, snapshot: GraphSnapshot, qvec: np.ndarray) -> DenseScores:

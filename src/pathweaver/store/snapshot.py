@@ -64,8 +64,8 @@ class Lazy(Generic[T]):
 
 class StoredTexts(Sequence[str]):
     """A text per row read from the store when asked for (relation descriptions: 55 MB of sentences that a query
-    reads a few of; a PostgreSQL store's chunk texts, ~1 KB a chunk, of which a query shows its top k), through ``fetch(ids) -> {id: text}``, which may be called from any thread; a row the store
-    no longer has reads as ''."""
+    reads a few of; chunk texts, ~1 KB a chunk, of which a query shows its top k), through
+    ``fetch(ids) -> {id: text}``, which may be called from any thread; a row the store no longer has reads as ''."""
 
     BATCH = 2000  # rows per read when iterated
 
@@ -145,7 +145,7 @@ class GraphSnapshot:
     entity_ids: np.ndarray  # (E,) int64 store ids
     # passages (chunks)
     chunk_ids: np.ndarray  # (P,) int64 store ids
-    chunk_texts: Sequence[str]  # a ``StoredTexts`` from a PostgreSQL store
+    chunk_texts: Sequence[str]  # a ``StoredTexts`` from a store
     chunk_docs: list[str]  # document path per chunk
     chunk_titles: list[str]  # document title per chunk
     chunk_spans: np.ndarray  # (P, 2) int64 character span in the decoded file (-1, -1: see chunk_locators)
@@ -184,6 +184,9 @@ class GraphSnapshot:
     # {document path: the paths of the documents it links to} (wiki and Markdown links, embeds; ``columns``); {} =
     # none
     doc_links: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # (P,) int64 key of each chunk's text (``store.text_keys``) on a SQLite store, which holds no texts: what tells
+    # the next snapshot which vectors it may reuse (SQLite reuses a deleted chunk's id); empty = none
+    chunk_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     # derived
     entity_index: dict[str, int] = field(default_factory=dict)
     chunk_index: Mapping[int, int] = field(default_factory=dict)  # store chunk id -> passage index
