@@ -69,7 +69,7 @@ class NodeSpaceGraph:
     (column j = out-edges of j divided by j's weighted degree) and the ``dangling`` nodes (no edges)."""
 
     adjacency: sp.csr_matrix
-    transition: sp.csr_matrix
+    inv_degree: np.ndarray  # (n,) 1 / weighted degree, 0 for dangling nodes
     dangling: np.ndarray  # (n,) bool
     n_entities: int
     n_passages: int
@@ -77,6 +77,12 @@ class NodeSpaceGraph:
     @property
     def n_nodes(self) -> int:
         return self.n_entities + self.n_passages
+
+    @property
+    def transition(self) -> sp.csr_matrix:
+        """``adjacency`` with column j scaled by 1/deg(j), made on each call: kept, it would be a second copy of
+        the graph (~0.1 KB a chunk) beside the walk's own renumbered rows (``transition_rows``)."""
+        return (self.adjacency @ sp.diags(self.inv_degree)).tocsr()
 
 
 def node_space_graph(
@@ -116,7 +122,7 @@ def transition_rows(
     return cached(
         snapshot,
         ("transition_rows", relation_weight, contains_weight, name_links, statistical, proper_names, threads()),
-        lambda: SparseRows(graph.transition, order=degree_order(graph.transition, snapshot.n_entities)),
+        lambda: _walk_rows(graph.transition, snapshot.n_entities),
     )
 
 
@@ -215,8 +221,12 @@ def _build_node_space(snapshot: GraphSnapshot, relation_weight: str, contains_we
     dangling = degree <= 0
     inv = np.zeros(n, dtype=np.float64)
     inv[~dangling] = 1.0 / degree[~dangling]
-    transition = (adjacency @ sp.diags(inv)).tocsr()  # column-stochastic: column j scaled by 1/deg(j)
-    return NodeSpaceGraph(adjacency, transition, dangling, n_e, n_p)
+    return NodeSpaceGraph(adjacency, inv, dangling, n_e, n_p)  # transition: column j scaled by 1/deg(j)
+
+
+def _walk_rows(transition: sp.csr_matrix, n_entities: int) -> SparseRows:
+    """``transition`` as a walk's rows, its entities renumbered busiest first (``parallel.degree_order``)."""
+    return SparseRows(transition, order=degree_order(transition, n_entities))
 
 
 def entity_degrees(snapshot: GraphSnapshot) -> np.ndarray:
