@@ -56,6 +56,7 @@ def test_texts_on_demand_after_an_edit_that_reuses_an_id(tmp_path: Path, embedde
 
         (folder / "c.txt").write_text(EDITED, encoding="utf-8")  # its chunk, the last id, is replaced
         indexer.index_paths([folder])
+        view = reader.passages()  # dense's view right after a change, its vectors reused from ``before`` by key
         after = reader.snapshot()
         assert after.version != before.version
         assert int(after.chunk_ids[-1]) == last  # SQLite gave the new chunk the freed id
@@ -67,6 +68,7 @@ def test_texts_on_demand_after_an_edit_that_reuses_an_id(tmp_path: Path, embedde
         cold = reader._build_snapshot(None)
         assert after.chunk_texts == cold.chunk_texts and np.array_equal(after.chunk_keys, cold.chunk_keys)
         assert np.array_equal(after.chunk_vecs, cold.chunk_vecs)  # the edited chunk's vector was not reused
+        assert view.chunk_texts == cold.chunk_texts and np.array_equal(view.chunk_vecs, cold.chunk_vecs)
         assert not np.array_equal(after.chunk_vecs[-1], before.chunk_vecs[-1])
         q = embedder.encode_queries(["Who isolated radium?"])[0]
         warm_scores, cold_scores = dense_scores(after, q), dense_scores(cold, q)
