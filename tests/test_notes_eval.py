@@ -13,7 +13,14 @@ from pathweaver.cli import main
 from pathweaver.eval.answers import run_answer_eval
 from pathweaver.eval.ledger import LEDGER_ENV
 from pathweaver.eval.notes import NotesQuestion
-from pathweaver.eval.notes_runner import by_kind, facts_covered, note_of, says_notes_dont_say
+from pathweaver.eval.notes_runner import (
+    answer_summary,
+    by_kind,
+    facts_covered,
+    note_of,
+    says_notes_dont_say,
+    score_note_answer,
+)
 from pathweaver.eval.runner import run_eval
 from pathweaver.eval.summary import format_answers, format_retrieval
 
@@ -115,3 +122,15 @@ def test_scoring_rules() -> None:
     q = NotesQuestion(0, "a", "c", "single", "?", ["a.md"], ["x"], "dev")
     scores = by_kind([q, q], [["a.md", "b.md"], ["b.md"]], 1)
     assert scores["single"]["all_evidence_at_k"] == 0.5 and scores["single"]["n"] == 2
+
+
+def test_facts_only_in_the_closest_evidence_are_not_stated() -> None:
+    q = NotesQuestion(0, "a", "c", "single", "How much did the courier charge?", ["a.md"], ["$213.00"], "dev")
+    said = score_note_answer(q, {"answer": "The courier charged $213.00 [1].", "supported": True})
+    disclaimed = score_note_answer(q, {"answer": 'The notes don\'t say. Closest evidence: "Courier; $213.00" [1]',
+                                       "supported": False})
+    assert said["facts_covered"] and said["facts_stated"]
+    assert disclaimed["facts_covered"] and disclaimed["facts_stated"] is False and disclaimed["doesnt_say"]
+    summary = answer_summary([said, disclaimed])
+    assert summary["facts_covered"]["share"] == 1.0 and summary["facts_stated"]["share"] == 0.5
+    assert summary["by_kind"]["single"]["facts_stated"]["n"] == 2

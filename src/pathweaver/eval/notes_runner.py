@@ -172,6 +172,7 @@ def score_note_answer(q: NotesQuestion, result: dict[str, Any]) -> dict[str, Any
 
     text = answer_text(str(result.get("answer", "")))
     doesnt_say = says_notes_dont_say(result)
+    covered = None if q.kind == "unanswerable" else facts_covered(text, q.facts)
     return {
         "id": q.id,
         "corpus": q.corpus,
@@ -179,7 +180,9 @@ def score_note_answer(q: NotesQuestion, result: dict[str, Any]) -> dict[str, Any
         "question": q.text,
         "facts": q.facts,
         "prediction": text,
-        "facts_covered": None if q.kind == "unanswerable" else facts_covered(text, q.facts),
+        "facts_covered": covered,
+        # the facts only in the closest evidence of an answer that says the notes don't say are not stated
+        "facts_stated": None if covered is None else covered and not doesnt_say,
         "doesnt_say": doesnt_say,
         "backend": str(result.get("llm", {}).get("backend", "?")),
     }
@@ -192,17 +195,20 @@ def _share(flags: Sequence[bool]) -> dict[str, Any] | None:
 
 
 def answer_summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Key-fact coverage over answerable questions, "doesn't say" over unanswerable ones (and, as a warning sign,
-    over answerable ones), overall and per kind."""
+    """Key-fact coverage over answerable questions (in any answer, and in answers that do not say the notes don't
+    say), "doesn't say" over unanswerable ones (and, as a warning sign, over answerable ones), overall and per
+    kind."""
     answerable = [r for r in rows if r["facts_covered"] is not None]
     unanswerable = [r for r in rows if r["facts_covered"] is None]
     kinds: dict[str, Any] = {}
     for kind in sorted({r["kind"] for r in rows}):
         group = [r for r in rows if r["kind"] == kind]
         kinds[kind] = ({"doesnt_say": _share([r["doesnt_say"] for r in group])} if kind == "unanswerable" else
-                       {"facts_covered": _share([r["facts_covered"] for r in group])})
+                       {"facts_covered": _share([r["facts_covered"] for r in group]),
+                        "facts_stated": _share([r["facts_stated"] for r in group])})
     return {
         "facts_covered": _share([r["facts_covered"] for r in answerable]),
+        "facts_stated": _share([r["facts_stated"] for r in answerable]),
         "doesnt_say_unanswerable": _share([r["doesnt_say"] for r in unanswerable]),
         "doesnt_say_answerable": _share([r["doesnt_say"] for r in answerable]),
         "by_kind": kinds,

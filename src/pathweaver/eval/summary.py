@@ -43,6 +43,7 @@ def format_answers(d: dict[str, Any]) -> str:
         return json.dumps(d, indent=2, default=str)
     lines = [f"{d['dataset']} {d['split']}, {d['method']}, top {d['k']}: {d['n_questions']} questions",
              f"  key facts all in the answer (answerable): {_share(d['facts_covered'])}",
+             f"  ... in an answer not saying \"don't say\":  {_share(d.get('facts_stated'))}",
              f"  says the notes don't say (unanswerable):  {_share(d['doesnt_say_unanswerable'])}",
              f"  says the notes don't say (answerable):    {_share(d['doesnt_say_answerable'])}"]
     for kind, row in d["by_kind"].items():
