@@ -117,6 +117,16 @@ def test_list_items_and_table_rows_are_units() -> None:
                                      "Open the settings.", "Choose a plan."]
 
 
+def test_initials_end_no_sentence() -> None:
+    text = ("Animorphs is a series of science fiction books written by K. A. Applegate. The Hobbit is by "
+            "J. R. R. Tolkien. He served in the U.S. Army. It was published in 1937.")
+    assert split_sentences(text) == ["Animorphs is a series of science fiction books written by K. A. Applegate.",
+                                     "The Hobbit is by J. R. R. Tolkien.", "He served in the U.S. Army.",
+                                     "It was published in 1937."]
+    who = "Animorphs\nAnimorphs is a science fiction series of young adult books written by K. A. Applegate."
+    assert ans("Who were the Animorphs books written by?", [who]) == ("K. A. Applegate", [1])
+
+
 def test_on_the_indexed_corpus_with_the_embedder(indexed) -> None:  # type: ignore[no-untyped-def]
     env = indexed.env()
     result = indexed.retrieve("Where was Marie Curie born?", method="hybrid", top_k=3)
