@@ -227,3 +227,13 @@ def test_the_similarity_bar_asks_for_some_similar_sentence() -> None:
     assert decides("How soon are fleeting notes processed?", [note], [words, close], params)
     far = replace(close, sim=0.3)
     assert not decides("How soon are fleeting notes processed?", [note], [words, far], params)
+
+
+def test_what_x_is_the_one_name_that_says_it_is_an_x() -> None:
+    voice = ("Jim Cummings\nIn 2010, the voice actor Jim Cummings voiced Doctor Robotnik in the video game series "
+             "\"Sonic the Hedgehog\". He lives in California.")
+    assert ans("The voice actor Jim Cummings voiced what hedgehog in 2010?", [voice]) == ("Sonic the Hedgehog", [1])
+    two = ("Livesey Hall War Memorial\nThe memorial commemorates the fallen of World War I and World War II. It "
+           "stands in Bexley.")
+    text, _ = ans("The Livesey Hall War Memorial commemorates the fallen of what war?", [two])
+    assert text.startswith("The memorial commemorates")  # two wars are named: the sentence answers

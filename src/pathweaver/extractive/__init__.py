@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathweaver.extractive.chain import _chain_answer, bridge_title, memo_encode
 from pathweaver.extractive.choices import choose_option, yes_no
 from pathweaver.extractive.compose import NOT_SAID, _listed, _not_said, _sentences
-from pathweaver.extractive.evidence import _best_span, _head_off_topic, decides
+from pathweaver.extractive.evidence import _best_span, _head_off_topic, decides, head_named_span
 from pathweaver.extractive.questions import AMOUNT, SPAN_TYPES, answer_type, options
 from pathweaver.extractive.sentences import passages_of, rank_sentences
 from pathweaver.extractive.types import Answer, ChunksLike, ExtractiveParams, HopChunks, WordDfFn
@@ -78,6 +78,10 @@ def extractive_answer(
             return Answer(((span[0], (span[1].passage.n,)),), supported=True)
         if span is not None:  # a span the evidence does not clearly state: the sentences, its own among them
             return _sentences(ranked, params, must=span[1])
+    if kind in ("other", "name"):  # "what/which X ...?": a name that says it is an X, alone in the best sentence
+        named = head_named_span(question, ranked)
+        if named is not None:
+            return Answer(((named[0], (named[1].passage.n,)),), supported=True)
     return _sentences(ranked, params)
 
 

@@ -3,13 +3,15 @@ asked thing on topic), and the best span of the expected type that it states."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from pathweaver.extractive.compose import _answers
-from pathweaver.extractive.questions import _NOT_PERSON, AMOUNT, asked_head
+from pathweaver.extractive.questions import _GENERIC_HEADS, _NOT_PERSON, _PRONOUNS, _WH, AMOUNT, asked_head
 from pathweaver.extractive.sentences import _tokens, capitalised, content_words, coverage, stem, stems
-from pathweaver.extractive.spans import typed_spans
+from pathweaver.extractive.spans import _cap_spans, _in_question, typed_spans
 from pathweaver.extractive.types import ExtractiveParams, Passage, Sentence, WordDfFn
+from pathweaver.text import STOPWORDS
 
 
 def _named(question: str) -> set[str]:
@@ -91,3 +93,21 @@ def _typed_span(question: str, kind: str, ranked: list[Sentence],
     found = _best_span(question, kind, ranked, params)
     return (found[0], [found[1].passage.n]) if found else None
 
+
+
+_WHAT_HEAD = re.compile(r"\b(?:what|which)\s+(?P<n>[a-z][a-z\-]+)\b")
+
+
+def head_named_span(question: str, ranked: list[Sentence]) -> tuple[str, Sentence] | None:
+    """A "what/which X ...?" question's answer when the best sentence names exactly one X by a name that says it
+    is one (English names say what they name: "World War II" for "which war", "the North Atlantic Conference" for
+    "what conference"), and the question does not write that name; None otherwise."""
+    m = _WHAT_HEAD.search(question.lower())
+    head = m.group("n") if m else ""
+    if not head or head in STOPWORDS or head in _GENERIC_HEADS or head in _WH or head in _PRONOUNS:
+        return None
+    best = _answers(ranked)[0]
+    qwords = set(_tokens(question))
+    found = {span for _, span in _cap_spans(best.text)
+             if stem(head) in stems(set(_tokens(span))) and not _in_question(span, qwords)}
+    return (found.pop(), best) if len(found) == 1 else None
