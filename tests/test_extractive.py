@@ -173,6 +173,10 @@ def test_the_closest_evidence_quotes_the_sentence_after_it() -> None:
     said = extractive_answer("Do blocked tasks get a lower urgency today?", limits)
     assert not said.supported and said.text.startswith(NOT_SAID)
     assert "Blocked tasks should have a lower urgency. This is not yet implemented." in said.text
+    # the closest evidence is what a decided answer would quote: here a third sentence on the same point
+    more = [limits[0] + " Urgency for blocked tasks is planned for a later release."]
+    said = extractive_answer("Do blocked tasks get a lower urgency today?", more)
+    assert not said.supported and "Urgency for blocked tasks is planned for a later release." in said.text
 
 
 def test_what_x_is_not_said_when_the_notes_write_x_only_off_the_topic() -> None:

@@ -55,17 +55,17 @@ def extractive_answer(
     kind = answer_type(question)
     if kind == "choice":
         picked = choose_option(question, options(question), passages, resolved)
-        return Answer(((picked[0], tuple(picked[1])),), supported=True) if picked else _not_said(ranked)
+        return Answer(((picked[0], tuple(picked[1])),), supported=True) if picked else _not_said(ranked, params)
     if not decides(question, passages, ranked, params, word_df, n_docs, embedded=encode is not None):
-        return _not_said(ranked)
+        return _not_said(ranked, params)
     if kind not in ("yesno", "list") and _head_off_topic(question, ranked):
-        return _not_said(ranked)
+        return _not_said(ranked, params)
     if kind == "yesno":  # "Yes." or "No." and the sentence that states it
         said = yes_no(question, ranked, params.min_sim if encode is not None else -1.0)
-        return Answer(((said[0], ()), *said[1]), supported=True) if said else _not_said(ranked)
+        return Answer(((said[0], ()), *said[1]), supported=True) if said else _not_said(ranked, params)
     if kind == "list":
         listed = _listed(ranked, encode is not None, params)
-        return listed or _not_said(ranked)
+        return listed or _not_said(ranked, params)
     if kind in SPAN_TYPES and params.chain and not resolved:
         chained = _chain_answer(question, passages, encode, params, word_df, n_docs, hop_chunks)
         if chained is not None:
@@ -73,7 +73,7 @@ def extractive_answer(
     if kind in SPAN_TYPES:
         span = _best_span(question, kind, ranked, params)
         if AMOUNT.search(question) and not (span and span[2]):  # an amount asked for that no sentence states
-            return _not_said(ranked)
+            return _not_said(ranked, params)
         if span is not None and span[2]:
             return Answer(((span[0], (span[1].passage.n,)),), supported=True)
         if span is not None:  # a span the evidence does not clearly state: the sentences, its own among them

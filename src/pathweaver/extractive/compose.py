@@ -12,15 +12,19 @@ from pathweaver.extractive.types import Answer, ExtractiveParams, Sentence
 NOT_SAID = "The notes don't say."
 
 
-def _not_said(ranked: list[Sentence]) -> Answer:
-    """The answer when the evidence does not decide: ``NOT_SAID`` and the closest sentence, cited."""
+def _not_said(ranked: list[Sentence], params: ExtractiveParams | None = None) -> Answer:
+    """The answer when the evidence does not decide: ``NOT_SAID`` and the closest evidence, cited: the units a
+    decided answer would quote (``_sentences``) with ``params``, else the closest sentence and the one after it."""
     if not ranked:
         return Answer(((NOT_SAID, ()),), supported=False)
+    if params is not None:
+        quoted = _sentences(ranked, params)
+        return Answer(((NOT_SAID, ()), (f'Closest evidence: "{quoted.text}"', tuple(quoted.cites))), supported=False)
     best = _answers(ranked)[0]  # a sentence, not a heading, when the chunks have one
     # a sentence is read in its context: the one after it often qualifies it ("This is not yet implemented.")
     after = [s.text for s in _following(best, 1) if not s.heading]
-    quoted = " ".join([best.text, *after])
-    return Answer(((NOT_SAID, ()), (f'Closest evidence: "{quoted}"', (best.passage.n,))), supported=False)
+    quoted_text = " ".join([best.text, *after])
+    return Answer(((NOT_SAID, ()), (f'Closest evidence: "{quoted_text}"', (best.passage.n,))), supported=False)
 
 
 def _answers(ranked: list[Sentence]) -> list[Sentence]:
