@@ -117,6 +117,16 @@ def test_list_items_and_table_rows_are_units() -> None:
                                      "Open the settings.", "Choose a plan."]
 
 
+def test_initials_end_no_sentence() -> None:
+    text = ("Animorphs is a series of science fiction books written by K. A. Applegate. The Hobbit is by "
+            "J. R. R. Tolkien. He served in the U.S. Army. It was published in 1937.")
+    assert split_sentences(text) == ["Animorphs is a series of science fiction books written by K. A. Applegate.",
+                                     "The Hobbit is by J. R. R. Tolkien.", "He served in the U.S. Army.",
+                                     "It was published in 1937."]
+    who = "Animorphs\nAnimorphs is a science fiction series of young adult books written by K. A. Applegate."
+    assert ans("Who were the Animorphs books written by?", [who]) == ("K. A. Applegate", [1])
+
+
 def test_on_the_indexed_corpus_with_the_embedder(indexed) -> None:  # type: ignore[no-untyped-def]
     env = indexed.env()
     result = indexed.retrieve("Where was Marie Curie born?", method="hybrid", top_k=3)
@@ -163,6 +173,10 @@ def test_the_closest_evidence_quotes_the_sentence_after_it() -> None:
     said = extractive_answer("Do blocked tasks get a lower urgency today?", limits)
     assert not said.supported and said.text.startswith(NOT_SAID)
     assert "Blocked tasks should have a lower urgency. This is not yet implemented." in said.text
+    # the closest evidence is what a decided answer would quote: here a third sentence on the same point
+    more = [limits[0] + " Urgency for blocked tasks is planned for a later release."]
+    said = extractive_answer("Do blocked tasks get a lower urgency today?", more)
+    assert not said.supported and "Urgency for blocked tasks is planned for a later release." in said.text
 
 
 def test_what_x_is_not_said_when_the_notes_write_x_only_off_the_topic() -> None:
@@ -217,3 +231,13 @@ def test_the_similarity_bar_asks_for_some_similar_sentence() -> None:
     assert decides("How soon are fleeting notes processed?", [note], [words, close], params)
     far = replace(close, sim=0.3)
     assert not decides("How soon are fleeting notes processed?", [note], [words, far], params)
+
+
+def test_what_x_is_the_one_name_that_says_it_is_an_x() -> None:
+    voice = ("Jim Cummings\nIn 2010, the voice actor Jim Cummings voiced Doctor Robotnik in the video game series "
+             "\"Sonic the Hedgehog\". He lives in California.")
+    assert ans("The voice actor Jim Cummings voiced what hedgehog in 2010?", [voice]) == ("Sonic the Hedgehog", [1])
+    two = ("Livesey Hall War Memorial\nThe memorial commemorates the fallen of World War I and World War II. It "
+           "stands in Bexley.")
+    text, _ = ans("The Livesey Hall War Memorial commemorates the fallen of what war?", [two])
+    assert text.startswith("The memorial commemorates")  # two wars are named: the sentence answers

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -101,6 +102,13 @@ def _titled(first: str, prose: list[str]) -> bool:
 
 
 def units(text: str) -> list[tuple[str, bool]]:
+    """``_units``: a chunk's units are read to rank its sentences, then again to complete the chosen ones (the
+    sentence after, before, a section): split once per chunk text."""
+    return list(_units(text))
+
+
+@functools.lru_cache(maxsize=256)
+def _units(text: str) -> tuple[tuple[str, bool], ...]:
     """The answer units of ``text`` with whether each is a heading: a list item or a short line (a title) is a
     unit of its own, a wrapped paragraph is read across its line breaks and split into sentences, and a table
     row is one unit written with its column headers (the block's first row). A heading is a paragraph of one line
@@ -129,7 +137,7 @@ def units(text: str) -> list[tuple[str, bool]]:
                     out.append((s, heading))
             if len(pending) > 3:
                 out.append((pending, heading))
-    return out
+    return tuple(out)
 
 
 def split_sentences(text: str) -> list[str]:

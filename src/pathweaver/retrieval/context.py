@@ -27,7 +27,8 @@ from pathweaver.store.snapshot import GraphSnapshot, file_span_json
 
 LAYOUTS = ("chunks", "pathrag", "agrag", "pooling")
 DEFAULT_MAX_ITEMS = 15  # PathRAG K = 15 paths; also caps chunks and triples
-SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(])")
+# a single capital letter and a period is an initial ("K. A. Applegate", "J. R. R. Tolkien"), not a sentence's end
+SENTENCE_SPLIT = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s+(?=[A-Z0-9\"“(])")
 
 
 @dataclass
