@@ -118,6 +118,8 @@ def test_scoring_rules() -> None:
     assert not says_notes_dont_say({"answer": "yes [1]"}) and not says_notes_dont_say({"answer": "x", "supported": True})
     assert facts_covered("It scores 9.0 points, marked 🔺.", ["9.0", "🔺"])
     assert facts_covered("Use `brew pin <formula>`.", ["brew pin"]) and not facts_covered("9.05", ["9.0"])
+    assert facts_covered("run brew bundle dump --file=~/intel-Brewfile", ["bundle dump", "intel-Brewfile"])
+    assert not facts_covered("Tasks in Kanban Plugin files", ["kanban-plugin"])
     assert note_of(str(Path("/v/c/Garden/Tomatoes.md")), Path("/v/c")) == "Garden/Tomatoes.md"
     q = NotesQuestion(0, "a", "c", "single", "?", ["a.md"], ["x"], "dev")
     scores = by_kind([q, q], [["a.md", "b.md"], ["b.md"]], 1)

@@ -11,6 +11,7 @@ left out of the retrieval figures and counted for answers, where the answer shou
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -160,10 +161,20 @@ def says_notes_dont_say(result: dict[str, Any]) -> bool:
     return result.get("supported", True) is False or bool(_DOESNT_SAY.search(str(result.get("answer", ""))))
 
 
+# punctuation inside a word joins it ("intel-Brewfile", "9.0"); elsewhere it separates words ("--file=~/intel-...")
+_INNER_PUNCT = re.compile(rf"(?<=\w)[{re.escape(string.punctuation)}](?=\w)")
+_OUTER_PUNCT = re.compile(rf"[{re.escape(string.punctuation)}]")
+
+
+def _fact_words(text: str) -> str:
+    """``text`` as SQuAD's normalisation makes it, except that punctuation between words is a space."""
+    return metrics.normalize_answer(_OUTER_PUNCT.sub(" ", _INNER_PUNCT.sub("", text)))
+
+
 def facts_covered(answer: str, facts: Sequence[str]) -> bool:
-    """Whether the (SQuAD-normalised) answer text contains every (normalised) key fact."""
-    text = f" {metrics.normalize_answer(answer)} "
-    return all(f" {metrics.normalize_answer(f)} " in text for f in facts)
+    """Whether the normalised answer text contains every normalised key fact as whole words."""
+    text = f" {_fact_words(answer)} "
+    return all(f" {_fact_words(f)} " in text for f in facts)
 
 
 def score_note_answer(q: NotesQuestion, result: dict[str, Any]) -> dict[str, Any]:
