@@ -28,7 +28,7 @@ class ShortPasses:
 
     def __init__(self, real: Any) -> None:
         self.real = real
-        self.same: dict[tuple[int, Any], bool] = {}  # (model, autocast dtype or None) -> short passes allowed
+        self.same: dict[tuple[Any, Any], bool] = {}  # (model name, autocast dtype or None) -> short passes allowed
         self.enabled = True
 
     def __call__(self, model: Any, texts: list[str]) -> np.ndarray:
@@ -40,7 +40,9 @@ class ShortPasses:
     def _same_bits(self, model: Any) -> bool:
         import torch
 
-        key = (id(model), torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else None)
+        # by the weights' name, not the object: a fresh load of the same model (doctor's probe) is not checked again
+        name = getattr(getattr(model[0].auto_model, "config", None), "_name_or_path", "") or id(model)
+        key = (name, torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else None)
         if key not in self.same:
             shipped = self.real(model, CHECK_TEXTS)
             with pack_tokens(max(SHORT_TOKENS, int(model.max_seq_length))):
