@@ -36,6 +36,27 @@ def private_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
         os.environ["XDG_DATA_HOME"] = before
 
 
+@pytest.fixture(scope="session", autouse=True)
+def short_passes() -> Iterator[object]:
+    """Graph-vector passes of 512 tokens, not 4096, in this process where they give the same bits (short_passes.py):
+    the suite's small stores no longer pay a full pass each."""
+    from pathweaver.models import embedder as embedder_mod
+    from short_passes import ShortPasses
+
+    real = embedder_mod.fixed_packed
+    embedder_mod.fixed_packed = ShortPasses(real)
+    yield embedder_mod.fixed_packed
+    embedder_mod.fixed_packed = real
+
+
+@pytest.fixture(autouse=True)
+def shipped_passes_where_marked(short_passes: object, request: pytest.FixtureRequest) -> Iterator[None]:
+    """Tests marked ``shipped_passes`` (the pass shapes themselves) run the passes as shipped."""
+    short_passes.enabled = request.node.get_closest_marker("shipped_passes") is None  # type: ignore[attr-defined]
+    yield
+    short_passes.enabled = True  # type: ignore[attr-defined]
+
+
 @pytest.fixture(scope="session")
 def corpus_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A private copy of tests/corpus (six short notes about the Curies, Warsaw and the Vistula)."""

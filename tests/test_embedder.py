@@ -9,6 +9,8 @@ from pathweaver.models import embedder as embedder_mod
 from pathweaver.models import packing, tokens
 from pathweaver.models.embedder import get_embedder
 
+pytestmark = pytest.mark.shipped_passes  # the passes' shapes and bits as shipped (tests/short_passes.py)
+
 
 def test_single_text_cache_matches_batches_and_is_bounded(monkeypatch) -> None:
     emb = get_embedder()
@@ -176,11 +178,20 @@ def test_the_invariance_probe_tests_each_row_width_in_six_passes() -> None:
 
 def test_the_invariance_probe_sees_a_vector_that_depends_on_its_company(monkeypatch) -> None:
     """A pass whose vectors move with their company, or with their order, fails the probe."""
-    real = embedder_mod.fixed_packed
+    real, passes = embedder_mod.fixed_packed, {}
+
+    def vectors(model, texts):  # type: ignore[no-untyped-def]
+        """The real pass; the second probe's passes are the first's (the same texts in the same calls)."""
+        key = tuple(texts)
+        if key not in passes:
+            passes[key] = real(model, texts)
+        return passes[key].copy()
+
     for drift in (lambda texts: 1e-6 * len(texts), lambda texts: 1e-6 * np.arange(len(texts))[:, None]):
         emb = embedder_mod.Embedder()
         emb._model = get_embedder().model
-        monkeypatch.setattr(embedder_mod, "fixed_packed", lambda model, texts, d=drift: real(model, texts) + d(texts))
+        monkeypatch.setattr(embedder_mod, "fixed_packed",
+                            lambda model, texts, d=drift: vectors(model, texts) + d(texts))
         assert not emb.batch_invariant("float32")
 
 
@@ -244,3 +255,16 @@ def test_a_tokenizer_without_a_backend_goes_through_the_wrapper() -> None:
     assert tokens.token_ids(slow, texts, 512) == tokens.token_ids(real, texts, 512)
     assert tokens.offsets(slow, texts[0], 512) == tokens.offsets(real, texts[0], 512)
     assert tokens.count(slow, texts[1], 512) == tokens.count(real, texts[1], 512) == 600
+
+
+def test_the_suites_short_passes_give_the_shipped_bits(short_passes) -> None:  # type: ignore[no-untyped-def]
+    """The suite's shorter graph-vector passes (tests/short_passes.py) change no bit of any vector: where this
+    machine's short passes differ from the shipped ones, the suite runs the shipped ones."""
+    model = get_embedder().model
+    texts = [*INVARIANCE_WORDS, LONG_TEXT, "nobel prize in physics", "Marie Curie, born in Warsaw in 1867"]
+    short_passes.enabled = True
+    try:
+        short = short_passes(model, texts)
+    finally:
+        short_passes.enabled = False
+    assert short.tobytes() == short_passes.real(model, texts).tobytes()

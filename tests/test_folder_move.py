@@ -54,14 +54,32 @@ def index(store: Path, folder: Path, embedder) -> Any:  # type: ignore[no-untype
         db.close()
 
 
-@pytest.mark.parametrize("batch", [1, 2, 500])
-def test_folder_move_renames_every_document_into_the_fresh_store(batch: int, tmp_path: Path, embedder,  # type: ignore[no-untyped-def]
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(documents, "RENAME_BATCH", batch)  # 1 is the per-file path; 2 splits the pass in batches
-    vault = tmp_path / "vault"
+def make_vault(vault: Path) -> None:
+    """The corpus and two notes, one titled by its file name."""
     shutil.copytree(CORPUS, vault)
     (vault / "lab log.txt").write_text("Readings taken at the Warsaw bench.\n", "utf-8")
     (vault / "bench.md").write_text("# Bench\n\nThe studio notes lie on the Warsaw bench.\n", "utf-8")
+
+
+@pytest.fixture(scope="module")
+def fresh_moved(tmp_path_factory: pytest.TempPathFactory, embedder) -> dict[str, set[tuple[Any, ...]]]:  # type: ignore[no-untyped-def]
+    """The canonical graph of a fresh index of the vault as moved (the same for every ``RENAME_BATCH``: a first
+    index renames nothing), made once for the module."""
+    base = tmp_path_factory.mktemp("fresh-moved")
+    moved = base / "moved vault"
+    make_vault(moved)
+    (moved / "lab log.txt").rename(moved / "studio notes.txt")
+    index(base / "fresh", moved, embedder)
+    return canonical(base / "fresh", moved)
+
+
+@pytest.mark.parametrize("batch", [1, 2, 500])
+def test_folder_move_renames_every_document_into_the_fresh_store(batch: int, tmp_path: Path, embedder,  # type: ignore[no-untyped-def]
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  fresh_moved: dict[str, set[tuple[Any, ...]]]) -> None:
+    monkeypatch.setattr(documents, "RENAME_BATCH", batch)  # 1 is the per-file path; 2 splits the pass in batches
+    vault = tmp_path / "vault"
+    make_vault(vault)
     store = tmp_path / "store"
     first = index(store, vault, embedder)
     assert first.added == 8 and not first.errors
@@ -74,9 +92,7 @@ def test_folder_move_renames_every_document_into_the_fresh_store(batch: int, tmp
     assert ("ROOT/studio notes.txt", "studio notes", "title") in got["doc_names"]
     assert not any(row[1] == "lab log" for row in got["doc_names"])
     assert any(name == "studio notes" and "studio notes lie" in text for name, text, _ in got["name_mentions"])
-    fresh = tmp_path / "fresh"
-    index(fresh, moved, embedder)
-    assert got == canonical(fresh, moved)
+    assert got == fresh_moved
 
 
 def test_a_note_without_chunks_moves_as_the_first_index_recorded_it(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]

@@ -77,7 +77,26 @@ def cli(args: list[str], cwd: Path, data: Path) -> subprocess.CompletedProcess[s
                           text=True, timeout=240)
 
 
-def test_index_then_stats_from_elsewhere_find_the_same_store(corpus_dir: Path, tmp_path: Path) -> None:
+def in_process(args: list[str], cwd: Path, data: Path, monkeypatch: pytest.MonkeyPatch,
+               capsys: pytest.CaptureFixture[str]) -> subprocess.CompletedProcess[str]:
+    """``cli`` through ``main`` in this process (the same working directory and data directory): no Python and
+    torch start of its own."""
+    from pathweaver.cli import main
+
+    with monkeypatch.context() as m:
+        m.chdir(cwd)
+        m.setenv("XDG_DATA_HOME", str(data))
+        m.delenv("PATHWEAVER_STORE", raising=False)
+        capsys.readouterr()
+        code = main(args)
+        out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, out, err)
+
+
+def test_index_then_stats_from_elsewhere_find_the_same_store(corpus_dir: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """The index runs as a process of its own; the commands after it, from another directory, in this one."""
     data, here, there = tmp_path / "data", tmp_path / "here", tmp_path / "there"
     here.mkdir()
     there.mkdir()
@@ -88,18 +107,21 @@ def test_index_then_stats_from_elsewhere_find_the_same_store(corpus_dir: Path, t
     [store] = (data / "pathweaver" / "stores").iterdir()
     assert store.name.startswith("notes-") and (store / "pathweaver.db").is_file()
 
-    stats = cli(["stats", "--json"], there, data)
+    def run(args: list[str], cwd: Path, data: Path) -> subprocess.CompletedProcess[str]:
+        return in_process(args, cwd, data, monkeypatch, capsys)
+
+    stats = run(["stats", "--json"], there, data)
     assert stats.returncode == 0, stats.stderr
     assert json.loads(stats.stdout)["documents"] == 6
-    doctor = json.loads(cli(["doctor", "--json"], there, data).stdout)["store"]
+    doctor = json.loads(run(["doctor", "--json"], there, data).stdout)["store"]
     assert doctor["path"] == str(store) and doctor["exists"] and doctor["stores"] == [str(store)]
-    watched = json.loads(cli(["doctor", "--watch", str(corpus_dir), "--json"], there, data).stdout)["store"]
+    watched = json.loads(run(["doctor", "--watch", str(corpus_dir), "--json"], there, data).stdout)["store"]
     assert watched["path"] == str(store)
 
     make_store(data / "pathweaver" / "stores" / "work-00000000")
-    refused = cli(["stats", "--json"], there, data)
+    refused = run(["stats", "--json"], there, data)
     assert refused.returncode == 2 and "several stores" in refused.stderr and str(store) in refused.stderr
-    doctor = cli(["doctor"], there, data)
+    doctor = run(["doctor"], there, data)
     assert doctor.returncode == 0 and doctor.stdout.startswith("store:        several stores")
 
 
