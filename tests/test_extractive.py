@@ -167,6 +167,13 @@ def test_amounts_are_spans_only_where_a_sentence_states_them() -> None:
     laptops = ["Hardware\nA maintainer can apply for new hardware once every 4 years."]  # a cost is money
     said = extractive_answer("What was the hardware budget for maintainers?", laptops)
     assert not said.supported and said.text.startswith(NOT_SAID)
+    # a part of a version or a file name is no amount: the notes don't say rather than "3.9"
+    release = ["Priority\nPriorities 'lowest' and 'highest' were introduced in Tasks 3.9.0."]
+    said = extractive_answer("How many urgency points does a highest-priority task get?", release)
+    assert not said.supported and said.text.startswith(NOT_SAID)
+    versioned = ["Versions\nVersioned formulae use names such as foo@1.2.rb. The core tap supports no more than five "
+                 "versions of a formula at once."]
+    assert ans("How many versions of a formula does the core tap support?", versioned)[0] == "five versions"
     # a "Label: amount" cell of a row whose first cell names what the question asks about
     costs = ["Shipping\nExpense: Australia Post (failed attempt); AUD: $111.60; UGX: - Expense: Pack & Send courier; "
              "AUD: $213.00; UGX: -"]

@@ -110,6 +110,8 @@ def _row_cue(before: str, question_stems: set[str]) -> float:
     return 1.0 if len(words & question_stems) >= 2 else 0.0
 
 
+_IN_NAME_AFTER = re.compile(r"\.\w|[@/_]")
+_IN_NAME_BEFORE = re.compile(r"(?:\d\.|[@/_~])$")
 _LONG_UNITS = re.compile(r"\b(?:years?|months?|weeks?|days?|hours?|minutes?|seconds?|ms|miles?|mi|km|kilometres?|"
                          r"kilometers?|metres?|meters?|feet|ft|characters?|words?|lines?|episodes?|pages?)$", re.I)
 _HOW_LONG = re.compile(r"\bhow long\b", re.I)
@@ -135,6 +137,8 @@ def _number_spans(sentence: str, question: str, qwords: set[str], qstems: set[st
         text = m.group(0).strip()
         if not text or _in_question(text, qwords) or re.fullmatch(r"1\d{3}|20\d{2}", text):
             continue
+        if _IN_NAME_AFTER.match(sentence, m.end()) or _IN_NAME_BEFORE.search(sentence[: m.start()]):
+            continue  # a part of a version or a file name ("Tasks 3.9.0", "foo@1.2.rb") counts nothing
         if _HOW_LONG.search(question) and not _LONG_UNITS.search(text):
             continue
         if money and not _CURRENCY.search(text):  # a cost is money: "4 years" is none
