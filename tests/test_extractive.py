@@ -71,6 +71,9 @@ def test_where_prefers_the_cued_place() -> None:
     chunk = ["Scott Derrickson\nScott Derrickson (born July 16, 1966) is an American director. He was born in "
              "Denver, Colorado and lives in Los Angeles."]
     assert ans("Where was Scott Derrickson born?", chunk)[0].startswith("Denver")
+    # where a program puts itself is a path, not the name of the system it is for
+    linux = ["Linux\nThe installer puts Homebrew in /home/linuxbrew/.linuxbrew for Linux."]
+    assert ans("Where does Linuxbrew put itself?", linux)[0] == "/home/linuxbrew/.linuxbrew"
 
 
 def test_what_year_asks_for_the_year_alone() -> None:
@@ -164,19 +167,47 @@ def test_amounts_are_spans_only_where_a_sentence_states_them() -> None:
     laptops = ["Hardware\nA maintainer can apply for new hardware once every 4 years."]  # a cost is money
     said = extractive_answer("What was the hardware budget for maintainers?", laptops)
     assert not said.supported and said.text.startswith(NOT_SAID)
+    # a part of a version or a file name is no amount: the notes don't say rather than "3.9"
+    release = ["Priority\nPriorities 'lowest' and 'highest' were introduced in Tasks 3.9.0."]
+    said = extractive_answer("How many urgency points does a highest-priority task get?", release)
+    assert not said.supported and said.text.startswith(NOT_SAID)
+    versioned = ["Versions\nVersioned formulae use names such as foo@1.2.rb. The core tap supports no more than five "
+                 "versions of a formula at once."]
+    assert ans("How many versions of a formula does the core tap support?", versioned)[0] == "five versions"
+    # a "Label: amount" cell of a row whose first cell names what the question asks about
+    costs = ["Shipping\nExpense: Australia Post (failed attempt); AUD: $111.60; UGX: - Expense: Pack & Send courier; "
+             "AUD: $213.00; UGX: -"]
+    assert ans("How much did Australia Post charge for the failed attempt?", costs)[0] == "$111.60"
+    assert ans("How much did the Pack & Send courier charge?", costs)[0] == "$213.00"
     fees = ["Fees\nThe fee waiver lasts 30 days after you sign up."]  # "how long" asks for time, fee or not
     assert ans("How long does the fee waiver last?", fees)[0] == "30 days"
 
 
 def test_the_closest_evidence_quotes_the_sentence_after_it() -> None:
     limits = ["Known limitations\nBlocked tasks should have a lower urgency. This is not yet implemented."]
-    said = extractive_answer("Do blocked tasks get a lower urgency today?", limits)
+    said = extractive_answer("Do blocked tasks sync to the calendar app?", limits)
     assert not said.supported and said.text.startswith(NOT_SAID)
     assert "Blocked tasks should have a lower urgency. This is not yet implemented." in said.text
     # the closest evidence is what a decided answer would quote: here a third sentence on the same point
     more = [limits[0] + " Urgency for blocked tasks is planned for a later release."]
-    said = extractive_answer("Do blocked tasks get a lower urgency today?", more)
+    said = extractive_answer("Do blocked tasks sync to the calendar app?", more)
     assert not said.supported and "Urgency for blocked tasks is planned for a later release." in said.text
+
+
+def test_a_yes_no_question_the_best_sentence_speaks_to_is_answered_by_quoting_it() -> None:
+    # the sentence holds most of the question's words but not all ("today"): what it says is the answer, and
+    # neither "yes" nor "no" is guessed from it
+    limits = ["Known limitations\nBlocked tasks should have a lower urgency. This is not yet implemented."]
+    said = extractive_answer("Do blocked tasks get a lower urgency today?", limits)
+    assert said.supported and said.text == "Blocked tasks should have a lower urgency. This is not yet implemented."
+    linux = ["Linux\nThe script installs Homebrew to /home/linuxbrew/.linuxbrew using sudo. Homebrew does not use "
+             "sudo after installation."]
+    said = extractive_answer("Does Linuxbrew keep using sudo afterwards?", linux)
+    assert said.supported and "Homebrew does not use sudo after installation." in said.text
+    assert not said.text.startswith(("Yes", "No"))
+    # a sentence that shares too few of its words does not answer it
+    said = extractive_answer("Does Linuxbrew update itself automatically every night?", linux)
+    assert not said.supported and said.text.startswith(NOT_SAID)
 
 
 def test_what_x_is_not_said_when_the_notes_write_x_only_off_the_topic() -> None:

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pathweaver.extractive.chain import _chain_answer, bridge_title, memo_encode
-from pathweaver.extractive.choices import choose_option, yes_no
-from pathweaver.extractive.compose import NOT_SAID, _listed, _not_said, _sentences
+from pathweaver.extractive.choices import choose_option, partly_stated, yes_no
+from pathweaver.extractive.compose import NOT_SAID, _answers, _listed, _not_said, _sentences
 from pathweaver.extractive.evidence import _best_span, _head_off_topic, decides, head_named_span
 from pathweaver.extractive.questions import AMOUNT, SPAN_TYPES, answer_type, options
 from pathweaver.extractive.sentences import passages_of, rank_sentences
@@ -61,8 +61,12 @@ def extractive_answer(
     if kind not in ("yesno", "list") and _head_off_topic(question, ranked):
         return _not_said(ranked, params)
     if kind == "yesno":  # "Yes." or "No." and the sentence that states it
-        said = yes_no(question, ranked, params.min_sim if encode is not None else -1.0)
-        return Answer(((said[0], ()), *said[1]), supported=True) if said else _not_said(ranked, params)
+        floor = params.min_sim if encode is not None else -1.0
+        said = yes_no(question, ranked, floor)
+        if said:
+            return Answer(((said[0], ()), *said[1]), supported=True)
+        near = partly_stated(question, _answers(ranked), floor)  # no "yes" or "no": what the notes say on it
+        return _sentences(ranked, params, must=near) if near is not None else _not_said(ranked, params)
     if kind == "list":
         listed = _listed(ranked, encode is not None, params)
         return listed or _not_said(ranked, params)

@@ -135,3 +135,16 @@ def yes_no(question: str, ranked: list[Sentence], min_sim: float,
     if found is None:
         return None
     return ("Yes." if found[0] else "No."), [(found[1].text, (found[1].passage.n,))]
+
+
+def partly_stated(question: str, ranked: list[Sentence], min_sim: float, share: float = 0.5) -> Sentence | None:
+    """The best sentence when it holds at least ``share`` of the yes/no ``question``'s content words (by stem) and
+    is at least ``min_sim`` similar to it: it speaks to the question ("Homebrew does not use sudo after
+    installation" for "Does Linuxbrew keep using sudo afterwards?") without stating all of it, so it is quoted
+    as the answer, never turned into a "yes" or "no"; None otherwise."""
+    asked = stems(content_words(question))
+    if not asked or not ranked:
+        return None
+    best = ranked[0]
+    have = asked & stems(content_words(best.text))
+    return best if best.sim >= min_sim and len(have) >= share * len(asked) else None

@@ -83,6 +83,35 @@ def _cued(before: str, question_stems: set[str]) -> float:
     return 0.5 if len(words) == 2 and stem(words[0]) in question_stems else 0.0
 
 
+# a file-system path of two parts or more ("/home/linuxbrew/.linuxbrew", "~/.config/brew"): where a program
+# puts or keeps something, which a "where" question asks for as much as a named place
+_PATH = re.compile(r"(?<![\w/~.])(?:~|\.{1,2})?(?:/[\w.@+\-]+){2,}/?")
+_WHERE = re.compile(r"^\s*where\b", re.I)
+
+
+def _path_spans(sentence: str, qwords: set[str]) -> list[tuple[int, str, float]]:
+    """The paths of ``sentence`` that the question does not write, each as cued as a place after "in"."""
+    out = []
+    for m in _PATH.finditer(sentence):
+        text = m.group(0).rstrip(".")
+        if not _in_question(text, qwords):
+            out.append((m.start(), text, 1.3))
+    return out
+
+
+def _row_cue(before: str, question_stems: set[str]) -> float:
+    """1 when a value follows a label in a row of "Label: value" cells ("Expense: Australia Post (failed attempt);
+    AUD: $111.60") and the row's cell before its label shares two of the question's words (names count: a row is
+    named by its first cell), else 0."""
+    cells = before.split(";")
+    if len(cells) < 2 or not cells[-1].rstrip().endswith(":") or len(cells[-1].split()) > 3:
+        return 0.0
+    words = {stem(w) for w in _tokens(cells[-2]) if w not in STOPWORDS}
+    return 1.0 if len(words & question_stems) >= 2 else 0.0
+
+
+_IN_NAME_AFTER = re.compile(r"\.\w|[@/_]")
+_IN_NAME_BEFORE = re.compile(r"(?:\d\.|[@/_~])$")
 _LONG_UNITS = re.compile(r"\b(?:years?|months?|weeks?|days?|hours?|minutes?|seconds?|ms|miles?|mi|km|kilometres?|"
                          r"kilometers?|metres?|meters?|feet|ft|characters?|words?|lines?|episodes?|pages?)$", re.I)
 _HOW_LONG = re.compile(r"\bhow long\b", re.I)
@@ -108,6 +137,8 @@ def _number_spans(sentence: str, question: str, qwords: set[str], qstems: set[st
         text = m.group(0).strip()
         if not text or _in_question(text, qwords) or re.fullmatch(r"1\d{3}|20\d{2}", text):
             continue
+        if _IN_NAME_AFTER.match(sentence, m.end()) or _IN_NAME_BEFORE.search(sentence[: m.start()]):
+            continue  # a part of a version or a file name ("Tasks 3.9.0", "foo@1.2.rb") counts nothing
         if _HOW_LONG.search(question) and not _LONG_UNITS.search(text):
             continue
         if money and not _CURRENCY.search(text):  # a cost is money: "4 years" is none
@@ -121,7 +152,7 @@ def _number_spans(sentence: str, question: str, qwords: set[str], qstems: set[st
             if hit is not None:  # "25 notes", "9.0 urgency points"
                 text = f"{text} {' '.join(words[: hit + 1])}".rstrip(".,;:")
                 bonus += 1.0
-        cue = _cued(sentence[max(0, m.start() - 60): m.start()], qstems)
+        cue = max(_cued(sentence[max(0, m.start() - 60): m.start()], qstems), _row_cue(sentence[: m.start()], qstems))
         out.append((m.start(), text, bonus + cue))
     for m in _WORD_NUMBER.finditer(sentence):  # "no more than five versions": a number word with its N
         after = _COUNTED_AFTER.match(sentence[m.end():])
@@ -158,6 +189,8 @@ def typed_spans(sentence: str, kind: str, question: str) -> list[tuple[int, str,
         return out
     if kind == "number":
         return _number_spans(sentence, question, qwords, qstems)
+    if kind == "place" and _WHERE.search(question):
+        out += _path_spans(sentence, qwords)
     for start, span in _cap_spans(sentence):
         if _in_question(span, qwords):
             continue
