@@ -24,11 +24,13 @@ from typing import Any
 
 from pathweaver.retrieval.types import ChunkHit, PathHit, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot, file_span_json
+from pathweaver.text import is_stopword
 
 LAYOUTS = ("chunks", "pathrag", "agrag", "pooling")
 DEFAULT_MAX_ITEMS = 15  # PathRAG K = 15 paths; also caps chunks and triples
-# a single capital letter and a period is an initial ("K. A. Applegate", "J. R. R. Tolkien"), not a sentence's end
-SENTENCE_SPLIT = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s+(?=[A-Z0-9\"“(])")
+SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(])")
+_INITIAL = re.compile(r"\b[A-Z]\.$")
+_NEXT_WORD = re.compile(r"[A-Za-z]+\.?")
 
 
 @dataclass
@@ -237,8 +239,22 @@ def sentences(text: str) -> list[tuple[int, int]]:
     """Character spans of the sentences of ``text``."""
     spans, start = [], 0
     for m in SENTENCE_SPLIT.finditer(text):
+        if _is_initial(text, m.start(), m.end()):
+            continue
         spans.append((start, m.start()))
         start = m.end()
     spans.append((start, len(text)))
     return [(a, b) for a, b in spans if text[a:b].strip()]
 
+
+
+def _is_initial(text: str, end: int, after: int) -> bool:
+    """Whether the single capital and period ending ``text[:end]`` is an initial: before another initial or a name
+    ("K. A. Applegate", "Henry J. Kaiser"), not before a function word, which starts a sentence ("Local H. The band")."""
+    if not _INITIAL.search(text, 0, end):
+        return False
+    word = _NEXT_WORD.match(text, after)
+    if word is None:
+        return False
+    token = word.group(0)
+    return (len(token) == 2 and token[0].isupper() and token[1] == ".") or not is_stopword(token.rstrip(".").lower())
