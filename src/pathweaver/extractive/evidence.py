@@ -94,7 +94,6 @@ def _typed_span(question: str, kind: str, ranked: list[Sentence],
     return (found[0], [found[1].passage.n]) if found else None
 
 
-
 _WHAT_HEAD = re.compile(r"\b(?:what|which)\s+(?P<n>[a-z][a-z\-]+)\b")
 
 
