@@ -8,7 +8,7 @@ from pathweaver.store.db import Connection
 
 # the tables whose sizes the indexer reports or checks; a name outside this set is a programming error
 COUNTED_TABLES = frozenset({"chunks", "entities", "relations", "mentions", "synonyms", "name_mentions"})
-ChunkRow = tuple[int, int, int, str, list[str], int]  # id, start, end, text, grams, n_words
+StoredChunk = tuple[int, int, int, str, list[str], int]  # id, start, end, text, grams, n_words (not writes.ChunkRow)
 
 
 def row_count(conn: Connection, table: str) -> int:
@@ -52,7 +52,7 @@ def document_chunk_ids(conn: Connection, doc_id: int) -> list[int]:
     return [r[0] for r in conn.execute("SELECT id FROM chunks WHERE doc_id = ?", (doc_id,))]
 
 
-def stored_chunks(conn: Connection, doc_id: int | None = None) -> list[tuple[int, ChunkRow]]:
+def stored_chunks(conn: Connection, doc_id: int | None = None) -> list[tuple[int, StoredChunk]]:
     """(document id, chunk row) of every chunk, or of one document's, in chunk id order."""
     sql = "SELECT doc_id, id, start, end, text, grams, n_words FROM chunks"
     rows = conn.execute(f"{sql} ORDER BY id").fetchall() if doc_id is None else \
