@@ -246,7 +246,6 @@ def sentences(text: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in spans if text[a:b].strip()]
 
 
-
 def _is_initial(text: str, end: int, after: int) -> bool:
     """Whether the single capital and period ending ``text[:end]`` is one of a run of initials ("K. A. Applegate",
     "J. R. R. Tolkien", "the U.S. Army"). A lone one ends its sentence: "Henry J. Kaiser" and "rock band Local H.

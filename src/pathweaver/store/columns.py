@@ -142,10 +142,9 @@ def cited_doc(machine_id: str) -> str:
 
 @dataclass
 class _Chunks:
-    """Every chunk row with its document's path and title, by id."""
+    """Every chunk row with its document's path and title, by id (no texts: a snapshot reads them when shown)."""
 
     ids: np.ndarray
-    texts: list[str]  # [] where read without them
     docs: list[str]
     titles: list[str]
     spans: np.ndarray  # (n, 2) character span in the file (``FILE_SPAN``)
@@ -154,23 +153,22 @@ class _Chunks:
     keys: np.ndarray  # (n,) int64 ``text_keys`` of the texts; empty where not read
 
 
-def _chunk_rows(conn: Connection, texts: bool = True, keys: bool = False) -> _Chunks:
-    """Every chunk row; without ``texts`` no text is read (the caller reads them when asked), with ``keys`` each
-    text's key (``text_keys``, SQLite only) instead. A document's path, title and cited file are one string object
-    per distinct value, not one per chunk."""
+def _chunk_rows(conn: Connection, keys: bool) -> _Chunks:
+    """Every chunk row, with ``keys`` each text's key (``text_keys``, SQLite only). A document's path, title and
+    cited file are one string object per distinct value, not one per chunk."""
     me = this_machine().id
     if keys:
         add_key_function(conn)
-    text = "c.text" if texts else KEY_SQL.format(column="c.text") if keys else "0"
+    key = KEY_SQL.format(column="c.text") if keys else "0"
     rows = conn.execute(
-        f"SELECT c.id, {text}, {doc_path(me)}, d.title, {FILE_SPAN}, {cited_doc(me)} FROM chunks c "
+        f"SELECT c.id, {key}, {doc_path(me)}, d.title, {FILE_SPAN}, {cited_doc(me)} FROM chunks c "
         "JOIN documents d ON d.id = c.doc_id ORDER BY c.id"
     ).fetchall()
-    return _Chunks(np.array([r[0] for r in rows], dtype=np.int64), [r[1] for r in rows] if texts else [],
+    return _Chunks(np.array([r[0] for r in rows], dtype=np.int64),
                    _shared([r[2] for r in rows]), _shared([r[3] for r in rows]),
                    np.array([[r[4], r[5]] for r in rows], dtype=np.int64).reshape(len(rows), 2),
                    _shared([r[6] for r in rows]), _shared([r[7] for r in rows]),
-                   np.array([r[1] for r in rows] if keys and not texts else [], dtype=np.int64))
+                   np.array([r[1] for r in rows] if keys else [], dtype=np.int64))
 
 
 def _link_key(path: str) -> str:

@@ -148,7 +148,7 @@ class StoreReader(RecordReader):
             entity_ids, (names, kinds) = ents.ints[:, 0], ents.texts
             kinds = _shared(kinds)
             pg = is_pg(conn)
-            chunks = _chunk_rows(conn, texts=False, keys=not pg)
+            chunks = _chunk_rows(conn, keys=not pg)
             doc_links = _document_links(conn)
             rels = _read_columns(conn, "relations", ["id", "src_id", "dst_id"], ("label",), order=1)
             rel_ids, r_arr, labels = rels.ints[:, 0], rels.ints[:, 1:], _shared(rels.texts[0])
@@ -324,7 +324,7 @@ class StoreReader(RecordReader):
             version = self.db.version()
             dim = self._dim()
             pg = is_pg(conn)
-            chunks = _chunk_rows(conn, texts=False, keys=not pg)
+            chunks = _chunk_rows(conn, keys=not pg)
             texts = self._chunk_texts(chunks.ids, None if pg else chunks.keys)
             reuse = None
             held = None if source is None or pg else source.loaded("chunk_vecs")
