@@ -168,6 +168,9 @@ MORE = {
     "Protocol.md": "# Protocol\n\nThe latest protocol version, released in July, makes a major change to how clients "
     "connect: the protocol is now stateless. Previously, a client and a server had to complete a handshake before "
     "the client could call a tool. Servers can still keep state of their own.\n",
+    "Audio embeddings.md": "# Audio embeddings\n\nCLAP learns one space for text and audio from pairs of "
+    "examples, with a text encoder, an audio encoder and a contrastive loss. Inspired by CLIP.\n\nIts encoders "
+    "are RoBERTa for text and HTS-AT for audio.\n",
     "Crash reports.md": "# Crash reports\n\nThe app collects anonymous crash reports when it quits unexpectedly. "
     "The crash reports it collects help us find the bugs that hit most people. Anonymous reports never include "
     "your notes. Reports are retained on our server for 90 days and then deleted.\n",
@@ -203,3 +206,10 @@ def test_a_duration_stated_below_the_best_sentences_joins_the_answer(more_pw: An
     out = more_pw.ask("How long does the app keep the anonymous crash reports it collects?")
     assert out["supported"] is True and _cited_docs(out) == {"Crash reports.md"}
     assert "90 days" in out["answer"], out["answer"]
+
+
+def test_a_question_ending_on_its_preposition_gets_what_the_notes_write_after_it(more_pw: Any) -> None:
+    out = more_pw.ask("What is CLAP inspired by?")
+    assert out["supported"] is True and _cited_docs(out) == {"Audio embeddings.md"}
+    # the fragment comes with the sentence before it, which says what was inspired
+    assert out["answer"].startswith("CLAP learns one space") and "Inspired by CLIP" in out["answer"], out["answer"]

@@ -20,6 +20,7 @@ from pathweaver.extractive.compose import NOT_SAID, _answers, _listed, _not_said
 from pathweaver.extractive.evidence import _best_span, _head_off_topic, decides, head_named_span
 from pathweaver.extractive.questions import AMOUNT, SPAN_TYPES, answer_type, options
 from pathweaver.extractive.sentences import passages_of, rank_sentences
+from pathweaver.extractive.stranded import stranded_answer
 from pathweaver.extractive.types import Answer, ChunksLike, ExtractiveParams, HopChunks, WordDfFn
 from pathweaver.retrieval.types import EncodeFn
 
@@ -82,6 +83,10 @@ def extractive_answer(
             return Answer(((span[0], (span[1].passage.n,)),), supported=True)
         if span is not None:  # a span the evidence does not clearly state: the sentences, its own among them
             return _sentences(ranked, params, must=span[1])
+    if kind == "other":  # "What is X inspired by?": the sentence that writes "inspired by" and what follows
+        stated = stranded_answer(question, ranked, params, word_df, n_docs)
+        if stated is not None:
+            return stated
     if kind in ("other", "name"):  # "what/which X ...?": a name that says it is an X, alone in the best sentence
         named = head_named_span(question, ranked)
         if named is not None:
