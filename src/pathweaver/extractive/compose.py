@@ -99,7 +99,8 @@ def _sentences(ranked: list[Sentence], params: ExtractiveParams, must: Sentence 
         first.setdefault(s.passage.n, i)
     unique = {(s.passage.n, s.index): s for s in reversed(chosen)}  # a unit once, as first chosen
     chosen = sorted(unique.values(), key=lambda s: (first[s.passage.n], s.index))
-    return Answer(tuple((s.text, (s.passage.n,)) for s in chosen), supported=True)
+    said = {s.text: s for s in reversed(chosen)}  # a sentence two chunks repeat is quoted once, as first chosen
+    return Answer(tuple((s.text, (s.passage.n,)) for s in chosen if said[s.text] is s), supported=True)
 
 
 def _listed(ranked: list[Sentence], embedded: bool, params: ExtractiveParams) -> Answer | None:
