@@ -11,7 +11,8 @@ from dataclasses import replace
 from typing import Any
 
 from pathweaver.extractive import extractive_answer, memo_encode
-from pathweaver.extractive.types import Answer, ChunksLike, HopChunks
+from pathweaver.extractive.questions import answer_type
+from pathweaver.extractive.types import Answer, ChunksLike, ExtractiveParams, HopChunks
 from pathweaver.models.llm import EXTRACTIVE, NO_LLM, LLMBackend, LLMError
 from pathweaver.planner.decompose import Plan, rephrase
 from pathweaver.planner.decompose import decompose as make_plan
@@ -160,7 +161,7 @@ def ask(
     env: RetrievalEnv,
     question: str,
     *,
-    retrieve: Callable[[str, list[str] | None], RetrievalResult],
+    retrieve: Callable[..., RetrievalResult],
     method: str,
     top_k: int,
     llm: LLMBackend,
@@ -170,9 +171,12 @@ def ask(
     max_tokens: int = ANSWER_MAX_TOKENS,
     prefetch: Callable[[list[str]], None] | None = None,
 ) -> AskOut:
-    """Answer ``question`` with citations (``results.AskOut``; built unvalidated, for ``results.dump``). ``prefetch``
-    gets each plan level's queries before the level runs (``execute_plan``)."""
+    """Answer ``question`` with citations (``results.AskOut``; built unvalidated, for ``results.dump``).
+    ``retrieve(text, keywords)`` runs the method (a "which notes ...?" question without a model also passes how
+    many notes, ``retrieve(text, keywords, k)``). ``prefetch`` gets each plan level's queries before the level
+    runs (``execute_plan``)."""
     start = time.perf_counter()
+    model, backend = getattr(llm, "model", ""), getattr(llm, "name", EXTRACTIVE)
     fallbacks: list[str] = []
     tokens = [0, 0]
     plan_dict: dict[str, Any] | None = None
@@ -200,11 +204,14 @@ def ask(
         extract_q = extract_q or question
         parts = built if is_conjunction(question) else None
     else:
-        result = retrieve(question, None)
+        if backend == EXTRACTIVE and answer_type(question) == "list":  # a list of notes may run past the top k
+            top_k = max(top_k, ExtractiveParams().list_notes)
+            result = retrieve(question, None, top_k)
+        else:
+            result = retrieve(question, None)
         layout = layout_for(method)
         if is_conjunction(question):  # one retrieval, but an extractive answer still answers each part
             parts = heuristic_decompose(question)
-    model, backend = getattr(llm, "model", ""), getattr(llm, "name", EXTRACTIVE)
     # without a model the answer reads every retrieved chunk of the top notes, not only each note's best one
     context = build_context(env.snapshot, result, layout, max_items=max(top_k, 1), question=question,
                             merged=backend == EXTRACTIVE)

@@ -12,6 +12,7 @@ of that type, and any other question (how, what, why) the best one to three sent
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from pathweaver.extractive.chain import _chain_answer, bridge_title, memo_encode
@@ -23,6 +24,8 @@ from pathweaver.extractive.sentences import passages_of, rank_sentences
 from pathweaver.extractive.stranded import stranded_answer
 from pathweaver.extractive.types import Answer, ChunksLike, ExtractiveParams, HopChunks, WordDfFn
 from pathweaver.retrieval.types import EncodeFn
+
+_NOTE_WORD_RE = re.compile(r"\b(?:notes?|pages?|files?|documents?)\b", re.I)
 
 __all__ = ["NOT_SAID", "baseline_answer", "bridge_title", "decides", "extractive_answer", "memo_encode"]
 
@@ -45,19 +48,21 @@ def extractive_answer(
     for a name, date, number or place ("Where was the director of film X born?") is answered hop by hop when
     ``params.chain``."""
     params = params or ExtractiveParams()
-    passages = passages_of(chunks_or_context, params.max_chunks)
+    question = " ".join(question.split())
+    kind = answer_type(question)
+    passages = passages_of(chunks_or_context, params.list_notes if kind == "list" else params.max_chunks)
     if not passages:
         return Answer((), supported=False)
-    question = " ".join(question.split())
     encode = memo_encode(encode)  # the chain's hops rank the same sentences again
     ranked = rank_sentences(question, passages, encode, params, word_df, n_docs)
     if not ranked:
         return Answer((), supported=False)
-    kind = answer_type(question)
     if kind == "choice":
         picked = choose_option(question, options(question), passages, resolved)
         return Answer(((picked[0], tuple(picked[1])),), supported=True) if picked else _not_said(ranked, params)
-    if not decides(question, passages, ranked, params, word_df, n_docs, embedded=encode is not None):
+    # "Which notes ...?" asks for notes: the word is not what the notes must hold
+    asked = _NOTE_WORD_RE.sub(" ", question) if kind == "list" else question
+    if not decides(asked, passages, ranked, params, word_df, n_docs, embedded=encode is not None):
         return _not_said(ranked, params)
     if kind not in ("yesno", "list") and _head_off_topic(question, ranked):
         return _not_said(ranked, params)
@@ -69,7 +74,7 @@ def extractive_answer(
         near = partly_stated(question, _answers(ranked), floor)  # no "yes" or "no": what the notes say on it
         return _sentences(ranked, params, must=near) if near is not None else _not_said(ranked, params)
     if kind == "list":
-        listed = _listed(ranked, encode is not None, params)
+        listed = _listed(ranked, encode is not None, params, question)
         return listed or _not_said(ranked, params)
     if kind in SPAN_TYPES and params.chain and not resolved:
         chained = _chain_answer(question, passages, encode, params, word_df, n_docs, hop_chunks)
