@@ -79,9 +79,9 @@ def env() -> RetrievalEnv:
 def dense(env: RetrievalEnv, top_k: int = 3) -> Any:
     """The caller's retrieval: dense cosine over the snapshot's chunk vectors."""
 
-    def retrieve(text: str, keywords: list[str] | None = None) -> RetrievalResult:
+    def retrieve(text: str, keywords: list[str] | None = None, k: int | None = None) -> RetrievalResult:
         sims = env.snapshot.chunk_vecs @ env.encode([text])[0]
-        order = np.argsort(-sims, kind="stable")[:top_k]
+        order = np.argsort(-sims, kind="stable")[: k or top_k]
         return RetrievalResult("dense", [ChunkHit(int(i), float(sims[i])) for i in order])
 
     return retrieve

@@ -9,6 +9,7 @@ from typing import Any
 from pathweaver.extractive import NOT_SAID, extractive_answer
 from pathweaver.extractive.questions import answer_type, options
 from pathweaver.extractive.sentences import split_sentences
+from pathweaver.extractive.stranded import _object
 from pathweaver.retrieval.context import build_context
 
 
@@ -275,3 +276,15 @@ def test_what_x_is_the_one_name_that_says_it_is_an_x() -> None:
            "stands in Bexley.")
     text, _ = ans("The Livesey Hall War Memorial commemorates the fallen of what war?", [two])
     assert text.startswith("The memorial commemorates")  # two wars are named: the sentence answers
+
+
+def test_a_stranded_preposition_is_answered_only_by_a_new_object() -> None:
+    chunks = ["Pagers\nThe pager rota is based on the team calendar. Alerts go to the person on call.",
+              "Backups\nBackups are based on nightly snapshots of every volume."]
+    text, cites = ans("What is the pager rota based on?", chunks)
+    assert text == "The pager rota is based on the team calendar." and cites == [1]
+    # the object is what follows the word and preposition to the clause's end, and must name something new
+    asked = {"what", "are", "backups", "based", "on"}
+    assert _object("Backups are based on nightly snapshots, kept a week.", "based", "on", asked) == "nightly snapshots"
+    assert _object("Backups are based on backups.", "based", "on", asked) is None
+    assert _object("Backups depend on the calendar.", "based", "on", asked) is None

@@ -168,6 +168,9 @@ MORE = {
     "Protocol.md": "# Protocol\n\nThe latest protocol version, released in July, makes a major change to how clients "
     "connect: the protocol is now stateless. Previously, a client and a server had to complete a handshake before "
     "the client could call a tool. Servers can still keep state of their own.\n",
+    "Audio embeddings.md": "# Audio embeddings\n\nCLAP learns one space for text and audio from pairs of "
+    "examples, with a text encoder, an audio encoder and a contrastive loss. Inspired by CLIP.\n\nIts encoders "
+    "are RoBERTa for text and HTS-AT for audio.\n",
     "Crash reports.md": "# Crash reports\n\nThe app collects anonymous crash reports when it quits unexpectedly. "
     "The crash reports it collects help us find the bugs that hit most people. Anonymous reports never include "
     "your notes. Reports are retained on our server for 90 days and then deleted.\n",
@@ -203,3 +206,32 @@ def test_a_duration_stated_below_the_best_sentences_joins_the_answer(more_pw: An
     out = more_pw.ask("How long does the app keep the anonymous crash reports it collects?")
     assert out["supported"] is True and _cited_docs(out) == {"Crash reports.md"}
     assert "90 days" in out["answer"], out["answer"]
+
+
+def test_a_question_ending_on_its_preposition_gets_what_the_notes_write_after_it(more_pw: Any) -> None:
+    out = more_pw.ask("What is CLAP inspired by?")
+    assert out["supported"] is True and _cited_docs(out) == {"Audio embeddings.md"}
+    # the fragment comes with the sentence before it, which says what was inspired
+    assert out["answer"].startswith("CLAP learns one space") and "Inspired by CLIP" in out["answer"], out["answer"]
+
+
+BOARD = {f"Board minutes {year}.md": f"# Board minutes {year}\n\nThe board met on 3 March {year}. The treasurer "
+         f"reported on the accounts and the members approved the budget for {year + 1}.\n" for year in range(2018, 2025)}
+BOARD |= {
+    "Treasurer handbook.md": "# Treasurer handbook\n\nBefore each board meeting the treasurer sends the accounts "
+    "to the members. The minutes of the meeting record the budget vote.\n",
+    "Hiking.md": "# Hiking\n\nThe coastal path is best walked in May, before the summer crowds.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def board_pw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    yield from _indexed(tmp_path_factory, "notes-lists", BOARD)
+
+
+def test_a_which_notes_question_lists_every_note_named_for_it_and_no_other(board_pw: Any) -> None:
+    out = board_pw.ask("Which of my notes are minutes of the board?", top_k=5)
+    assert out["supported"] is True
+    # seven notes answer, more than the top 5 a question gets; the handbook only writes about minutes
+    assert _cited_docs(out) == {f"Board minutes {year}.md" for year in range(2018, 2025)}, out["answer"]
+    assert "Treasurer handbook" not in out["answer"] and "Hiking" not in out["answer"]

@@ -7,13 +7,20 @@ from pathlib import Path
 
 import pytest
 
+from pathweaver.extractive import extractive_answer
+from pathweaver.retrieval.context import build_context
 from pathweaver.retrieval.notes import first_per_key, merge_by_note
-from pathweaver.retrieval.types import ChunkHit
+from pathweaver.retrieval.types import ChunkHit, RetrievalResult
 from pathweaver.service import Pathweaver
 
 LONG = " ".join(f"Harbour fact {i}: the harbour pilots of Kestrel Bay guide ships past the reef at dawn." for i in
                 range(16))
+# the pilot boat's colour sits in the note's last chunk, below chunks that match the question's other words better
+PILOT_BOAT = ("# Pilot boat\n\n" + " ".join(
+    f"The Kestrel Bay pilot boat, fact {i}: the pilot boat takes the Kestrel Bay pilots out to ships." for i in range(6))
+    + "\n\nLast spring the crew repainted it bright orange, so that ships can see it in fog.\n")
 OTHERS = {
+    "pilot boat.md": PILOT_BOAT,
     "reef.md": "# Reef\n\nThe reef off Kestrel Bay wrecked ships before the harbour pilots came.\n",
     "lighthouse.md": "# Lighthouse\n\nThe lighthouse of Kestrel Bay warns ships of the reef at night.\n",
     "bakery.md": "# Bakery\n\nThe bakery sells rye bread on Saturdays.\n",
@@ -58,7 +65,7 @@ def test_every_method_returns_distinct_notes(service: Pathweaver, method: str) -
     harbour = next(c for c in out["chunks"] if c["doc"].endswith("harbour.md"))
     assert harbour["merged_chunks"] and set(harbour["merged_chunks"]) <= set(harbour_chunks)
     assert harbour["chunk_id"] not in harbour["merged_chunks"]
-    assert all(c["merged_chunks"] == [] for c in out["chunks"] if not c["doc"].endswith("harbour.md"))
+    assert all(c["merged_chunks"] == [] for c in out["chunks"] if not c["doc"].endswith(("harbour.md", "boat.md")))
 
 
 @pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
@@ -84,3 +91,21 @@ def test_a_stub_note_is_found_by_its_title_and_cited_there(service: Pathweaver) 
     hits = service.search("nautical cartography", k=1)
     start, end = hits[0]["span"]
     assert Path(hits[0]["doc"]).read_text("utf-8")[start:end] == "Nautical cartography"
+
+
+def test_an_answer_without_a_model_reads_the_notes_other_retrieved_chunks(service: Pathweaver) -> None:
+    snap = service.snapshot()
+    boat = [p for p in range(snap.n_passages) if snap.chunk_docs[p].endswith("pilot boat.md")]
+    assert len(boat) > 2
+    # the note's first chunk stands for it, its last (the colour) was merged into it
+    result = RetrievalResult(method="ppr", chunks=[ChunkHit(boat[0], 1.0, merged=[boat[-1]])])
+    alone = build_context(snap, result, "chunks", max_items=1)
+    assert [i.passage for i in alone.items] == [boat[0]]  # a model's prompt keeps the best chunk only
+    context = build_context(snap, result, "chunks", max_items=1, merged=True)
+    assert [(i.n, i.passage) for i in context.items] == [(1, boat[0]), (2, boat[-1])]
+    env = service.env(snap)
+    answer = extractive_answer("What colour was the pilot boat repainted?", context, env.encode,
+                               word_df=env.word_df, n_docs=snap.n_passages)
+    # the sentence is cited to the chunk that holds it, with that chunk's own span
+    assert answer.supported and [ns for text, ns in answer.parts if "bright orange" in text] == [(2,)], answer
+    assert context.items[1].span == tuple(int(x) for x in snap.chunk_spans[boat[-1]]) != context.items[0].span

@@ -11,14 +11,15 @@ from dataclasses import replace
 from typing import Any
 
 from pathweaver.extractive import extractive_answer, memo_encode
-from pathweaver.extractive.types import Answer, ChunksLike, HopChunks
+from pathweaver.extractive.questions import answer_type
+from pathweaver.extractive.types import Answer, ChunksLike, ExtractiveParams, HopChunks
 from pathweaver.models.llm import EXTRACTIVE, NO_LLM, LLMBackend, LLMError
 from pathweaver.planner.decompose import Plan, rephrase
 from pathweaver.planner.decompose import decompose as make_plan
 from pathweaver.planner.execute import PlanTrace, execute_plan
 from pathweaver.planner.heuristic import heuristic_decompose, is_conjunction
 from pathweaver.results import AnswerCitation, AnswerLLM, AskOut
-from pathweaver.retrieval.context import Context, build_context, layout_for, top_chunks
+from pathweaver.retrieval.context import Context, ContextItem, build_context, layout_for, top_chunks
 from pathweaver.retrieval.types import EncodeFn, RetrievalEnv, RetrievalResult
 
 ANSWER_MAX_TOKENS = 512
@@ -76,34 +77,35 @@ class HopRetrieval:
 
     def __init__(self, env: RetrievalEnv, result: RetrievalResult, retrieve: Callable[[str, list[str] | None],
                  RetrievalResult], layout: str, question: str, context: Context, *, hop_chunks: int,
-                 derived_items: int | None = None) -> None:
+                 derived_items: int | None = None, merged: bool = False) -> None:
         self.env, self.result, self.retrieve = env, result, retrieve
-        self.layout, self.question = layout, question
+        self.layout, self.question, self.merged = layout, question, merged
         self.hop_chunks, self.derived_items = hop_chunks, derived_items
         self.chunks = top_chunks(result.chunks, hop_chunks)
         self.context = context
 
-    def __call__(self, hop_question: str) -> list[tuple[str, int, str]]:
+    def __call__(self, hop_question: str) -> list[ContextItem]:
         hop = top_chunks(self.retrieve(hop_question, None).chunks, self.hop_chunks)
         seen = {h.passage for h in self.chunks}
         self.chunks += [h for h in hop if h.passage not in seen]
         self.context = build_context(self.env.snapshot, replace(self.result, chunks=self.chunks), self.layout,
                                      max_items=len(self.chunks), question=self.question,
-                                     max_derived=self.derived_items)
+                                     max_derived=self.derived_items, merged=self.merged)
         items = {i.passage: i for i in self.context.items if i.kind == "chunk"}
-        return [(items[h.passage].text, items[h.passage].n, items[h.passage].title) for h in hop]
+        wanted = (p for h in hop for p in ([h.passage, *h.merged] if self.merged else [h.passage]))
+        return [items[p] for p in dict.fromkeys(wanted) if p in items]
 
 
-def _part_chunks(context: Context, own: list[tuple[str, int, str]]) -> list[tuple[str, int, str]]:
+def _part_chunks(context: Context, own: list[ContextItem]) -> list[ContextItem]:
     """The chunks one part of a question is answered from: its own retrieved chunks and the whole question's,
     taken in turn (each list best first, each chunk once), so a part about a second note finds that note even
     when the question's top chunks are all about the first."""
-    asked = [(i.text, i.n, i.title) for i in context.items if i.kind == "chunk"]
-    out: dict[int, tuple[str, int, str]] = {}
+    asked = [i for i in context.items if i.kind == "chunk"]
+    out: dict[int, ContextItem] = {}
     for pair in zip(own + [None] * len(asked), asked + [None] * len(own), strict=True):
         for c in pair:
             if c is not None:
-                out.setdefault(c[1], c)
+                out.setdefault(c.n, c)
     return list(out.values())
 
 
@@ -159,7 +161,7 @@ def ask(
     env: RetrievalEnv,
     question: str,
     *,
-    retrieve: Callable[[str, list[str] | None], RetrievalResult],
+    retrieve: Callable[..., RetrievalResult],
     method: str,
     top_k: int,
     llm: LLMBackend,
@@ -169,9 +171,12 @@ def ask(
     max_tokens: int = ANSWER_MAX_TOKENS,
     prefetch: Callable[[list[str]], None] | None = None,
 ) -> AskOut:
-    """Answer ``question`` with citations (``results.AskOut``; built unvalidated, for ``results.dump``). ``prefetch``
-    gets each plan level's queries before the level runs (``execute_plan``)."""
+    """Answer ``question`` with citations (``results.AskOut``; built unvalidated, for ``results.dump``).
+    ``retrieve(text, keywords)`` runs the method (a "which notes ...?" question without a model also passes how
+    many notes, ``retrieve(text, keywords, k)``). ``prefetch`` gets each plan level's queries before the level
+    runs (``execute_plan``)."""
     start = time.perf_counter()
+    model, backend = getattr(llm, "model", ""), getattr(llm, "name", EXTRACTIVE)
     fallbacks: list[str] = []
     tokens = [0, 0]
     plan_dict: dict[str, Any] | None = None
@@ -199,14 +204,19 @@ def ask(
         extract_q = extract_q or question
         parts = built if is_conjunction(question) else None
     else:
-        result = retrieve(question, None)
+        if backend == EXTRACTIVE and answer_type(question) == "list":  # a list of notes may run past the top k
+            top_k = max(top_k, ExtractiveParams().list_notes)
+            result = retrieve(question, None, top_k)
+        else:
+            result = retrieve(question, None)
         layout = layout_for(method)
         if is_conjunction(question):  # one retrieval, but an extractive answer still answers each part
             parts = heuristic_decompose(question)
-    context = build_context(env.snapshot, result, layout, max_items=max(top_k, 1), question=question)
-    hops = HopRetrieval(env, result, retrieve, layout, question, context, hop_chunks=max(top_k, 1)) \
-        if not (decompose or plan is not None) else None
-    model, backend = getattr(llm, "model", ""), getattr(llm, "name", EXTRACTIVE)
+    # without a model the answer reads every retrieved chunk of the top notes, not only each note's best one
+    context = build_context(env.snapshot, result, layout, max_items=max(top_k, 1), question=question,
+                            merged=backend == EXTRACTIVE)
+    hops = HopRetrieval(env, result, retrieve, layout, question, context, hop_chunks=max(top_k, 1),
+                        merged=backend == EXTRACTIVE) if not (decompose or plan is not None) else None
     answer = ""
     try:
         if backend == EXTRACTIVE:

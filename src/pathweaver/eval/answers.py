@@ -61,7 +61,8 @@ def _extractive(pw: Any, question: str, method: str, top_k: int, params: dict[st
     result = pw.retrieve(question, method="dense" if baseline else method, top_k=1 if baseline else top_k,
                          params=None if baseline else params)
     env = pw.env()
-    context = build_context(env.snapshot, result, "chunks", max_items=max(top_k, 1), question=question)
+    context = build_context(env.snapshot, result, "chunks", max_items=max(top_k, 1), question=question,
+                            merged=not baseline)  # as ``ask`` without a model reads them
     supported = True
     if baseline:
         text, cites = baseline_answer(question, context, env.encode)

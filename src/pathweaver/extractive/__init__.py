@@ -12,6 +12,7 @@ of that type, and any other question (how, what, why) the best one to three sent
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from pathweaver.extractive.chain import _chain_answer, bridge_title, memo_encode
@@ -20,8 +21,11 @@ from pathweaver.extractive.compose import NOT_SAID, _answers, _listed, _not_said
 from pathweaver.extractive.evidence import _best_span, _head_off_topic, decides, head_named_span
 from pathweaver.extractive.questions import AMOUNT, SPAN_TYPES, answer_type, options
 from pathweaver.extractive.sentences import passages_of, rank_sentences
+from pathweaver.extractive.stranded import stranded_answer
 from pathweaver.extractive.types import Answer, ChunksLike, ExtractiveParams, HopChunks, WordDfFn
 from pathweaver.retrieval.types import EncodeFn
+
+_NOTE_WORD_RE = re.compile(r"\b(?:notes?|pages?|files?|documents?)\b", re.I)
 
 __all__ = ["NOT_SAID", "baseline_answer", "bridge_title", "decides", "extractive_answer", "memo_encode"]
 
@@ -44,19 +48,21 @@ def extractive_answer(
     for a name, date, number or place ("Where was the director of film X born?") is answered hop by hop when
     ``params.chain``."""
     params = params or ExtractiveParams()
-    passages = passages_of(chunks_or_context, params.max_chunks)
+    question = " ".join(question.split())
+    kind = answer_type(question)
+    passages = passages_of(chunks_or_context, params.list_notes if kind == "list" else params.max_chunks)
     if not passages:
         return Answer((), supported=False)
-    question = " ".join(question.split())
     encode = memo_encode(encode)  # the chain's hops rank the same sentences again
     ranked = rank_sentences(question, passages, encode, params, word_df, n_docs)
     if not ranked:
         return Answer((), supported=False)
-    kind = answer_type(question)
     if kind == "choice":
         picked = choose_option(question, options(question), passages, resolved)
         return Answer(((picked[0], tuple(picked[1])),), supported=True) if picked else _not_said(ranked, params)
-    if not decides(question, passages, ranked, params, word_df, n_docs, embedded=encode is not None):
+    # "Which notes ...?" asks for notes: the word is not what the notes must hold
+    asked = _NOTE_WORD_RE.sub(" ", question) if kind == "list" else question
+    if not decides(asked, passages, ranked, params, word_df, n_docs, embedded=encode is not None):
         return _not_said(ranked, params)
     if kind not in ("yesno", "list") and _head_off_topic(question, ranked):
         return _not_said(ranked, params)
@@ -68,7 +74,7 @@ def extractive_answer(
         near = partly_stated(question, _answers(ranked), floor)  # no "yes" or "no": what the notes say on it
         return _sentences(ranked, params, must=near) if near is not None else _not_said(ranked, params)
     if kind == "list":
-        listed = _listed(ranked, encode is not None, params)
+        listed = _listed(ranked, encode is not None, params, question)
         return listed or _not_said(ranked, params)
     if kind in SPAN_TYPES and params.chain and not resolved:
         chained = _chain_answer(question, passages, encode, params, word_df, n_docs, hop_chunks)
@@ -82,6 +88,10 @@ def extractive_answer(
             return Answer(((span[0], (span[1].passage.n,)),), supported=True)
         if span is not None:  # a span the evidence does not clearly state: the sentences, its own among them
             return _sentences(ranked, params, must=span[1])
+    if kind == "other":  # "What is X inspired by?": the sentence that writes "inspired by" and what follows
+        stated = stranded_answer(question, ranked, params, word_df, n_docs)
+        if stated is not None:
+            return stated
     if kind in ("other", "name"):  # "what/which X ...?": a name that says it is an X, alone in the best sentence
         named = head_named_span(question, ranked)
         if named is not None:

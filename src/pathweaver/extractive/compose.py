@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import re
 
-from pathweaver.extractive.sentences import units
+from pathweaver.extractive.sentences import content_words, stems, units
 from pathweaver.extractive.types import Answer, ExtractiveParams, Sentence
 
 NOT_SAID = "The notes don't say."
+# the words that ask for notes themselves ("Which notes ...?"), not for what the notes are about
+_NOTE_WORDS = stems({"note", "notes", "page", "pages", "file", "files", "document", "documents"})
 
 
 def _not_said(ranked: list[Sentence], params: ExtractiveParams | None = None) -> Answer:
@@ -99,18 +101,24 @@ def _sentences(ranked: list[Sentence], params: ExtractiveParams, must: Sentence 
         first.setdefault(s.passage.n, i)
     unique = {(s.passage.n, s.index): s for s in reversed(chosen)}  # a unit once, as first chosen
     chosen = sorted(unique.values(), key=lambda s: (first[s.passage.n], s.index))
-    return Answer(tuple((s.text, (s.passage.n,)) for s in chosen), supported=True)
+    said = {s.text: s for s in reversed(chosen)}  # a sentence two chunks repeat is quoted once, as first chosen
+    return Answer(tuple((s.text, (s.passage.n,)) for s in chosen if said[s.text] is s), supported=True)
 
 
-def _listed(ranked: list[Sentence], embedded: bool, params: ExtractiveParams) -> Answer | None:
+def _listed(ranked: list[Sentence], embedded: bool, params: ExtractiveParams, question: str = "") -> Answer | None:
     """A "which notes ...?" question: the titles of the cited chunks whose best sentence clears the bar (at least
-    ``min_sim`` similar, or sharing a word without an embedder), each cited, in rank order; None when none does."""
+    ``min_sim`` similar, or sharing a word without an embedder), each cited, in rank order; where some titles
+    hold the question's words (notes are named for what they are: "Which notes are minutes of an AGM?"), only
+    the titles that hold the most of them. None when no title clears the bar."""
     best: dict[int, Sentence] = {}
     for sent in ranked:
         best.setdefault(sent.passage.n, sent)
     keep = [s for s in best.values() if s.passage.title and (s.sim >= params.min_sim if embedded else s.score > 0)]
+    asked = stems(content_words(question)) - _NOTE_WORDS
+    held = {s.passage.n: len(asked & stems(content_words(s.passage.title))) for s in keep}
+    most = max(held.values(), default=0)
+    keep = [s for s in keep if held[s.passage.n] == most]
     keep.sort(key=lambda s: s.passage.rank)
     parts = tuple((title, tuple(s.passage.n for s in keep if s.passage.title == title))
                   for title in dict.fromkeys(s.passage.title for s in keep))
     return Answer(parts, supported=True) if parts else None
-

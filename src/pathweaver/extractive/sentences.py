@@ -18,16 +18,25 @@ from pathweaver.text import STOPWORDS
 
 def passages_of(chunks: ChunksLike, max_chunks: int) -> list[Passage]:
     """Chunk texts with their citation numbers from a ``Context`` (its chunk items), or from a sequence of
-    strings (cited 1, 2, ...), ``(text, n)``/``(text, n, title)`` tuples or objects with ``text`` and ``n``."""
+    strings (cited 1, 2, ...), ``(text, n)``/``(text, n, title)`` tuples or objects with ``text`` and ``n``: the
+    chunks of the first ``max_chunks`` notes. A note's first chunk (its best) ranks by the note's place; the others
+    retrieved with it (items of the same ``doc``) rank after every note's best, in their order."""
     items = [i for i in chunks.items if i.kind == "chunk"] if isinstance(chunks, Context) else list(chunks)
+    notes = [getattr(item, "doc", "") or at for at, item in enumerate(items)]
+    kept = list(dict.fromkeys(notes))[:max_chunks]
+    firsts = {note: notes.index(note) for note in kept}
+    later = iter(range(len(kept), len(items) + len(kept)))
     out: list[Passage] = []
-    for rank, item in enumerate(items[:max_chunks]):
+    for at, (item, note) in enumerate(zip(items, notes, strict=True)):
+        if note not in firsts:
+            continue
+        rank = kept.index(note) if firsts[note] == at else next(later)
         if isinstance(item, str):
-            out.append(Passage(item, rank + 1, "", rank))
+            out.append(Passage(item, at + 1, "", rank))
         elif isinstance(item, tuple):
             out.append(Passage(str(item[0]), int(item[1]), str(item[2]) if len(item) > 2 else "", rank))
         else:
-            out.append(Passage(str(item.text), int(getattr(item, "n", rank + 1)), str(getattr(item, "title", "")),
+            out.append(Passage(str(item.text), int(getattr(item, "n", at + 1)), str(getattr(item, "title", "")),
                                rank))
     return out
 

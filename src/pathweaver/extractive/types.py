@@ -15,6 +15,7 @@ class ExtractiveParams:
     (the notes set's dev split for the bar and the answer's length; docs/benchmarks.md)."""
 
     max_chunks: int = 5  # chunks searched, best first
+    list_notes: int = 10  # notes a "which notes ...?" answer reads (and ``ask`` retrieves for it) to list them
     max_sentences: int = 4  # best sentences searched for a typed span
     embed_max: int = 24  # sentences embedded per question, the best by word overlap and chunk rank (latency)
     embed_weight: float = 1.0  # cosine(question, sentence)

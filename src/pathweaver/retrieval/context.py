@@ -165,9 +165,12 @@ def build_context(
     max_items: int = DEFAULT_MAX_ITEMS,
     question: str | None = None,
     max_derived: int | None = None,
+    merged: bool = False,
 ) -> Context:
     """Items, prompt text and citations for ``result`` in ``layout`` (default: by the method's paper): at most
-    ``max_items`` chunks, and at most ``max_derived`` paths or triples (default ``max_items``)."""
+    ``max_items`` chunks, and at most ``max_derived`` paths or triples (default ``max_items``). With ``merged``,
+    each chunk is followed by its note's other retrieved chunks (``ChunkHit.merged``) as items of their own (an
+    answer read from the whole note cites the chunk that says it); a later chunk keeps the numbers before it."""
     layout = layout or layout_for(result.method)
     if layout not in LAYOUTS:
         raise ValueError(f"unknown context layout {layout!r}; use one of {', '.join(LAYOUTS)}")
@@ -182,7 +185,9 @@ def build_context(
         sections.append(f"Question: {question}")
 
     def chunk_items() -> list[ContextItem]:  # built where they appear, so [n] follow reading order
-        return [_chunk_item(snapshot, cits, h.passage) for h in top_chunks(result.chunks, max_items)]
+        top = top_chunks(result.chunks, max_items)
+        passages = [p for h in top for p in ([h.passage, *h.merged] if merged else [h.passage])]
+        return [_chunk_item(snapshot, cits, p) for p in dict.fromkeys(passages)]
 
     if layout == "pathrag":
         paths = top_paths(result.paths, max_derived)

@@ -80,8 +80,8 @@ class AnswerSide(QuerySide):
         method = method or ANSWER_METHOD
         self.query(question)  # validates the question and the embedding model
 
-        def retrieve(text: str, keywords: list[str] | None) -> RetrievalResult:
-            return self.retrieve(text, method, top_k, params, keywords)
+        def retrieve(text: str, keywords: list[str] | None, k: int | None = None) -> RetrievalResult:
+            return self.retrieve(text, method, k or top_k, params, keywords)
 
         out = ask(
             self.env(),
