@@ -139,6 +139,11 @@ def test_a_table_in_a_code_fence_is_left_alone(tmp_path: Path) -> None:
     assert doc.text == "Example:\n\n<table>\n<tr><td>a</td><td>b</td></tr>\n</table>"
 
 
+def test_a_table_tag_named_in_prose_is_no_table(tmp_path: Path) -> None:
+    doc = parse(tmp_path, "Wrap the rows in a <table> tag.\n\nA second paragraph.\n\nClose it with </table> there.\n")
+    assert doc.text == "Wrap the rows in a  tag.\n\nA second paragraph.\n\nClose it with  there."
+
+
 def test_unclosed_and_nested_tables_read_as_before(tmp_path: Path) -> None:
     unclosed = "# Notes\n\n<table>\n<tr><td>alpha</td>\n<td>beta</td></tr>\n\n## Later\n\nThe rest of the note.\n"
     doc = parse(tmp_path, unclosed)

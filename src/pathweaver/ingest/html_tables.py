@@ -13,6 +13,8 @@ from html.parser import HTMLParser
 
 _FENCE_RE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})")  # as format_markdown opens a fence
 _OPEN_RE = re.compile(r"<table\b", re.IGNORECASE)
+# an HTML block starts its line (CommonMark; any indent, as in a list): "use a `<table>` tag" in prose is no table
+_START_RE = re.compile(r"^[ \t]*<table\b", re.IGNORECASE)
 _CLOSE_RE = re.compile(r"</table\s*>", re.IGNORECASE)
 # tags that end a word: "</a><br>caption" reads "... caption", while "<code>12</code>.5" stays "12.5"
 _BREAKS = frozenset({"br", "p", "div", "li", "ul", "ol", "hr", "img", "pre", "blockquote",
@@ -190,8 +192,9 @@ def _table_end(lines: list[str], start: int) -> int | None:
 
 
 def pipe_tables(text: str) -> str:
-    """``text`` (Markdown) with each HTML table outside fenced code rewritten by ``table_lines``, with a blank line
-    either side; text before ``<table>`` or after ``</table>`` on their lines stays on lines of its own."""
+    """``text`` (Markdown) with each HTML table that starts a line outside fenced code rewritten by
+    ``table_lines``, with a blank line either side; text after ``</table>`` on its line stays on a line of its
+    own."""
     lines = text.split("\n")
     out: list[str] = []
     fence: str | None = None
@@ -202,13 +205,10 @@ def pipe_tables(text: str) -> str:
             fence = None if raw.strip().startswith(fence) else fence
         elif (m := _FENCE_RE.match(raw)) is not None:
             fence = m.group(1)[0] * len(m.group(1))
-        elif _OPEN_RE.search(raw) and (end := _table_end(lines, i)) is not None:
-            opened = _OPEN_RE.search(raw)
-            assert opened is not None
-            block = "\n".join([raw[opened.start():], *lines[i + 1:end + 1]])
-            closed = list(_CLOSE_RE.finditer(block))[0]
-            before, after = raw[:opened.start()], block[closed.end():]
-            out += [before, "", *table_lines(block[:closed.end()]), "", after]
+        elif _START_RE.match(raw) and (end := _table_end(lines, i)) is not None:
+            block = "\n".join(lines[i:end + 1])
+            closed = next(_CLOSE_RE.finditer(block))
+            out += ["", *table_lines(block[:closed.end()]), "", block[closed.end():]]
             i = end + 1
             continue
         out.append(raw)
