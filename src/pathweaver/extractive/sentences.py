@@ -126,6 +126,8 @@ def _units(text: str) -> tuple[tuple[str, bool], ...]:
     for kind, lines in _blocks(text):
         if kind == "table":
             rows = [_cells(r) for r in lines]
+            if len(rows) > 1 and lines[0].lstrip().startswith("|") and len(rows[1]) == len(rows[0]) + 1:
+                rows[0] = ["", *rows[0]]  # "|  | a | b |" read as "| a | b": the empty corner over row labels
             header = rows[0] if len(rows) > 1 else []
             out += [(t, False) for t in (_row_text(r, header) for r in rows[1 if header else 0:]) if len(t) > 3]
             continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path, PurePosixPath
 
+from pathweaver.ingest.html_tables import COPY_MARK, pipe_tables
 from pathweaver.ingest.parsed import (
     SUPPORTED_SUFFIXES,
     ParsedDocument,
@@ -127,6 +128,7 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
         fm_title = _unquote(t.group(1)) if t else ""
         aliases = front_matter_aliases(fm.group(1) or "")
         text = text[fm.end() :]
+    text = pipe_tables(text)  # an HTML table's rows keep their headers, as a pipe table's do
     out: list[str] = []
     offset = 0
     headings: list[tuple[int, str]] = []
@@ -137,6 +139,7 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
     embeds: list[tuple[int, str, str]] = []
     pending: list[tuple[str, str]] = []  # embeds of the line being read, in order
     blocks: dict[str, tuple[int, int]] = {}
+    copied: list[tuple[int, int]] = []  # text a table cell's colspan or rowspan repeats (``html_tables``)
     para_start: int | None = None  # where the paragraph (or list, table) being read began
     last_para: tuple[int, int] | None = None
     fence: str | None = None
@@ -150,9 +153,16 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
         parts = s.split(EMBED_MARK)
         s = parts[0]
         for part, (target, fragment) in zip(parts[1:], pending, strict=False):
-            embeds.append((start + len(s), target, fragment))
+            embeds.append((start + len(s.replace(COPY_MARK, "")), target, fragment))
             s += part
         pending.clear()
+        if COPY_MARK in s:
+            pieces, at = s.split(COPY_MARK), start
+            for k, piece in enumerate(pieces):
+                if k % 2 and piece:
+                    copied.append((at, at + len(piece)))
+                at += len(piece)
+            s = "".join(pieces)
         out.append(s)
         offset += len(s) + 1
         return start
@@ -219,4 +229,4 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
         body = "\n".join(_dedupe([fm_title, *aliases]))
     return ParsedDocument(body, fm_title or h1 or stem_title(path), headings, _dedupe(links), aliases=aliases,
                           link_texts=list(dict.fromkeys(link_texts)), embeds=embeds, heading_levels=levels,
-                          blocks=blocks)
+                          blocks=blocks, copied=copied)

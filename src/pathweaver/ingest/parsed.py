@@ -49,6 +49,9 @@ class ParsedDocument:
     embeds: list[tuple[int, str, str]] = field(default_factory=list)
     heading_levels: list[int] = field(default_factory=list)  # the level of each of ``headings`` (1 to 6)
     blocks: dict[str, tuple[int, int]] = field(default_factory=dict)  # block id -> its paragraph's span in text
+    # Ranges of ``text`` that repeat text written once in the file (an HTML table cell's colspan or rowspan):
+    # citation spans match no word inside them.
+    copied: list[tuple[int, int]] = field(default_factory=list)
 
 
 def stem_title(path: Path) -> str:

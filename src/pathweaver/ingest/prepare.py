@@ -125,7 +125,7 @@ class Preparer:
             return entry, "empty document"
         rows = []
         spans = [(c.start, c.end) for c in chunks]
-        in_file = file_spans(doc.text, doc.source, spans, doc.hidden) if doc.source is not None else []
+        in_file = file_spans(doc.text, doc.source, spans, doc.hidden, doc.copied) if doc.source is not None else []
         for i, c in enumerate(chunks):
             grams, n_words = chunk_stats(c.text, self.params.ngram_max)
             file_start, file_end = in_file[i] if in_file else (None, None)
@@ -149,7 +149,8 @@ class Preparer:
             heads = [(o - found.start, h) for o, h in found.doc.headings if found.start <= o < found.end]
             pieces = chunk_text(part, self.embedder.tokenize(part), ing.chunk_tokens, ing.chunk_overlap, heads)
             spans = file_spans(found.doc.text, found.doc.source or "",
-                               [(found.start + c.start, found.start + c.end) for c in pieces])
+                               [(found.start + c.start, found.start + c.end) for c in pieces],
+                               copied=found.doc.copied)
             for c, (file_start, file_end) in zip(pieces, spans, strict=True):
                 grams, n_words = chunk_stats(c.text, self.params.ngram_max)
                 rows.append(w.ChunkRow(first_ord + len(rows), offset, offset + len(c.text), c.n_tokens, c.text,

@@ -70,16 +70,28 @@ def blanked(source: str, hidden: Sequence[tuple[int, int]]) -> str:
     return "".join(parts)
 
 
+def _inside(at: int, ranges: Sequence[tuple[int, int]]) -> bool:
+    """Whether offset ``at`` lies in one of ``ranges`` (sorted, not overlapping)."""
+    k = bisect.bisect_right(ranges, (at, float("inf"))) - 1
+    return k >= 0 and ranges[k][0] <= at < ranges[k][1]
+
+
 def file_spans(text: str, source: str, spans: Sequence[tuple[int, int]],
-               hidden: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
+               hidden: Sequence[tuple[int, int]] = (),
+               copied: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
     """For each ``(start, end)`` of ``text`` (the parsed document), the span in ``source`` (the decoded file) that
-    holds its words, matched outside the ``hidden`` ranges (markup); a span without words the file spells out is
-    empty, at the file offset of the text before it."""
+    holds its words, matched outside the ``hidden`` ranges (markup); words inside the ``copied`` ranges of ``text``
+    (repeated there, written once in the file) are passed over. A span without words the file spells out is empty,
+    at the file offset of the text before it."""
     source = blanked(source, hidden)
     words = list(_WORD_RE.finditer(text))
     starts = [m.start() for m in words]
-    fwd = _forward(words, source)
-    bwd = _backward(words, source)
+    # a copy matched in the file would pull the cursor to a later (or, backwards, earlier) spelling of its word
+    kept = [i for i, m in enumerate(words) if not _inside(m.start(), copied)]
+    fwd, bwd = [-1] * len(words), [-1] * len(words)
+    for i, f, b in zip(kept, _forward([words[i] for i in kept], source),
+                       _backward([words[i] for i in kept], source), strict=True):
+        fwd[i], bwd[i] = f, b
     out: list[tuple[int, int]] = []
     for start, end in spans:
         lo = bisect.bisect_left(starts, start)
