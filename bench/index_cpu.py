@@ -87,6 +87,7 @@ def instrument(clock: StageClock) -> None:
 
 def chunk_report(store: Path) -> list[str]:
     """Token counts and packed rows of the stored chunk texts, and the digest of their stored vectors."""
+    from pathweaver.ingest.chunk_precision import META_KEY, cache_space
     from pathweaver.models.embedder import get_embedder
     from pathweaver.models.packing import rows_for
     from pathweaver.models.tokens import token_ids
@@ -96,7 +97,7 @@ def chunk_report(store: Path) -> list[str]:
 
     with Database(store) as db:
         texts = sorted({row[3] for _, row in stored_chunks(db.conn)})  # (id, start, end, text, ...)
-        vecs = w.cache_get(db.conn, texts)
+        vecs = w.cache_get(db.conn, texts, cache_space(db.get_meta(META_KEY) or "float32"))
     model = get_embedder().model
     limit = int(model.max_seq_length)
     lengths = np.array([len(t) for t in token_ids(model.tokenizer, texts, limit)], dtype=np.int64)
