@@ -307,6 +307,7 @@ def test_graph_vector_precision_keeps_chunks_float32_and_its_own_cache(tmp_path:
         store = tmp_path / precision
         s = Settings(store_dir=store)
         s.extract.graph_vector_precision = precision
+        s.ingest.chunk_vector_precision = "float32"  # tests/test_chunk_precision.py: chunks at bfloat16
         with Database(store) as db:
             Indexer(db, s, emb).index_paths([notes])
             (vec,) = db.conn.execute("SELECT v.embedding FROM chunk_vec v JOIN chunks c ON c.id = v.rowid "
