@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pathweaver.config import ConfigError, Settings
-from pathweaver.ingest import chunk_precision
+from pathweaver.ingest import chunk_precision, invariance
 from pathweaver.ingest.pipeline import Indexer
 from pathweaver.models import precision as precision_mod
 from pathweaver.models.embedder import get_embedder
@@ -132,3 +132,28 @@ def test_a_store_keeps_its_chunk_precision(tmp_path: Path, monkeypatch: pytest.M
         assert kept == fresh
     with Database(tmp_path / "bad") as db, pytest.raises(ConfigError, match="ingest.chunk_vector_precision"):
         Indexer(db, settings(tmp_path / "bad", "half"), emb)
+
+
+def test_a_machine_probes_once_for_all_its_stores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe's answer is kept on the machine (the user data directory) as well as in the store: a second fresh
+    store on the same machine does not probe; a store's own record wins over the machine's; an unreadable machine
+    file is passed over (probed again and rewritten)."""
+    machine = tmp_path / "data" / "batch_invariance.json"
+    monkeypatch.setattr(invariance, "machine_file", lambda: machine)
+    emb = get_embedder()
+    probed: list[str] = []
+    probe = emb.batch_invariant
+    monkeypatch.setattr(emb, "batch_invariant", lambda p="float32": probed.append(p) or probe(p))
+    with Database(tmp_path / "one") as db:
+        first = invariance.recorded_invariance(db, emb, emb.model_name)("bfloat16")
+    key = next(iter(invariance.machine_answers()))
+    assert probed == ["bfloat16"] and invariance.machine_answers() == {key: first} and "|bfloat16|" in key
+    with Database(tmp_path / "two") as db:
+        assert invariance.recorded_invariance(db, emb, emb.model_name)("bfloat16") is first
+        assert probed == ["bfloat16"] and key in db.get_meta(invariance.META_KEY)
+        invariance.remember_on_machine(key, not first)  # the store's record answers before the machine's
+        assert invariance.recorded_invariance(db, emb, emb.model_name)("bfloat16") is first
+    machine.write_bytes(b"\xff not json")
+    with Database(tmp_path / "three") as db:
+        assert invariance.recorded_invariance(db, emb, emb.model_name)("bfloat16") is first
+    assert probed == ["bfloat16"] * 2 and invariance.machine_answers() == {key: first}
