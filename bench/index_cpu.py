@@ -9,7 +9,8 @@ charged to itself and to the stage around it (the model loads inside the probe w
 count every read of ``Embedder.model``). torch loads inside the command, after the CLI set its environment
 (``OMP_WAIT_POLICY=PASSIVE`` among it). Then prints the chunk texts' token counts and packed rows (how full
 ``packing.rows_for`` fills them) and a SHA-256 over every stored chunk vector by text: two checkouts that print the
-same digest stored the same bits.
+same digest stored the same bits. A machine that probed batch invariance before answers from the user data
+directory (``ingest.invariance.machine_file``): delete that file to time a machine's first index.
 """
 
 from __future__ import annotations
