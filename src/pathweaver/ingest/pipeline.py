@@ -57,6 +57,7 @@ from pathweaver.ingest.scanner import (
 )
 from pathweaver.ingest.synonym_pass import SynonymPass
 from pathweaver.ingest.types import EmbedderLike, IndexReport, ProgressFn
+from pathweaver.models.precision import check_precision
 from pathweaver.results import RefreshOut
 from pathweaver.store import indexing as ix
 from pathweaver.store import machines
@@ -80,6 +81,7 @@ class Indexer:
         self.embedder = embedder
         params = ExtractParams.from_settings(settings.extract)
         params.validate()
+        check_precision(settings.ingest.chunk_vector_precision, "ingest.chunk_vector_precision")  # before a probe
         if params.uses_ner:  # a missing spaCy or pipeline is named before anything is written
             ner.check_available(params.ner_model)
         if not 0.0 <= settings.extract.auto_refresh_ratio <= 1.0:
