@@ -98,8 +98,8 @@ class Indexer:
                         self.params.precision)
         self.chunk_precision = store_chunk_precision(db, settings.ingest.chunk_vector_precision, invariant,
                                                      self._count("chunks") > 0)
-        if self.chunk_precision != "float32" and self.chunk_precision != self.params.precision and not invariant(
-                self.chunk_precision):
+        # the graph's warning above already names its own precision
+        if self.chunk_precision not in ("float32", self.params.precision) and not invariant(self.chunk_precision):
             log.warning("chunk vectors at %s depend on their batch on this machine: an incremental index equals a "
                         "fresh one only to rounding", self.chunk_precision)
         self.last_refresh: RefreshOut | None = None  # the result of the latest refresh()
