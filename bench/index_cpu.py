@@ -9,7 +9,8 @@ charged to itself and to the stage around it (the model loads inside the probe w
 count every read of ``Embedder.model``). torch loads inside the command, after the CLI set its environment
 (``OMP_WAIT_POLICY=PASSIVE`` among it). Then prints the chunk texts' token counts and packed rows (how full
 ``packing.rows_for`` fills them) and a SHA-256 over every stored chunk vector by text: two checkouts that print the
-same digest stored the same bits.
+same digest stored the same bits. A machine that probed batch invariance before answers from the user data
+directory (``ingest.invariance.machine_file``): delete that file to time a machine's first index.
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ def instrument(clock: StageClock) -> None:
 
 def chunk_report(store: Path) -> list[str]:
     """Token counts and packed rows of the stored chunk texts, and the digest of their stored vectors."""
+    from pathweaver.ingest.chunk_precision import META_KEY, cache_space
     from pathweaver.models.embedder import get_embedder
     from pathweaver.models.packing import rows_for
     from pathweaver.models.tokens import token_ids
@@ -96,7 +98,7 @@ def chunk_report(store: Path) -> list[str]:
 
     with Database(store) as db:
         texts = sorted({row[3] for _, row in stored_chunks(db.conn)})  # (id, start, end, text, ...)
-        vecs = w.cache_get(db.conn, texts)
+        vecs = w.cache_get(db.conn, texts, cache_space(db.get_meta(META_KEY) or "float32"))
     model = get_embedder().model
     limit = int(model.max_seq_length)
     lengths = np.array([len(t) for t in token_ids(model.tokenizer, texts, limit)], dtype=np.int64)

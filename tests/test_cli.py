@@ -225,6 +225,7 @@ def test_doctor_says_what_auto_resolves_to_and_why(cli_store: tuple[Path, dict],
 
     vectors = _vectors_line(diagnose(load_settings(store), probe=True)["vectors"])
     assert "graph texts at auto -> " in vectors and "float32 yes" in vectors and "to the bit" in vectors
+    assert "chunks at auto -> " in vectors
 
     endpoint = json.loads(cli("--store", str(tmp_path / "none-yet"), "--set",
                               "models.openai_base_url=http://127.0.0.1:9/v1", "doctor", "--json").stdout)

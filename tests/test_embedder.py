@@ -149,10 +149,11 @@ def test_graph_vectors_do_not_depend_on_their_batch(precision: str) -> None:
     assert np.abs(query - full).max() < 1e-5
 
 
-def test_the_invariance_probe_tests_each_row_width_in_six_passes() -> None:
-    """``batch_invariant``'s probe is not vacuous: at least two texts share each row width (32 and 64), so each
-    text has company; a text checked alone sits elsewhere when together (after a longer text in its row, or in
-    the second row of its pass); and it costs six fixed-shape passes (together, reordered, two alone)."""
+def test_the_invariance_probe_tests_each_row_width_in_eight_passes() -> None:
+    """``batch_invariant``'s probe is not vacuous: at least two texts share each row width (32, 64 and a chunk's
+    256), so each text has company; a text checked alone sits elsewhere when together (after a longer text in its
+    row, or in the second row of its pass); and it costs eight fixed-shape passes (together, reordered, two
+    alone)."""
     emb = embedder_mod.Embedder()
     emb._model = get_embedder().model  # share the loaded model, probe afresh
     assert emb.packed
@@ -160,12 +161,13 @@ def test_the_invariance_probe_tests_each_row_width_in_six_passes() -> None:
     lengths = np.array([len(ids) for ids in tokens.token_ids(emb.model.tokenizer, embedder_mod.INVARIANCE_PROBE,
                                                               limit)])
     widths = [max(packing.MIN_ROW, packing.fixed_width(int(n), limit)) for n in lengths]
-    assert widths.count(32) >= 2 and widths.count(64) >= 2 and set(widths) == {32, 64}
+    assert widths.count(32) >= 2 and widths.count(64) >= 2 and widths.count(256) >= 2
+    assert set(widths) == {32, 64, 256}
     word, long_text = embedder_mod.INVARIANCE_APART
     short = [i for i, w in enumerate(widths) if w == 32]
     rows = [[short[j] for j in row] for row in packing.rows_for(lengths[short], 32)]
     assert all(row.index(word) > 0 for row in rows if word in row)
-    assert [i for i, w in enumerate(widths) if w == 64].index(long_text) > 0
+    assert [i for i, w in enumerate(widths) if w == 256].index(long_text) > 0
     passes: list[tuple[int, ...]] = []
     hook = emb.model[0].auto_model.register_forward_hook(lambda m, args, kwargs, out: passes.append(
         tuple(kwargs["input_ids"].shape)), with_kwargs=True)
@@ -173,7 +175,7 @@ def test_the_invariance_probe_tests_each_row_width_in_six_passes() -> None:
         assert emb.batch_invariant("float32")
     finally:
         hook.remove()
-    assert sorted(passes) == sorted([(128, 32)] * 3 + [(64, 64)] * 3)
+    assert sorted(passes) == sorted([(128, 32)] * 3 + [(64, 64)] * 2 + [(16, 256)] * 3)
 
 
 def test_the_invariance_probe_sees_a_vector_that_depends_on_its_company(monkeypatch) -> None:

@@ -293,12 +293,14 @@ def test_graph_vector_precision_keeps_chunks_float32_and_its_own_cache(tmp_path:
     change re-makes the graph's vectors), and a bad value is a clear error. Only bfloat16 runs the
     batch-invariance probe when indexing (float32's costs a fifth of a first index and decides nothing)."""
     from pathweaver.config import ConfigError
+    from pathweaver.ingest import invariance
     from pathweaver.models.embedder import get_embedder
 
     emb = get_embedder()
     probed: list[str] = []
     probe = emb.batch_invariant
     monkeypatch.setattr(emb, "batch_invariant", lambda precision="float32": probed.append(precision) or probe(precision))
+    monkeypatch.setattr(invariance, "machine_file", lambda: tmp_path / "machine.json")  # no answers yet
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "word.txt").write_text("polonium", encoding="utf-8")
@@ -307,6 +309,7 @@ def test_graph_vector_precision_keeps_chunks_float32_and_its_own_cache(tmp_path:
         store = tmp_path / precision
         s = Settings(store_dir=store)
         s.extract.graph_vector_precision = precision
+        s.ingest.chunk_vector_precision = "float32"  # tests/test_chunk_precision.py: chunks at bfloat16
         with Database(store) as db:
             Indexer(db, s, emb).index_paths([notes])
             (vec,) = db.conn.execute("SELECT v.embedding FROM chunk_vec v JOIN chunks c ON c.id = v.rowid "

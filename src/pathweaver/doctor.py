@@ -137,7 +137,8 @@ def _llamacpp(settings: Settings) -> dict[str, Any]:
 def _vectors(settings: Settings, probe: bool) -> dict[str, Any]:
     """Whether graph-text vectors keep their bits whatever shares their model pass (incremental == fresh to the
     bit, docs/design-notes.md "Batch-invariant vectors"); measured only when asked, as it runs the full model."""
-    out: dict[str, Any] = {"precision": settings.extract.graph_vector_precision}
+    out: dict[str, Any] = {"precision": settings.extract.graph_vector_precision,
+                           "chunk_precision": settings.ingest.chunk_vector_precision}
     if not probe:
         return out
     from pathweaver.models.embedder import get_embedder
@@ -149,6 +150,8 @@ def _vectors(settings: Settings, probe: bool) -> dict[str, Any]:
         found = {p: embedder.batch_invariant(p) for p in precisions}
         out["batch_invariant"] = found
         out["resolved"] = resolve_precision(out["precision"], lambda p: found.get(p, False))
+        out["chunk_resolved"] = resolve_precision(out["chunk_precision"], lambda p: found.get(p, False),
+                                                  "ingest.chunk_vector_precision")  # for a new store
     except Exception as exc:  # the model missing or unloadable is a finding, not a crash
         out["error"] = f"{type(exc).__name__}: {exc}"
     return out
@@ -170,7 +173,8 @@ def diagnose(settings: Settings, store_choice: str = "", probe: bool = False) ->
 
 def _vectors_line(vec: dict[str, Any]) -> str:
     resolved = f" -> {vec['resolved']}" if vec.get("resolved") else ""
-    head = f"graph texts at {vec['precision']}{resolved} precision; "
+    chunks = f" -> {vec['chunk_resolved']}" if vec.get("chunk_resolved") else ""
+    head = f"graph texts at {vec['precision']}{resolved}, new stores' chunks at {vec['chunk_precision']}{chunks} precision; "
     if "error" in vec:
         return head + f"batch invariance not measured: {vec['error']}"
     if "batch_invariant" not in vec:

@@ -32,6 +32,7 @@ from typing import Any
 from pathweaver.config import ConfigError, Settings
 from pathweaver.extract import ner
 from pathweaver.extract.graph import ExtractParams
+from pathweaver.ingest.chunk_precision import store_chunk_precision
 from pathweaver.ingest.confine import Confinement
 from pathweaver.ingest.documents import DocumentWriter
 from pathweaver.ingest.embeds import NoteIndex, note_key
@@ -56,6 +57,7 @@ from pathweaver.ingest.scanner import (
 )
 from pathweaver.ingest.synonym_pass import SynonymPass
 from pathweaver.ingest.types import EmbedderLike, IndexReport, ProgressFn
+from pathweaver.models.precision import check_precision
 from pathweaver.results import RefreshOut
 from pathweaver.store import indexing as ix
 from pathweaver.store import machines
@@ -79,6 +81,7 @@ class Indexer:
         self.embedder = embedder
         params = ExtractParams.from_settings(settings.extract)
         params.validate()
+        check_precision(settings.ingest.chunk_vector_precision, "ingest.chunk_vector_precision")  # before a probe
         if params.uses_ner:  # a missing spaCy or pipeline is named before anything is written
             ner.check_available(params.ner_model)
         if not 0.0 <= settings.extract.auto_refresh_ratio <= 1.0:
@@ -93,11 +96,17 @@ class Indexer:
             log.warning("vectors at %s depend on their batch on this machine: an incremental index equals a fresh "
                         "one only to rounding (docs/design-notes.md, \"Batch-invariant vectors\")",
                         self.params.precision)
+        self.chunk_precision = store_chunk_precision(db, settings.ingest.chunk_vector_precision, invariant,
+                                                     self._count("chunks") > 0)
+        # the graph's warning above already names its own precision
+        if self.chunk_precision not in ("float32", self.params.precision) and not invariant(self.chunk_precision):
+            log.warning("chunk vectors at %s depend on their batch on this machine: an incremental index equals a "
+                        "fresh one only to rounding", self.chunk_precision)
         self.last_refresh: RefreshOut | None = None  # the result of the latest refresh()
         linker = LinkerCache()  # the name automaton of the latest vocabulary
         self.inputs = GraphInputs(db, settings, embedder, self.params)
         self.synonyms = SynonymPass(db, self.params)
-        self._preparer = Preparer(db, settings, embedder, self.params)
+        self._preparer = Preparer(db, settings, embedder, self.params, self.chunk_precision)
         self.machine = this_machine()  # documents and folders are this machine's (``store.machine``)
         if not machines.is_registered(db.conn, self.machine):
             with db.write(bump_version=False) as conn:

@@ -12,6 +12,7 @@ import numpy as np
 
 from pathweaver.config import Settings
 from pathweaver.extract.graph import ExtractParams, chunk_stats
+from pathweaver.ingest.chunk_precision import cache_space
 from pathweaver.ingest.chunker import chunk_text
 from pathweaver.ingest.embeds import NoteIndex
 from pathweaver.ingest.ignore import TEXT_SUFFIXES, looks_binary
@@ -67,11 +68,13 @@ Failed = tuple[FileEntry, str]  # a file that could not be prepared, with the re
 class Preparer:
     """Files to chunk rows with their vectors, a batch at a time (chunk vectors from ``embed_cache`` when there)."""
 
-    def __init__(self, db: Database, settings: Settings, embedder: EmbedderLike, params: ExtractParams) -> None:
+    def __init__(self, db: Database, settings: Settings, embedder: EmbedderLike, params: ExtractParams,
+                 chunk_precision: str = "float32") -> None:
         self.db = db
         self.settings = settings
         self.embedder = embedder
         self.params = params
+        self.chunk_precision = chunk_precision  # the store's (``ingest.chunk_precision``)
         self.notes: NoteIndex | None = None  # the notes embeds resolve to (``pipeline`` sets it per scan)
 
     def batches(self, work: list[FileEntry], report: IndexReport) -> Iterator[list[Prepared | Failed]]:
@@ -159,16 +162,19 @@ class Preparer:
         return rows
 
     def embed_chunks(self, batch: Sequence[Prepared | Failed], report: IndexReport) -> None:
-        """Vectors for every chunk of the batch, in one model call for the texts not in ``embed_cache``."""
+        """Vectors for every chunk of the batch, in one model call for the texts not in ``embed_cache``; below
+        float32, in fixed-shape passes (each chunk's vector the same bits whatever shares its call)."""
         preps = [p for p in batch if isinstance(p, Prepared)]
         texts = [r.text for p in preps for r in p.rows]
-        cached = w.cache_get(self.db.conn, texts)
+        space = cache_space(self.chunk_precision)
+        cached = w.cache_get(self.db.conn, texts, space)
         missing = sorted({t for t in texts if t not in cached})
         if missing:
-            vecs = self.embedder.encode(missing, batch_size=self.settings.ingest.batch_size)
+            vecs = self.embedder.encode(missing, batch_size=self.settings.ingest.batch_size,
+                                        precision=self.chunk_precision, invariant=self.chunk_precision != "float32")
             fresh = dict(zip(missing, vecs, strict=True))
             with self.db.write(bump_version=False) as conn:  # the cache is not graph state
-                w.cache_put(conn, fresh)
+                w.cache_put(conn, fresh, space)
             cached.update(fresh)
             report.embedded += len(missing)
         for p in preps:

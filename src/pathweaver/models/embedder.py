@@ -40,14 +40,16 @@ ONE_CACHE = 256  # single texts (questions) whose vectors ``encode_one`` keeps
 LIGHT_MAX_TEXTS = 256  # query-time calls of up to this many texts: one light pass each costs less than a model load
 PROBE = ["pathweaver", "a knowledge graph", "Paris is the capital and largest city of France, on the Seine."]
 PROBE_TOLERANCE = 1e-4  # packed and plain vectors of the probe texts must agree this closely
-# ``batch_invariant``'s texts: seven of at most 32 tokens (they share 32-wide rows) and two of 33-64 (a 64-wide row
-# each), encoded together and in another order and company; the two in ``INVARIANCE_APART`` also alone
+CURIE = ("Marie Curie, born in Warsaw in 1867, shared the Nobel Prize in Physics of 1903 with Pierre Curie and Henri "
+         "Becquerel, and won the prize in Chemistry in 1911 for polonium and radium.")
+# ``batch_invariant``'s texts: seven of at most 32 tokens (they share 32-wide rows), two of 33-64 (a 64-wide row
+# each, as long names and triples) and two of 129-256 (a 256-wide row each, as chunks), encoded together and in
+# another order and company; the two in ``INVARIANCE_APART`` also alone
 INVARIANCE_PROBE = [*PROBE, "warsaw", "polonium", "1867", "nobel prize in physics",
-                    " ".join(["a longer text that needs a wider row than any single word"] * 4),
-                    "Marie Curie, born in Warsaw in 1867, shared the Nobel Prize in Physics of 1903 with Pierre Curie "
-                    "and Henri Becquerel, and won the prize in Chemistry in 1911 for polonium and radium."]
-# a word that shares its row with a longer text when together, and the long text in the second row of its pass:
-# alone, each sits at the start of the first row (every fixed pass costs the same, whatever it holds)
+                    " ".join(["a longer text that needs a wider row than any single word"] * 4), CURIE,
+                    " ".join([CURIE] * 4), " ".join(["a chunk of a note, about as long as most chunks are"] * 14)]
+# a word that shares its row with a longer text when together, and a chunk-long text in the second row of its
+# pass: alone, each sits at the start of the first row (every fixed pass costs the same, whatever it holds)
 INVARIANCE_APART = (INVARIANCE_PROBE.index("warsaw"), len(INVARIANCE_PROBE) - 1)
 
 
@@ -136,7 +138,7 @@ class Embedder:
     def batch_invariant(self, precision: str = "float32") -> bool:
         """Whether ``encode(..., invariant=True)`` gives the probe texts the same bits together, in another order
         and company, and (``INVARIANCE_APART``) alone, at ``precision`` on this machine (checked once per
-        precision): six fixed-shape passes."""
+        precision): eight fixed-shape passes."""
         if precision not in self._invariant:
             texts = INVARIANCE_PROBE
             together = self.encode(texts, precision=precision, invariant=True)

@@ -2,9 +2,9 @@
 
 bfloat16 keeps float32's range with 8 significant bits. On a CPU that multiplies it natively (AVX512-BF16 or
 AMX), torch runs the embedding model and a product of two matrices faster under bfloat16; elsewhere it converts,
-and is slower than float32. Chunk and question vectors are always float32;
-``extract.graph_vector_precision`` decides for the model passes that only feed graph-element vectors (the words
-of composed names, or whole names and triples when encoded).
+and is slower than float32. Question vectors are always float32; ``extract.graph_vector_precision`` decides for
+the model passes that only feed graph-element vectors (the words of composed names, or whole names and triples
+when encoded), ``ingest.chunk_vector_precision`` for those behind chunk vectors.
 """
 
 from __future__ import annotations
@@ -34,18 +34,19 @@ def native_bf16() -> bool:
     return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in checks)
 
 
-def check_precision(name: str) -> None:
-    """Raise ``ConfigError`` unless ``name`` is one of ``PRECISIONS`` (no torch import: settings are checked
-    before any model loads)."""
+def check_precision(name: str, setting: str = "extract.graph_vector_precision") -> None:
+    """Raise ``ConfigError`` naming ``setting`` unless ``name`` is one of ``PRECISIONS`` (no torch import:
+    settings are checked before any model loads)."""
     if name not in PRECISIONS:
-        raise ConfigError(f"extract.graph_vector_precision must be one of {', '.join(PRECISIONS)}, got {name!r}")
+        raise ConfigError(f"{setting} must be one of {', '.join(PRECISIONS)}, got {name!r}")
 
 
-def resolve_precision(name: str, invariant: Callable[[str], bool]) -> str:
+def resolve_precision(name: str, invariant: Callable[[str], bool],
+                      setting: str = "extract.graph_vector_precision") -> str:
     """``name`` as "bfloat16" or "float32": "auto" is bfloat16 where the CPU multiplies it natively and
     ``invariant("bfloat16")`` holds (the embedder's vectors at that precision do not depend on their batch,
     ``Embedder.batch_invariant``), else float32."""
-    check_precision(name)
+    check_precision(name, setting)
     if name == "auto":
         return "bfloat16" if native_bf16() and invariant("bfloat16") else "float32"
     return name
