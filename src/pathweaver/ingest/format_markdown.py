@@ -7,6 +7,7 @@ from pathlib import Path, PurePosixPath
 
 from pathweaver.ingest.html_tables import COPY_MARK, pipe_tables
 from pathweaver.ingest.parsed import (
+    FENCE_RE,
     SUPPORTED_SUFFIXES,
     ParsedDocument,
     _dedupe,
@@ -20,7 +21,6 @@ _FM_TITLE_RE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.MULTILINE)
 _FM_ALIASES_RE = re.compile(r"^alias(?:es)?:[ \t]*(.*?)[ \t]*\n((?:[ \t]*-[ \t]*.*(?:\n|$))*)", re.MULTILINE)
 _ATX_RE = re.compile(r"^[ ]{0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT_RE = re.compile(r"^[ ]{0,3}(=+|-+)[ \t]*$")
-_FENCE_RE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})")
 _HR_RE = re.compile(r"^[ ]{0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _LIST_RE = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+(?:\[[ xX]\][ \t]+)?")
 _QUOTE_RE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
@@ -174,7 +174,7 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
             else:
                 emit(raw)
             continue
-        fm_open = _FENCE_RE.match(raw)
+        fm_open = FENCE_RE.match(raw)
         if fm_open:
             fence = fm_open.group(1)[0] * len(fm_open.group(1))
             prev = None

@@ -11,7 +11,8 @@ import itertools
 import re
 from html.parser import HTMLParser
 
-_FENCE_RE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})")  # as format_markdown opens a fence
+from pathweaver.ingest.parsed import FENCE_RE
+
 _OPEN_RE = re.compile(r"<table\b", re.IGNORECASE)
 # an HTML block starts its line (CommonMark; any indent, as in a list): "use a `<table>` tag" in prose is no table
 _START_RE = re.compile(r"^[ \t]*<table\b", re.IGNORECASE)
@@ -186,7 +187,7 @@ def _table_end(lines: list[str], start: int) -> int | None:
             return None  # a nested table: left to the line-by-line reading
         if close:
             return i
-        if i > start and _FENCE_RE.match(line):
+        if i > start and FENCE_RE.match(line):
             return None
     return None
 
@@ -203,7 +204,7 @@ def pipe_tables(text: str) -> str:
         raw = lines[i]
         if fence is not None:
             fence = None if raw.strip().startswith(fence) else fence
-        elif (m := _FENCE_RE.match(raw)) is not None:
+        elif (m := FENCE_RE.match(raw)) is not None:
             fence = m.group(1)[0] * len(m.group(1))
         elif _START_RE.match(raw) and (end := _table_end(lines, i)) is not None:
             block = "\n".join(lines[i:end + 1])

@@ -20,6 +20,8 @@ MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
 # Suffixes a relative link may carry and still name a local document (no suffix is accepted too, as in Obsidian).
 _LINKABLE_SUFFIXES = SUPPORTED_SUFFIXES | {""}
 
+# a fenced code block opens (and closes) with three or more backticks or tildes, indented at most three spaces
+FENCE_RE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})")
 
 class ParseError(ValueError):
     """A file cannot be turned into text; the message is the readable reason ("invalid UTF-8 at byte 12")."""
