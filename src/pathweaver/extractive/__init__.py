@@ -12,20 +12,17 @@ of that type, and any other question (how, what, why) the best one to three sent
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from pathweaver.extractive.chain import _chain_answer, bridge_title, memo_encode
 from pathweaver.extractive.choices import choose_option, partly_stated, yes_no
 from pathweaver.extractive.compose import NOT_SAID, _answers, _listed, _not_said, _sentences
 from pathweaver.extractive.evidence import _best_span, _head_off_topic, decides, head_named_span
-from pathweaver.extractive.questions import AMOUNT, SPAN_TYPES, answer_type, options
+from pathweaver.extractive.questions import AMOUNT, NOTE_WORD_RE, SPAN_TYPES, answer_type, options
 from pathweaver.extractive.sentences import passages_of, rank_sentences
 from pathweaver.extractive.stranded import stranded_answer
 from pathweaver.extractive.types import Answer, ChunksLike, ExtractiveParams, HopChunks, WordDfFn
 from pathweaver.retrieval.types import EncodeFn
-
-_NOTE_WORD_RE = re.compile(r"\b(?:notes?|pages?|files?|documents?)\b", re.I)
 
 __all__ = ["NOT_SAID", "baseline_answer", "bridge_title", "decides", "extractive_answer", "memo_encode"]
 
@@ -61,7 +58,7 @@ def extractive_answer(
         picked = choose_option(question, options(question), passages, resolved)
         return Answer(((picked[0], tuple(picked[1])),), supported=True) if picked else _not_said(ranked, params)
     # "Which notes ...?" asks for notes: the word is not what the notes must hold
-    asked = _NOTE_WORD_RE.sub(" ", question) if kind == "list" else question
+    asked = NOTE_WORD_RE.sub(" ", question) if kind == "list" else question
     if not decides(asked, passages, ranked, params, word_df, n_docs, embedded=encode is not None):
         return _not_said(ranked, params)
     if kind not in ("yesno", "list") and _head_off_topic(question, ranked):

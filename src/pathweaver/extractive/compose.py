@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 
+from pathweaver.extractive.questions import NOTE_NOUNS
 from pathweaver.extractive.sentences import content_words, stems, units
 from pathweaver.extractive.types import Answer, ExtractiveParams, Sentence
 
 NOT_SAID = "The notes don't say."
-# the words that ask for notes themselves ("Which notes ...?"), not for what the notes are about
-_NOTE_WORDS = stems({"note", "notes", "page", "pages", "file", "files", "document", "documents"})
+_NOTE_WORDS = stems({w for n in NOTE_NOUNS for w in (n, f"{n}s")})  # they ask for notes, not their topic
 
 
 def _not_said(ranked: list[Sentence], params: ExtractiveParams | None = None) -> Answer:

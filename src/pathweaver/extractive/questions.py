@@ -67,9 +67,12 @@ _WH = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "
        "are", "were", "name"}
 
 
+# the nouns that ask for the notes themselves ("Which notes ...?"), not for what the notes are about
+NOTE_NOUNS = ("note", "page", "file", "document")
+NOTE_WORD_RE = re.compile(rf"\b(?:{'|'.join(NOTE_NOUNS)})s?\b", re.I)
 # the notes themselves are asked for: the head noun after "which"/"what" (or "which of my"), or "notes on/about X"
-_LIST = re.compile(r"^(?:which|what)\s+(?:(?:of\s+)?(?:my|the|our|these|those)\s+)?(?:[\w\-]+\s+){0,2}?"
-                   r"(?:notes|pages|files|documents)\b|^which\b.*\b(?:have|has|wrote|write|written|keep|kept|took|take)\s+"
+_LIST = re.compile(rf"^(?:which|what)\s+(?:(?:of\s+)?(?:my|the|our|these|those)\s+)?(?:[\w\-]+\s+){{0,2}}?"
+                   rf"(?:{'|'.join(NOTE_NOUNS)})s\b|^which\b.*\b(?:have|has|wrote|write|written|keep|kept|took|take)\s+"
                    r"(?:a\s+|any\s+)?(?:notes?|pages?)\b")
 # "when" asks for a time where it opens the question ("When was X born?") or ends it ("... ended when?"); inside a
 # question it joins a clause ("What matters when the plugin ranks tasks?"), and an opening "When X happens, what
