@@ -9,7 +9,7 @@ from typing import Any
 from pathweaver.extractive import NOT_SAID, extractive_answer
 from pathweaver.extractive.questions import answer_type, options
 from pathweaver.extractive.sentences import split_sentences
-from pathweaver.extractive.stranded import _object
+from pathweaver.extractive.stranded import _object, _stating
 from pathweaver.retrieval.context import build_context
 
 
@@ -285,6 +285,7 @@ def test_a_stranded_preposition_is_answered_only_by_a_new_object() -> None:
     assert text == "The pager rota is based on the team calendar." and cites == [1]
     # the object is what follows the word and preposition to the clause's end, and must name something new
     asked = {"what", "are", "backups", "based", "on"}
-    assert _object("Backups are based on nightly snapshots, kept a week.", "based", "on", asked) == "nightly snapshots"
-    assert _object("Backups are based on backups.", "based", "on", asked) is None
-    assert _object("Backups depend on the calendar.", "based", "on", asked) is None
+    based_on = _stating("based", "on")
+    assert _object("Backups are based on nightly snapshots, kept a week.", based_on, asked) == "nightly snapshots"
+    assert _object("Backups are based on backups.", based_on, asked) is None
+    assert _object("Backups depend on the calendar.", based_on, asked) is None

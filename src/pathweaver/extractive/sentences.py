@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 
@@ -23,14 +24,15 @@ def passages_of(chunks: ChunksLike, max_chunks: int) -> list[Passage]:
     retrieved with it (items of the same ``doc``) rank after every note's best, in their order."""
     items = [i for i in chunks.items if i.kind == "chunk"] if isinstance(chunks, Context) else list(chunks)
     notes = [getattr(item, "doc", "") or at for at, item in enumerate(items)]
-    kept = list(dict.fromkeys(notes))[:max_chunks]
-    firsts = {note: notes.index(note) for note in kept}
-    later = iter(range(len(kept), len(items) + len(kept)))
+    place = {note: i for i, note in enumerate(dict.fromkeys(notes)) if i < max_chunks}
+    later = itertools.count(len(place))
+    seen: set[object] = set()
     out: list[Passage] = []
     for at, (item, note) in enumerate(zip(items, notes, strict=True)):
-        if note not in firsts:
+        if note not in place:
             continue
-        rank = kept.index(note) if firsts[note] == at else next(later)
+        rank = next(later) if note in seen else place[note]
+        seen.add(note)
         if isinstance(item, str):
             out.append(Passage(item, at + 1, "", rank))
         elif isinstance(item, tuple):

@@ -19,23 +19,28 @@ _MAX_OBJECT_WORDS = 10
 _FRAGMENT_WORDS = 6
 
 
-def _asked(question: str) -> tuple[str, str] | None:
-    """The word before a question's final preposition and the preposition ("inspired", "by"), when that word
-    is neither a wh-word, a pronoun nor a stop word (``What is it for?`` asks nothing this can answer)."""
+def _asked(question: str) -> re.Pattern[str] | None:
+    """What a sentence writes to state the object asked for: the word before a question's final preposition (any
+    form of it, by stem) and the preposition, then the object; None when that word is a wh-word, a pronoun or a
+    stop word (``What is it for?`` asks nothing this can answer)."""
     m = _STRANDED.search(" ".join(question.lower().split()))
     if not m:
         return None
     word = m.group("w")
     if word in STOPWORDS or word in _WH or word in _PRONOUNS:
         return None
-    return word, m.group("p")
+    return _stating(word, m.group("p"))
 
 
-def _object(text: str, word: str, prep: str, asked: set[str]) -> str | None:
-    """What ``text`` writes after ``word`` (any form of it, by stem) and ``prep``, up to its clause's end, when
-    it holds a word the question does not; None otherwise."""
-    pattern = re.compile(rf"\b{re.escape(stem(word))}\w*\s+{prep}\s+(?P<o>.+)", re.I)
-    m = pattern.search(text)
+def _stating(word: str, prep: str) -> re.Pattern[str]:
+    """Any form of ``word`` (by stem), then ``prep``, then the rest of the sentence as the object (``o``)."""
+    return re.compile(rf"\b{re.escape(stem(word))}\w*\s+{prep}\s+(?P<o>.+)", re.I)
+
+
+def _object(text: str, stating: re.Pattern[str], asked: set[str]) -> str | None:
+    """What ``text`` writes after the word and preposition ``stating`` finds, up to its clause's end, when it
+    holds a word the question does not; None otherwise."""
+    m = stating.search(text)
     if not m:
         return None
     end = _OBJECT_END.search(m.group("o"))
@@ -51,12 +56,12 @@ def stranded_answer(question: str, ranked: list[Sentence], params: ExtractivePar
     """The sentence that states the object a stranded-preposition question asks for, best first, in a chunk on
     the question's topic (holding ``params.min_coverage`` of its idf weight), with the sentence before it when it
     is a fragment; None when no sentence states one."""
-    asked = _asked(question)
-    if asked is None:
+    stating = _asked(question)
+    if stating is None:
         return None
     qwords = set(_tokens(question))
     for sent in ranked:
-        if sent.heading or _object(sent.text, *asked, qwords) is None:
+        if sent.heading or _object(sent.text, stating, qwords) is None:
             continue
         if coverage(question, [sent.passage.text], word_df, n_docs) < params.min_coverage:
             continue
