@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pathweaver.ingest.parsers import parse_file
+from pathweaver.ingest.spans import file_spans
 from pathweaver.service import Pathweaver
 
 UUID = "6412aaaa-1111-4222-8333-944445555666"
@@ -42,6 +43,10 @@ def test_page_properties_name_the_page_and_leave_its_text() -> None:
     assert doc.title == "slide" and doc.aliases == ["Presentation", "Deck mode"]
     assert "::" not in doc.text and UUID not in doc.text and "Feature" not in doc.text
     assert "Feature" in doc.links  # a property's [[value]] still links to its page
+    cited = parse_file(Path("p.md"), b"\xef\xbb\xbfdescription:: Pencil strokes\r\n\r\n- Pencil strokes stay.\r\n")
+    assert cited.text == "Pencil strokes stay."  # its citation span is the bullet, not the property naming its words
+    (start, end), = file_spans(cited.text, cited.source or "", [(0, len(cited.text))], cited.hidden)
+    assert (cited.source or "")[start:end] == "Pencil strokes stay."
     start, end = doc.blocks[UUID]  # id:: names its bullet with its children
     assert doc.text[start:end] == "Right click the page title and select View as slides.\n" \
                                   "Press f to open the slides in fullscreen."

@@ -137,7 +137,13 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
         aliases = front_matter_aliases(fm.group(1) or "")
         text = text[fm.end() :]
     # Logseq's page properties name the page and leave its text, as front matter does: no "alias:: X" to quote
-    props, text = logseq.split_page_properties(text)
+    props, rest = logseq.split_page_properties(text)
+    source, hidden = None, []
+    if props:  # no word of a chunk is matched to its citation span inside the front matter and properties
+        source = data.decode("utf-8")
+        skipped = (fm.group(0).count("\n") if fm else 0) + text.count("\n") - rest.count("\n")
+        hidden = [(0, logseq.line_start(source, skipped))]
+    text = rest
     in_logseq = logseq.looks_like_logseq(path, props, text)
     links: list[str] = []
     for value in props.values():  # a property's [[value]] links to its page, as Logseq shows it
@@ -264,4 +270,4 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
         body = "\n".join(_dedupe([page_title or (title if in_logseq else ""), *aliases]))
     return ParsedDocument(body, title, headings, _dedupe(links), aliases=aliases,
                           link_texts=list(dict.fromkeys(link_texts)), embeds=embeds, heading_levels=levels,
-                          blocks=blocks, copied=copied)
+                          blocks=blocks, copied=copied, source=source, hidden=hidden)

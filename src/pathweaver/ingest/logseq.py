@@ -28,6 +28,7 @@ _BLOCK_REF_RE = re.compile(r"\(\((" + UUID + r")\)\)")
 _CODE_SPAN_RE = re.compile(r"(`+)[^`]*?\1")
 _LINK_RE = re.compile(r"\[\[([^\[\]]+)\]\]")
 _NAMESPACE_RE = re.compile(r"___|%2F", re.IGNORECASE)
+_EOL_RE = re.compile(r"\r\n|\r|\n")  # the line ends ``parsed.decode_text`` reads as one "\n" each
 
 
 def uuid_key(uuid: str) -> str:
@@ -53,6 +54,17 @@ def split_page_properties(text: str) -> tuple[dict[str, str], str]:
         props.setdefault(m.group(1).lower(), (m.group(2) or "").strip())
         n += 1
     return (props, "\n".join(lines[n:])) if props else ({}, text)
+
+
+def line_start(source: str, n: int) -> int:
+    """The offset in ``source`` (the decoded file, its line endings kept) where its line ``n`` (from 0) begins."""
+    at = 0
+    for _ in range(n):
+        m = _EOL_RE.search(source, at)
+        if m is None:
+            return len(source)
+        at = m.end()
+    return at
 
 
 def property_names(value: str) -> list[str]:
