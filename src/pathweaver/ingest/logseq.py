@@ -4,10 +4,11 @@
   ``alias::``) and leave the text, as YAML front matter does; the same line inside a note's body is text (an
   Obsidian Dataview inline field).
 - Namespace pages: the file ``A___B.md`` (or ``A%2FB.md``) is the page "A/B", which ``[[A/B]]`` links to.
-- Block properties: a ``key:: value`` line under a bullet (or a bullet of them) leaves the text; ``id:: <uuid>`` names the
-  bullet's block (with its children) for ``((uuid))`` and ``{{embed ((uuid))}}``.
+- Block properties: a ``key:: value`` line under a bullet (or a bullet of them) leaves the text; ``id:: <uuid>``
+  names the bullet's block (with its children) for ``{{embed ((uuid))}}``.
 - ``{{embed [[Page]]}}`` and ``{{embed ((uuid))}}`` are embeds (``ingest.embeds``); a bare ``((uuid))`` block
-  reference leaves the text (a uuid is no word anyone searches for).
+  reference leaves the text: a uuid is no word anyone searches for, and the embed machinery adds chunks after the
+  note's own, it cannot put the block's words inside the sentence that refers to it.
 """
 
 from __future__ import annotations
@@ -157,7 +158,8 @@ def indent_of(raw: str) -> int:
     return len(expanded) - len(expanded.lstrip(" "))
 
 
-def block_spans(lines: Sequence[tuple[int, bool, int, int]], ids: Sequence[tuple[str, int]]) -> dict[str, tuple[int, int]]:
+def block_spans(lines: Sequence[tuple[int, bool, int, int]],
+                ids: Sequence[tuple[str, int]]) -> dict[str, tuple[int, int]]:
     """{uuid: span in the text} of each ``id::`` (uuid, index of the next line in ``lines``): the nearest bullet
     before it with every line indented deeper after it (its children), as Logseq embeds a block. ``lines``:
     (indent, is a bullet, start, end) of each line written to the text."""
