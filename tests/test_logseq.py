@@ -38,15 +38,21 @@ def parsed(name: str, text: str | None = None):  # type: ignore[no-untyped-def]
     return parse_file(Path(name), (NOTES[name] if text is None else text).encode())
 
 
-def test_page_properties_name_the_page_and_leave_its_text() -> None:
+def test_page_properties_name_the_page_and_stay_text_where_logseq_shows_them() -> None:
     doc = parsed("slide.md")
     assert doc.title == "slide" and doc.aliases == ["Presentation", "Deck mode"]
-    assert "::" not in doc.text and UUID not in doc.text and "Feature" not in doc.text
+    # the properties Logseq shows on the page are its first lines, without the markup; title:: and the block's
+    # id:: and collapsed:: are not shown
+    assert doc.text.startswith("alias: Presentation, Deck mode\ntype: Feature\n")
+    assert "::" not in doc.text and UUID not in doc.text and "title:" not in doc.text and "collapsed" not in doc.text
     assert "Feature" in doc.links  # a property's [[value]] still links to its page
     cited = parse_file(Path("p.md"), b"\xef\xbb\xbfdescription:: Pencil strokes\r\n\r\n- Pencil strokes stay.\r\n")
-    assert cited.text == "Pencil strokes stay."  # its citation span is the bullet, not the property naming its words
-    (start, end), = file_spans(cited.text, cited.source or "", [(0, len(cited.text))], cited.hidden)
+    assert cited.text == "description: Pencil strokes\n\nPencil strokes stay."
+    at = cited.text.index("Pencil strokes stay.")  # the bullet's span is the bullet, not the property's same words
+    (start, end), = file_spans(cited.text, cited.source or "", [(at, len(cited.text))], cited.hidden)
     assert (cited.source or "")[start:end] == "Pencil strokes stay."
+    hidden = parse_file(Path("q.md"), b"title:: Q\nid:: 6412aaaa-1111-4222-8333-944445555666\n\n- Only this.\n")
+    assert hidden.text == "Only this."  # no property shown: none of them is text
     start, end = doc.blocks[UUID]  # id:: names its bullet with its children
     assert doc.text[start:end] == "Right click the page title and select View as slides.\n" \
                                   "Press f to open the slides in fullscreen."
@@ -127,7 +133,7 @@ def test_a_logseq_graph_is_indexed_as_logseq_shows_it(graph: tuple[Pathweaver, P
     out = pw.retrieve_json("How do I start Deck mode?", method="ppr", top_k=3)
     assert Path(out["chunks"][0]["doc"]).name == "slide.md"
     # embeds: a page by its namespace name, a block by its uuid, each cited to its own file
-    assert embedded(pw, "Whiteboard.md") == [("Whiteboard___Tool___Pencil.md",
+    assert embedded(pw, "Whiteboard.md") == [("Whiteboard___Tool___Pencil.md", "alias: Pencil tool\ntype: Tool\n\n"
                                               "The pencil draws freehand strokes on the canvas.")]
     shown = embedded(pw, "Guide.md")
     assert [f for f, _ in shown] == ["slide.md"] and "View as slides" in shown[0][1] and "fullscreen" in shown[0][1]

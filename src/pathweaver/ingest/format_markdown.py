@@ -136,14 +136,17 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
         fm_title = _unquote(t.group(1)) if t else ""
         aliases = front_matter_aliases(fm.group(1) or "")
         text = text[fm.end() :]
-    # Logseq's page properties name the page and leave its text, as front matter does: no "alias:: X" to quote
+    # Logseq's page properties name the page; those it shows on the page stay text, without the "::" markup
     props, rest = logseq.split_page_properties(text)
+    shown = logseq.shown_properties(props)
     source, hidden = None, []
-    if props:  # no word of a chunk is matched to its citation span inside the front matter and properties
+    if props and not shown:  # no word of a chunk is matched to its citation span inside unshown properties
         source = data.decode("utf-8")
         skipped = (fm.group(0).count("\n") if fm else 0) + text.count("\n") - rest.count("\n")
         hidden = [(0, logseq.line_start(source, skipped))]
-    text = rest
+    elif shown:  # the shown properties' words are matched where the page writes them
+        source = data.decode("utf-8")
+    text = shown + rest
     in_logseq = logseq.looks_like_logseq(path, props, text)
     links: list[str] = []
     for value in props.values():  # a property's [[value]] links to its page, as Logseq shows it

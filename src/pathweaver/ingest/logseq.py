@@ -1,8 +1,9 @@
 """Logseq pages: what the Markdown parser (``format_markdown``) reads differently in a page Logseq wrote.
 
 - Page properties: ``key:: value`` lines at the very top of a page (its first block) name it (``title::``,
-  ``alias::``) and leave the text, as YAML front matter does; the same line inside a note's body is text (an
-  Obsidian Dataview inline field).
+  ``alias::``); those Logseq shows on the page stay its text as "key: value" lines (a description, tags), the
+  built-in ones it hides (``title``, ``id``, ``collapsed`` ...) leave it; the same line inside a note's body is text
+  (an Obsidian Dataview inline field).
 - Namespace pages: the file ``A___B.md`` (or ``A%2FB.md``) is the page "A/B", which ``[[A/B]]`` links to.
 - Block properties: a ``key:: value`` line under a bullet (or a bullet of them) leaves the text; ``id:: <uuid>``
   names the bullet's block (with its children) for ``{{embed ((uuid))}}``.
@@ -55,6 +56,22 @@ def split_page_properties(text: str) -> tuple[dict[str, str], str]:
         props.setdefault(m.group(1).lower(), (m.group(2) or "").strip())
         n += 1
     return (props, "\n".join(lines[n:])) if props else ({}, text)
+
+
+# built-in page properties Logseq keeps off the page it shows; the others are a block of text at the page's top
+_UNSHOWN = frozenset({"title", "id", "collapsed", "filters", "public", "icon", "exclude-from-graph-view", "heading"})
+
+
+def _name(m: re.Match[str]) -> str:
+    return m.group(1)
+
+
+def shown_properties(props: dict[str, str]) -> str:
+    """The page properties Logseq shows on the page (``description``, ``tags``, ``alias`` ...), as "key: value"
+    lines with links and tags written as their names, each followed by a line break; '' when none is shown."""
+    lines = [f"{key}: {_LINK_RE.sub(_name, value).replace('#', '')}" for key, value in props.items()
+             if value and key not in _UNSHOWN and not key.startswith("logseq.")]
+    return "".join(f"{line}\n" for line in lines)
 
 
 def line_start(source: str, n: int) -> int:
