@@ -201,7 +201,7 @@ class DocumentWriter:
                 headings=doc.headings, links=doc.links,
             )
             removed = w.delete_document_chunks(conn, doc_id)
-            w.set_embeds(conn, doc_id, embedded_targets(doc))
+            w.set_embeds(conn, doc_id, embedded_targets(doc, prep.found))
             # in a batch transaction (no graph derived in it) the batch adds every file's gram_df at its end
             ids = w.insert_chunks(conn, doc_id, doc.title, prep.rows, prep.vecs, count_grams=batch is None)
             if graph is None:

@@ -7,14 +7,21 @@ case-insensitively, the shortest path first when several share it. Embedded text
 never from the store, so a note's chunks do not depend on the order files are indexed in; the store's ``embeds``
 rows say which notes embed which names, so a change to an embedded note re-indexes the notes that embed it
 (``pipeline``). One level is expanded: an embed inside embedded text stays its name.
+
+Logseq's ``{{embed [[A/B]]}}`` names a page by its page name too (``A___B.md``: ``logseq.page_key_name``), and
+``{{embed ((uuid))}}`` a block by the ``id::`` property that names it: the note holding that id is found by reading
+the notes for it once per scan; such an embed's rows name the uuid and the note it was found in, so adding the id
+to another note, or changing or removing that note, re-indexes the embedder.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pathweaver.ingest.logseq import UUID, block_uuid, page_key_name
 from pathweaver.ingest.parsed import MARKDOWN_SUFFIXES, ParsedDocument, ParseError
 from pathweaver.ingest.parsers import parse_file
 
@@ -24,10 +31,23 @@ def embed_key(name: str) -> str:
     return name.strip().casefold()
 
 
-def note_key(path: str) -> str | None:
-    """``embed_key`` of the note at ``path``, None for a file that is not a Markdown note."""
+_BLOCK_ID_RE = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?id::[ \t]*(" + UUID + r")[ \t]*$", re.MULTILINE)
+
+
+def note_keys(path: str) -> list[str]:
+    """The ``embed_key``s of the note at ``path``: its file name, and its Logseq page name where that differs
+    ("a___b" and "a/b"); none for a file that is not a Markdown note."""
     p = Path(path)
-    return embed_key(p.stem) if p.suffix.lower() in MARKDOWN_SUFFIXES else None
+    if p.suffix.lower() not in MARKDOWN_SUFFIXES:
+        return []
+    return list(dict.fromkeys([embed_key(p.stem), embed_key(page_key_name(p))]))
+
+
+def block_ids(data: bytes) -> list[str]:
+    """The uuids Logseq's ``id::`` block properties give in a note's bytes (lower case)."""
+    if b"id::" not in data:
+        return []
+    return [u.lower() for u in _BLOCK_ID_RE.findall(data.decode("utf-8", "replace"))]
 
 
 @dataclass(frozen=True)
@@ -47,16 +67,37 @@ class NoteIndex:
 
     def __init__(self, paths: Iterable[str], max_bytes: int) -> None:
         best: dict[str, str] = {}
-        for path in sorted(paths):
-            key = note_key(path)
-            if key is not None and (key not in best or len(path) < len(best[key])):
-                best[key] = path
+        self._all = sorted(paths)
+        for path in self._all:
+            for key in note_keys(path):
+                if key not in best or len(path) < len(best[key]):
+                    best[key] = path
         self._paths = best
         self._max_bytes = max_bytes
         self._parsed: dict[str, ParsedDocument | None] = {}
+        self._blocks: dict[str, str] | None = None  # uuid -> the note whose id:: gives it, read when first asked
 
     def path(self, name: str) -> str | None:
-        return self._paths.get(embed_key(name))
+        uuid = block_uuid(name)
+        if uuid is None:
+            return self._paths.get(embed_key(name))
+        if self._blocks is None:
+            self._blocks = {}
+            for path in self._all:  # sorted: the first note holding an id wins, as in a fresh index
+                for u in self.ids_in(path):
+                    self._blocks.setdefault(u, path)
+        return self._blocks.get(uuid)
+
+    def ids_in(self, path: str) -> list[str]:
+        """The Logseq block uuids the Markdown note at ``path`` gives (none when it cannot be read)."""
+        if not note_keys(path):
+            return []
+        try:
+            with open(path, "rb") as f:
+                data = f.read(self._max_bytes + 1)
+        except OSError:
+            return []
+        return block_ids(data) if len(data) <= self._max_bytes else []
 
     def _parse(self, path: str) -> ParsedDocument | None:
         if path not in self._parsed:
@@ -100,6 +141,8 @@ def fragment_span(doc: ParsedDocument, fragment: str) -> tuple[int, int] | None:
     return None
 
 
-def embedded_targets(doc: ParsedDocument) -> list[str]:
-    """The ``embed_key`` of every note ``doc`` embeds, resolved or not (a note added later must re-index it)."""
-    return sorted({embed_key(name) for _, name, _ in doc.embeds})
+def embedded_targets(doc: ParsedDocument, found: Iterable[str] = ()) -> list[str]:
+    """The ``embed_key`` of every note ``doc`` embeds, resolved or not (a note added later must re-index it), with
+    the keys of the notes its block embeds were ``found`` in (paths)."""
+    return sorted({embed_key(name) for _, name, _ in doc.embeds} | {k for p in found for k in note_keys(p)})
+

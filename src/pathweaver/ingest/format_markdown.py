@@ -1,10 +1,12 @@
-"""Markdown (CommonMark with Obsidian's wiki links and YAML front matter) -> ``ParsedDocument``."""
+"""Markdown (CommonMark with Obsidian's wiki links and YAML front matter, Logseq's pages: ``ingest.logseq``) ->
+``ParsedDocument``."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path, PurePosixPath
 
+from pathweaver.ingest import logseq
 from pathweaver.ingest.html_tables import COPY_MARK, pipe_tables
 from pathweaver.ingest.parsed import (
     FENCE_RE,
@@ -43,8 +45,12 @@ _EMPH_RE = re.compile(r"(?<![\w*])(\*{1,3}|_{1,3})(?=\S)(.+?)(?<=\S)\1(?![\w*])"
 _STRIKE_RE = re.compile(r"~~(.+?)~~")
 
 
-def _wiki_target(raw: str) -> str:
+def _wiki_target(raw: str, namespaces: bool = False) -> str:
+    """The note a wiki link names: its file name (Obsidian's ``[[folder/Note]]`` is a path), or in a Logseq page
+    (``namespaces``) the whole name (``[[A/B]]`` is the namespace page "A/B")."""
     target = raw.split("#", 1)[0].split("^", 1)[0].strip()
+    if namespaces and "/" in target and PurePosixPath(target).suffix.lower() not in SUPPORTED_SUFFIXES:
+        return target
     name = PurePosixPath(target).name if target else ""
     return PurePosixPath(name).stem if PurePosixPath(name).suffix.lower() in SUPPORTED_SUFFIXES else name
 
@@ -64,13 +70,13 @@ def _fragment(raw: str) -> str:
 
 
 def _md_inline(line: str, links: list[str], texts: list[tuple[str, str, bool]] | None = None,
-               embeds: list[tuple[str, str]] | None = None) -> str:
+               embeds: list[tuple[str, str]] | None = None, in_logseq: bool = False) -> str:
     """Inline Markdown -> readable text; local link targets are appended to ``links``, (target, display text,
     ``mid_sentence``) of links with a display text of their own to ``texts``, (target, fragment) of embeds to
-    ``embeds`` (their name then follows an ``EMBED_MARK``)."""
+    ``embeds`` (their name then follows an ``EMBED_MARK``); ``in_logseq``: a Logseq page's (``ingest.logseq``)."""
 
     def wiki(m: re.Match[str]) -> str:
-        target = _wiki_target(m.group(1))
+        target = _wiki_target(m.group(1), in_logseq)
         links.append(target)
         if m.group(0).startswith("!") and embeds is not None and target:
             embeds.append((target, _fragment(m.group(1))))
@@ -88,6 +94,8 @@ def _md_inline(line: str, links: list[str], texts: list[tuple[str, str, bool]] |
                 texts.append((target, m.group(1).strip(), mid_sentence(m.string[: m.start()])))
         return m.group(1)
 
+    if in_logseq and embeds is not None:
+        line = logseq.inline(line, links, embeds, EMBED_MARK)
     line = _CODE_RE.sub(lambda m: m.group(1), line)
     line = _WIKI_RE.sub(wiki, line)
     line = _IMAGE_RE.sub(lambda m: m.group(1), line)
@@ -128,12 +136,32 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
         fm_title = _unquote(t.group(1)) if t else ""
         aliases = front_matter_aliases(fm.group(1) or "")
         text = text[fm.end() :]
+    # Logseq's page properties name the page; those it shows on the page stay text, without the "::" markup
+    props, rest = logseq.split_page_properties(text)
+    shown = logseq.shown_properties(props)
+    source, hidden = None, []
+    if props and not shown:  # no word of a chunk is matched to its citation span inside unshown properties
+        source = data.decode("utf-8")
+        skipped = (fm.group(0).count("\n") if fm else 0) + text.count("\n") - rest.count("\n")
+        hidden = [(0, logseq.line_start(source, skipped))]
+    elif shown:  # the shown properties' words are matched where the page writes them
+        source = data.decode("utf-8")
+    text = shown + rest
+    in_logseq = logseq.looks_like_logseq(path, props, text)
+    links: list[str] = []
+    for value in props.values():  # a property's [[value]] links to its page, as Logseq shows it
+        _md_inline(value, links, in_logseq=True)
+    if "alias" in props:
+        aliases = _dedupe(aliases + logseq.property_names(props["alias"]))
+    ns_title = logseq.namespace_title(path)
+    page_title = props.get("title", "").strip() or fm_title or ns_title
+    if logseq.last_part_alias(page_title):
+        aliases = _dedupe(aliases + [logseq.last_part_alias(page_title)])
     text = pipe_tables(text)  # an HTML table's rows keep their headers, as a pipe table's do
     out: list[str] = []
     offset = 0
     headings: list[tuple[int, str]] = []
     h1 = ""
-    links: list[str] = []
     link_texts: list[tuple[str, str, bool]] = []
     levels: list[int] = []
     embeds: list[tuple[int, str, str]] = []
@@ -142,6 +170,8 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
     copied: list[tuple[int, int]] = []  # text a table cell's colspan or rowspan repeats (``html_tables``)
     para_start: int | None = None  # where the paragraph (or list, table) being read began
     last_para: tuple[int, int] | None = None
+    lines: list[tuple[int, bool, int, int]] = []  # (indent, bullet, start, end) of each line written: Logseq blocks
+    ids: list[tuple[str, int]] = []  # (uuid, index in ``lines`` of the line after) of Logseq's "id::" properties
     fence: str | None = None
     prev: tuple[int, str] | None = (
         None  # (offset, text) of the previous plain paragraph line: setext candidate
@@ -172,9 +202,10 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
             if raw.strip().startswith(fence):
                 fence = None
             else:
-                emit(raw)
+                at = emit(raw)
+                lines.append((logseq.indent_of(raw), False, at, at + len(out[-1])))
             continue
-        fm_open = FENCE_RE.match(raw)
+        fm_open = FENCE_RE.match(raw.lstrip() if in_logseq else raw)  # Logseq indents a bullet's code fence
         if fm_open:
             fence = fm_open.group(1)[0] * len(fm_open.group(1))
             prev = None
@@ -193,6 +224,7 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
             heading = _md_inline(atx.group(2) or "", links, link_texts).strip()
             if heading:
                 headings.append((emit(heading), heading))
+                lines.append((0, False, headings[-1][0], headings[-1][0] + len(heading)))
                 levels.append(len(atx.group(1)))
                 para_start = None
                 if len(atx.group(1)) == 1 and not h1:
@@ -202,12 +234,19 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
         if _HR_RE.match(raw) or _TABLE_RULE_RE.match(raw) or _REF_DEF_RE.match(raw):
             prev = None
             continue
+        prop = logseq.block_property(raw) if in_logseq else None
+        if prop is not None:  # a block's property is no text of it; its id names the block
+            if prop[0] == "id" and prop[1]:
+                ids.append((prop[1], len(lines)))
+            else:
+                _md_inline(prop[1], links, in_logseq=True)
+            continue
         line = _QUOTE_RE.sub("", raw)
         line = _LIST_RE.sub("", line)
         block = _BLOCK_ID_RE.search(line)
         if block:
             line = line[: block.start()]
-        line = _md_inline(line, links, link_texts, pending).strip().strip("|").strip()
+        line = _md_inline(line, links, link_texts, pending, in_logseq).strip().strip("|").strip()
         if not line:
             if block and last_para is not None:  # "^id" alone under a paragraph, list or table names it
                 blocks.setdefault(block.group(1), last_para)
@@ -217,6 +256,7 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
             para_start = None
             continue
         start = emit(line)
+        lines.append((logseq.indent_of(raw), bool(_LIST_RE.match(raw)), start, start + len(out[-1])))
         para_start = start if para_start is None else para_start
         last_para = (para_start, start + len(out[-1]))
         if block:
@@ -224,9 +264,13 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
         is_plain = not _LIST_RE.match(raw) and not _QUOTE_RE.match(raw)
         prev = (start, line) if is_plain and len(line) < 200 else None
     body = "\n".join(out).rstrip()
+    for uuid, span in logseq.block_spans(lines, ids).items():
+        blocks.setdefault(uuid, span)
+    # a Logseq page is named by its file (or title::), never by a "# Usage" heading in it
+    title = page_title or (logseq.file_title(path) if in_logseq else h1 or stem_title(path))
     if not body.strip():
         # a stub note (front matter alone, common in a zettelkasten) is still found by the names it gives itself
-        body = "\n".join(_dedupe([fm_title, *aliases]))
-    return ParsedDocument(body, fm_title or h1 or stem_title(path), headings, _dedupe(links), aliases=aliases,
+        body = "\n".join(_dedupe([page_title or (title if in_logseq else ""), *aliases]))
+    return ParsedDocument(body, title, headings, _dedupe(links), aliases=aliases,
                           link_texts=list(dict.fromkeys(link_texts)), embeds=embeds, heading_levels=levels,
-                          blocks=blocks, copied=copied)
+                          blocks=blocks, copied=copied, source=source, hidden=hidden)

@@ -35,11 +35,12 @@ from pathweaver.extract.graph import ExtractParams
 from pathweaver.ingest.chunk_precision import store_chunk_precision
 from pathweaver.ingest.confine import Confinement
 from pathweaver.ingest.documents import DocumentWriter
-from pathweaver.ingest.embeds import NoteIndex, note_key
+from pathweaver.ingest.embeds import NoteIndex, note_keys
 from pathweaver.ingest.graph_inputs import GraphInputs
 from pathweaver.ingest.ignore import IgnoreRules, iter_files
 from pathweaver.ingest.invariance import recorded_invariance
 from pathweaver.ingest.linking import LinkerCache
+from pathweaver.ingest.logseq import uuid_key
 from pathweaver.ingest.parsers import PARSE_RULES
 from pathweaver.ingest.prepare import Prepared, Preparer, in_batch_order
 from pathweaver.ingest.refresh import Refresher, vector_settings_changed
@@ -272,9 +273,12 @@ class Indexer:
         gone = {d.path for d in scan.deleted} | {d.path for d, _ in scan.renamed} | {e.path for e in scan.skipped}
         notes = {p for p, d in known.items() if d.status == "indexed"} - gone
         notes |= {e.path for e in scan.new + scan.changed} | {e.path for _, e in scan.renamed}
-        self._preparer.notes = NoteIndex(notes, self.settings.ingest.max_file_bytes)
+        index = self._preparer.notes = NoteIndex(notes, self.settings.ingest.max_file_bytes)
         moved = [e.path for e in scan.new + scan.changed] + [p for p in gone]
-        keys = sorted({k for k in map(note_key, moved) if k is not None})
+        keys = {k for p in moved for k in note_keys(p)}
+        # a Logseq block id a note now gives may be what another note's {{embed ((uuid))}} waited for
+        keys |= {uuid_key(u) for e in scan.new + scan.changed for u in index.ids_in(e.path)}
+        keys = sorted(keys)
         work = {e.path for e in scan.new + scan.changed} | gone
         redo = [p for p in ix.embedders_of(self.db.conn, keys, self.machine.id) if p not in work]
         if redo:

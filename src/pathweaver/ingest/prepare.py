@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +16,7 @@ from pathweaver.ingest.chunk_precision import cache_space
 from pathweaver.ingest.chunker import chunk_text
 from pathweaver.ingest.embeds import NoteIndex
 from pathweaver.ingest.ignore import TEXT_SUFFIXES, looks_binary
+from pathweaver.ingest.logseq import block_uuid
 from pathweaver.ingest.parsed import ParsedDocument, ParseError
 from pathweaver.ingest.parsers import parse_file
 from pathweaver.ingest.safe_open import RefusedFile, open_regular
@@ -61,6 +62,7 @@ class Prepared:
     doc: ParsedDocument
     rows: list[w.ChunkRow]
     vecs: np.ndarray | None = None
+    found: list[str] = field(default_factory=list)  # the notes its Logseq block embeds were found in (``embeds``)
 
 Failed = tuple[FileEntry, str]  # a file that could not be prepared, with the reason it is skipped
 
@@ -134,31 +136,36 @@ class Preparer:
             file_start, file_end = in_file[i] if in_file else (None, None)
             rows.append(w.ChunkRow(c.ord, c.start, c.end, c.n_tokens, c.text, c.heading, grams, n_words,
                                    file_start, file_end, locator(doc.units, c.start, c.end)))
-        rows += self._embedded_rows(doc, entry.path, len(rows))
-        return Prepared(entry, hashlib.sha1(data).hexdigest(), doc, rows)
+        found: list[str] = []
+        rows += self._embedded_rows(doc, entry.path, len(rows), found)
+        return Prepared(entry, hashlib.sha1(data).hexdigest(), doc, rows, found=found)
 
-    def _embedded_rows(self, doc: ParsedDocument, path: str, first_ord: int) -> list[w.ChunkRow]:
+    def _embedded_rows(self, doc: ParsedDocument, path: str, first_ord: int, found: list[str]) -> list[w.ChunkRow]:
         """Chunks of the text ``doc``'s embeds show (``ingest.embeds``), after its own: placed at the embed in its
-        text, cited to the embedded file and the span there."""
+        text, cited to the embedded file and the span there; the notes Logseq block embeds resolve to go to
+        ``found``."""
         rows: list[w.ChunkRow] = []
         if self.notes is None:
             return rows
         ing = self.settings.ingest
         for offset, name, fragment in doc.embeds:
-            found = self.notes.resolve(name, fragment, path)
-            if found is None:
+            shown = self.notes.resolve(name, fragment, path)
+            holder = self.notes.path(name) if block_uuid(name) is not None else None
+            if holder is not None:  # that note changing re-indexes this one, whether its block is shown or not
+                found.append(holder)
+            if shown is None:
                 continue
-            part = found.doc.text[found.start:found.end]
-            heads = [(o - found.start, h) for o, h in found.doc.headings if found.start <= o < found.end]
+            part = shown.doc.text[shown.start:shown.end]
+            heads = [(o - shown.start, h) for o, h in shown.doc.headings if shown.start <= o < shown.end]
             pieces = chunk_text(part, self.embedder.tokenize(part), ing.chunk_tokens, ing.chunk_overlap, heads)
-            spans = file_spans(found.doc.text, found.doc.source or "",
-                               [(found.start + c.start, found.start + c.end) for c in pieces],
-                               copied=found.doc.copied)
+            spans = file_spans(shown.doc.text, shown.doc.source or "",
+                               [(shown.start + c.start, shown.start + c.end) for c in pieces],
+                               copied=shown.doc.copied)
             for c, (file_start, file_end) in zip(pieces, spans, strict=True):
                 grams, n_words = chunk_stats(c.text, self.params.ngram_max)
                 rows.append(w.ChunkRow(first_ord + len(rows), offset, offset + len(c.text), c.n_tokens, c.text,
-                                       c.heading or found.title, grams, n_words, file_start, file_end,
-                                       cite_doc=found.path))
+                                       c.heading or shown.title, grams, n_words, file_start, file_end,
+                                       cite_doc=shown.path))
         return rows
 
     def embed_chunks(self, batch: Sequence[Prepared | Failed], report: IndexReport) -> None:
