@@ -105,6 +105,21 @@ def asked_head(question: str) -> str | None:
     return None if words[-1] in _GENERIC_HEADS else words[-1]
 
 
+# a statement that ends before a capital: the context a user writes before asking ("I turned on the API. Which ...")
+_STATEMENT_END = re.compile(r"(?<=[a-z0-9)\"'”’])[.!]\s+(?=[A-Z])")
+
+
+def split_lead(question: str) -> tuple[str, str]:
+    """(the statements before the question, the question): "I can't find whiteboards in my sidebar." and
+    "Where do I switch them on?"; ("", question) when it opens by asking."""
+    cut = 0
+    for m in _STATEMENT_END.finditer(question):
+        if "?" in question[: m.start()]:
+            break
+        cut = m.end()
+    return question[:cut].strip(), question[cut:].strip()
+
+
 # a question that opens by asking how to do something ("How do I ...", "How can we ...") asks for a way, whatever
 # wh-clause follows ("... how many times it was referenced", "... how much space it takes")
 _HOW_TO = re.compile(r"^how\s+(?:can|could|do|does|should|would|will|to|might|may)\b")

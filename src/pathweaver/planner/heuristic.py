@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pathweaver.extractive.questions import split_lead
 from pathweaver.planner.decompose import Plan, single_plan, validate_plan
 
 
@@ -289,25 +290,10 @@ _AUX = r"(?:is|are|was|were|do|does|did|can|could|should|will|would|has|have|may
 _ASKING = re.compile(rf"^(?:{_AUX}|(?:who|whom|what|when|where|which|why|how)(?:['’]s|\s+(?:{_AUX}|many|much|long|"
                      rf"often)))\b", re.I)
 _ASKING_FIRST = re.compile(r"^(?P<x>[^,?]{1,80}),\s+(?P<y>\S.+)$")
-# a statement that ends before a capital: the context a user writes before asking ("I turned on the API. Which ...")
-_STATEMENT_END = re.compile(r"(?<=[a-z0-9)\"'”’])[.!]\s+(?=[A-Z])")
-
-
-def _lead(question: str) -> tuple[str, str]:
-    """(the statements before the question, the question): "I can't find whiteboards in my sidebar." and
-    "Where do I switch them on, and ...?"; ("", question) when it opens by asking."""
-    cut = 0
-    for m in _STATEMENT_END.finditer(question):
-        if "?" in question[: m.start()]:
-            break
-        cut = m.end()
-    return question[:cut].strip(), question[cut:].strip()
-
-
 def _parts(question: str) -> tuple[str, list[str]] | None:
     """The statements before a question that asks two or three things, and its parts ("A, B, and C?" asks three
     when A and B each ask by themselves); None when it asks one thing."""
-    lead, asked = _lead(question.strip())
+    lead, asked = split_lead(question.strip())
     m = _CONJUNCTION.match(asked)
     if not m:
         return None
