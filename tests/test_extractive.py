@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from pathweaver.extractive import NOT_SAID, extractive_answer
-from pathweaver.extractive.questions import answer_type, options
+from pathweaver.extractive.questions import NOTE_WORD_RE, answer_type, options
 from pathweaver.extractive.sentences import split_sentences
 from pathweaver.extractive.stranded import _object, _stating
 from pathweaver.retrieval.context import build_context
@@ -166,6 +166,8 @@ def test_question_words_that_join_a_clause_ask_for_no_date_and_lists_ask_for_not
     assert answer_type("Which of my notes are minutes of a meeting?") == "list"
     assert answer_type("Which cross-entropy losses do I have notes on?") == "list"
     assert answer_type("Which wartime story does every page on survivorship bias tell?") == "name"
+    # what the notes must hold is the topic: not the noun that asks for notes, nor what a note does with it
+    assert NOTE_WORD_RE.sub(" ", "Which notes cover embedding?").split() == ["Which", "embedding?"]
 
 
 def test_amounts_are_spans_only_where_a_sentence_states_them() -> None:

@@ -69,7 +69,10 @@ _WH = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "
 
 # the nouns that ask for the notes themselves ("Which notes ...?"), not for what the notes are about
 NOTE_NOUNS = ("note", "page", "file", "document")
-NOTE_WORD_RE = re.compile(rf"\b(?:{'|'.join(NOTE_NOUNS)})s?\b", re.I)
+# the noun that asks for notes, with the verb that says what a note does with its topic ("notes cover X"): neither
+# is what the notes must hold
+NOTE_WORD_RE = re.compile(rf"\b(?:{'|'.join(NOTE_NOUNS)})s?\b(?:\s+(?:cover|explain|mention|discuss|describe|"
+                          r"document|deal with|talk about|go over)s?\b)?", re.I)
 # the notes themselves are asked for: the head noun after "which"/"what" (or "which of my"), or "notes on/about X"
 _LIST = re.compile(rf"^(?:which|what)\s+(?:(?:of\s+)?(?:my|the|our|these|those)\s+)?(?:[\w\-]+\s+){{0,2}}?"
                    rf"(?:{'|'.join(NOTE_NOUNS)})s\b|^which\b.*\b(?:have|has|wrote|write|written|keep|kept|took|take)\s+"
