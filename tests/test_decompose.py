@@ -128,6 +128,18 @@ def test_heuristic_conjunction() -> None:
         ("Does Sync keep version history?", []),
         ("How do I restore a file?", []),
     ]
+    # what a user writes before asking stays with the first part; a list of three questions asks three things
+    assert _shape("I can't find whiteboards in my sidebar. Where do I switch them on, and what's the key for "
+                  "the settings?") == [("I can't find whiteboards in my sidebar. Where do I switch them on?", []),
+                                       ("What's the key for the settings?", [])]
+    assert _shape("Can I write my own plugin, where are the developer docs, and will plugins work on my phone?") == [
+        ("Can I write my own plugin?", []), ("Where are the developer docs?", []), ("Will plugins work on my phone?", [])]
+    # a phrase before the first question is no question of its own
+    assert _shape("How does the research, plan, implement loop relate to a spec, and how old are specs?") == [
+        ("How does the research, plan, implement loop relate to a spec?", []), ("How old are specs?", [])]
+    assert _shape("When a maintainer has to pick, what do our guidelines favour, and how often should we rest?") == [
+        ("When a maintainer has to pick, what do our guidelines favour?", []), ("How often should we rest?", [])]
+    assert not is_conjunction("I turned on the HTTP API. Which port is it listening on by default?")
 
 
 def test_heuristic_asks_for_the_thing_itself() -> None:

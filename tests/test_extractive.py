@@ -6,8 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from pathweaver.extractive import NOT_SAID, extractive_answer
-from pathweaver.extractive.questions import answer_type, options
+from pathweaver.extractive.questions import NOTE_WORD_RE, answer_type, options
 from pathweaver.extractive.sentences import split_sentences
 from pathweaver.extractive.stranded import _object, _stating
 from pathweaver.retrieval.context import build_context
@@ -45,6 +47,11 @@ def test_answer_types() -> None:
     assert options("Who was born first out of Aivar Kuusmaa and Andy Summers?") == ["Aivar Kuusmaa", "Andy Summers"]
     assert options("Which dog's ancestors include Gordon Setters: the Manchester Terrier or the Scotch Collie?") == [
         "Manchester Terrier", "Scotch Collie"]
+    # a way of finding an amount out is asked for, not the amount; a difference between two things is no choice
+    assert answer_type("How can I tell how many times a block has been referenced?") == "other"
+    assert answer_type("How do I find out how much space my vault uses?") == "other"
+    assert answer_type("What's the practical difference between embedding a block and referencing it?") == "other"
+    assert options("What is the relationship between the orders of Alpha and Beta?") == []
 
 
 MARLEY = [
@@ -121,6 +128,12 @@ def test_list_items_and_table_rows_are_units() -> None:
                                      "Open the settings.", "Choose a plan."]
 
 
+def test_latin_abbreviations_end_no_sentence() -> None:
+    text = "To paste as it was copied, add the shift key, e.g. Cmd-Shift-V on a mac. Apples vs. Oranges differ."
+    assert split_sentences(text) == ["To paste as it was copied, add the shift key, e.g. Cmd-Shift-V on a mac.",
+                                     "Apples vs. Oranges differ."]
+
+
 def test_initials_end_no_sentence() -> None:
     text = ("Animorphs is a series of science fiction books written by K. A. Applegate. The Hobbit is by "
             "J. R. R. Tolkien. He served in the U.S. Army. It was published in 1937.")
@@ -153,6 +166,8 @@ def test_question_words_that_join_a_clause_ask_for_no_date_and_lists_ask_for_not
     assert answer_type("Which of my notes are minutes of a meeting?") == "list"
     assert answer_type("Which cross-entropy losses do I have notes on?") == "list"
     assert answer_type("Which wartime story does every page on survivorship bias tell?") == "name"
+    # what the notes must hold is the topic: not the noun that asks for notes, nor what a note does with it
+    assert NOTE_WORD_RE.sub(" ", "Which notes cover embedding?").split() == ["Which", "embedding?"]
 
 
 def test_amounts_are_spans_only_where_a_sentence_states_them() -> None:
@@ -185,6 +200,20 @@ def test_amounts_are_spans_only_where_a_sentence_states_them() -> None:
     assert ans("How much did the Pack & Send courier charge?", costs)[0] == "$213.00"
     fees = ["Fees\nThe fee waiver lasts 30 days after you sign up."]  # "how long" asks for time, fee or not
     assert ans("How long does the fee waiver last?", fees)[0] == "30 days"
+
+
+def test_an_amount_with_its_noun_in_the_most_similar_sentence_is_stated_below_the_best() -> None:
+    # five sentences share more of the question's words; the one that states the amount is the most similar
+    def encode(texts: list[str]) -> np.ndarray:
+        near = [("any given time" in t or "at once" in t) for t in texts]
+        return np.array([[1.0, 0.0] if n else [0.6, 0.8] for n in near], dtype=np.float32)
+
+    core = ["Formula versions\nThe core tap supports many versions of a formula through a special naming format. "
+            "Versions of a formula in the core tap must meet the following standards. A version of a formula in the "
+            "core tap stays supported while upstream supports it. Formula variants in the core tap are not versions "
+            "of a formula. Versions of a formula the core tap drops move to a third-party tap. No more than five "
+            "versions (including the main one) will be supported at any given time."]
+    assert ans("How many versions of a formula does the core tap support at once?", core, encode)[0] == "five versions"
 
 
 def test_the_closest_evidence_quotes_the_sentence_after_it() -> None:

@@ -171,6 +171,9 @@ MORE = {
     "Audio embeddings.md": "# Audio embeddings\n\nCLAP learns one space for text and audio from pairs of "
     "examples, with a text encoder, an audio encoder and a contrastive loss. Inspired by CLIP.\n\nIts encoders "
     "are RoBERTa for text and HTS-AT for audio.\n",
+    "Ferment schedule.md": "---\naliases:\n- Kimchi Calendar\n---\n# Ferment schedule\n\nStart a new batch of kimchi "
+    "on the first Sunday of each month. Taste it after five days and move the jar to the fridge once it is sour "
+    "enough.\n",
     "Crash reports.md": "# Crash reports\n\nThe app collects anonymous crash reports when it quits unexpectedly. "
     "The crash reports it collects help us find the bugs that hit most people. Anonymous reports never include "
     "your notes. Reports are retained on our server for 90 days and then deleted.\n",
@@ -206,6 +209,13 @@ def test_a_duration_stated_below_the_best_sentences_joins_the_answer(more_pw: An
     out = more_pw.ask("How long does the app keep the anonymous crash reports it collects?")
     assert out["supported"] is True and _cited_docs(out) == {"Crash reports.md"}
     assert "90 days" in out["answer"], out["answer"]
+
+
+def test_a_question_that_names_a_note_by_its_alias_is_answered_from_it(more_pw: Any) -> None:
+    # "Calendar" is only in the note's front-matter aliases: the note's own names count as what it holds
+    out = more_pw.ask("What does the Kimchi Calendar say about tasting?")
+    assert out["supported"] is True and _cited_docs(out) == {"Ferment schedule.md"}
+    assert "Taste it after five days" in out["answer"], out["answer"]
 
 
 def test_a_question_ending_on_its_preposition_gets_what_the_notes_write_after_it(more_pw: Any) -> None:

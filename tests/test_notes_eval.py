@@ -120,6 +120,9 @@ def test_scoring_rules() -> None:
     assert facts_covered("Use `brew pin <formula>`.", ["brew pin"]) and not facts_covered("9.05", ["9.0"])
     assert facts_covered("run brew bundle dump --file=~/intel-Brewfile", ["bundle dump", "intel-Brewfile"])
     assert not facts_covered("Tasks in Kanban Plugin files", ["kanban-plugin"])
+    # a plain fact written inside a longer token still counts; one with inner punctuation must match whole
+    assert facts_covered("The docs are at http://127.0.0.1:12315/ by default.", ["12315"])
+    assert not facts_covered("introduced in Tasks 3.9.0", ["9.0"])
     assert note_of(str(Path("/v/c/Garden/Tomatoes.md")), Path("/v/c")) == "Garden/Tomatoes.md"
     q = NotesQuestion(0, "a", "c", "single", "?", ["a.md"], ["x"], "dev")
     scores = by_kind([q, q], [["a.md", "b.md"], ["b.md"]], 1)

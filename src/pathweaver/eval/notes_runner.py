@@ -166,15 +166,18 @@ _INNER_PUNCT = re.compile(rf"(?<=\w)[{re.escape(string.punctuation)}](?=\w)")
 _OUTER_PUNCT = re.compile(rf"[{re.escape(string.punctuation)}]")
 
 
-def _fact_words(text: str) -> str:
-    """``text`` as SQuAD's normalisation makes it, except that punctuation between words is a space."""
-    return metrics.normalize_answer(_OUTER_PUNCT.sub(" ", _INNER_PUNCT.sub("", text)))
+def _fact_words(text: str, joined: bool = True) -> str:
+    """``text`` as SQuAD's normalisation makes it, except that punctuation between words is a space; inside a word
+    it joins the word (``joined``) or, without ``joined``, separates it as well."""
+    return metrics.normalize_answer(_OUTER_PUNCT.sub(" ", _INNER_PUNCT.sub("" if joined else " ", text)))
 
 
 def facts_covered(answer: str, facts: Sequence[str]) -> bool:
-    """Whether the normalised answer text contains every normalised key fact as whole words."""
-    text = f" {_fact_words(answer)} "
-    return all(f" {_fact_words(f)} " in text for f in facts)
+    """Whether the normalised answer text contains every normalised key fact as whole words; a fact without
+    punctuation inside a word also counts where the answer writes it inside one ("12315" in "127.0.0.1:12315")."""
+    text, split = f" {_fact_words(answer)} ", f" {_fact_words(answer, joined=False)} "
+    return all(f" {_fact_words(f)} " in text or (not _INNER_PUNCT.search(f) and f" {_fact_words(f)} " in split)
+               for f in facts)
 
 
 def score_note_answer(q: NotesQuestion, result: dict[str, Any]) -> dict[str, Any]:

@@ -31,7 +31,7 @@ def decides(question: str, passages: list[Passage], ranked: list[Sentence], para
     best_sim = max(s.sim for s in ranked)
     if embedded and best_sim < params.min_sim:
         return False
-    texts = [p.text for p in passages]
+    texts = [p.text for p in passages] + [n for p in passages for n in p.names]  # a note holds its own names
     have = stems(set().union(*(content_words(t) for t in texts)))
     if not stems(_named(question)) <= have:
         return False
@@ -67,8 +67,10 @@ def _best_span(question: str, kind: str, ranked: list[Sentence],
     best: tuple[float, int, str, Sentence, float] | None = None
     answers = _answers(ranked)  # a heading names what its chunk is about: no span of it answers
     top = answers[0]
-    for pos, sent in enumerate(answers[: params.max_sentences]):
+    for pos, sent in enumerate(answers[: 2 * params.max_sentences]):
         for start, span, bonus in typed_spans(sent.text, kind, question):
+            if pos >= params.max_sentences and (bonus < params.stated_cue or sent.sim < top.sim):
+                continue
             words = _tokens(span)
             shared = sum(w in qwords for w in words) / max(len(words), 1)
             score = sent.score + params.cue_bonus * bonus - 0.3 * shared - 0.001 * start / max(len(sent.text), 1)
@@ -81,7 +83,7 @@ def _best_span(question: str, kind: str, ranked: list[Sentence],
     cued = bonus >= params.stated_cue
     if AMOUNT.search(question):  # a bare number is no amount: "How much did it cost?" is not "250"
         return best[2], sent, cued
-    stated = sent is top or (cued and sent.score >= top.score - params.sentence_margin)
+    stated = sent is top or (cued and (sent.score >= top.score - params.sentence_margin or sent.sim > top.sim))
     if cued and not stated and stems(content_words(sent.text)) & stems(content_words(question)):
         sent = replace(sent, score=top.score)  # cued, on topic, far below the best: its sentence joins the answer
     return best[2], sent, stated

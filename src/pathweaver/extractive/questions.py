@@ -69,7 +69,10 @@ _WH = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "
 
 # the nouns that ask for the notes themselves ("Which notes ...?"), not for what the notes are about
 NOTE_NOUNS = ("note", "page", "file", "document")
-NOTE_WORD_RE = re.compile(rf"\b(?:{'|'.join(NOTE_NOUNS)})s?\b", re.I)
+# the noun that asks for notes, with the verb that says what a note does with its topic ("notes cover X"): neither
+# is what the notes must hold
+NOTE_WORD_RE = re.compile(rf"\b(?:{'|'.join(NOTE_NOUNS)})s?\b(?:\s+(?:cover|explain|mention|discuss|describe|"
+                          r"document|deal with|talk about|go over)s?\b)?", re.I)
 # the notes themselves are asked for: the head noun after "which"/"what" (or "which of my"), or "notes on/about X"
 _LIST = re.compile(rf"^(?:which|what)\s+(?:(?:of\s+)?(?:my|the|our|these|those)\s+)?(?:[\w\-]+\s+){{0,2}}?"
                    rf"(?:{'|'.join(NOTE_NOUNS)})s\b|^which\b.*\b(?:have|has|wrote|write|written|keep|kept|took|take)\s+"
@@ -105,6 +108,26 @@ def asked_head(question: str) -> str | None:
     return None if words[-1] in _GENERIC_HEADS else words[-1]
 
 
+# a statement that ends before a capital: the context a user writes before asking ("I turned on the API. Which ...")
+_STATEMENT_END = re.compile(r"(?<=[a-z0-9)\"'”’])[.!]\s+(?=[A-Z])")
+
+
+def split_lead(question: str) -> tuple[str, str]:
+    """(the statements before the question, the question): "I can't find whiteboards in my sidebar." and
+    "Where do I switch them on?"; ("", question) when it opens by asking."""
+    cut = 0
+    for m in _STATEMENT_END.finditer(question):
+        if "?" in question[: m.start()]:
+            break
+        cut = m.end()
+    return question[:cut].strip(), question[cut:].strip()
+
+
+# a question that opens by asking how to do something ("How do I ...", "How can we ...") asks for a way, whatever
+# wh-clause follows ("... how many times it was referenced", "... how much space it takes")
+_HOW_TO = re.compile(r"^how\s+(?:can|could|do|does|should|would|will|to|might|may)\b")
+
+
 def answer_type(question: str) -> str:
     """The expected answer type of ``question`` (one of ``ANSWER_TYPES``), from its wh-word and head noun."""
     q = " ".join(question.split())
@@ -121,6 +144,8 @@ def answer_type(question: str) -> str:
     ):  # a capitalised "When" inside the question starts a title ("When The Stars Go Blue"); "how far back" and
         # "how long ago" ask for a point in time, not a distance or a duration
         return "date"
+    if _HOW_TO.match(low):  # "How can I tell how many times ...?" asks how to find it out, not for a number
+        return "other"
     if AMOUNT.search(low) or re.search(r"\b(?:how long|how far|how tall|how high|how big|how large|how old|"
                                        r"what percentage|what number)\b", low):
         return "number"
@@ -141,6 +166,11 @@ def answer_type(question: str) -> str:
     return "other"
 
 
+# "the difference between A and B" asks how two things relate, not which of them is something
+_RELATION = re.compile(r"\b(?:differen(?:ce|ces|t)|similarit(?:y|ies)|relationship|relation|connection|distinction|"
+                       r"link|gap|overlap|trade-?offs?)\s*(?:,|:|\bbetween)?\s*$", re.I)
+
+
 def options(question: str) -> list[str]:
     """The two compared items of a choice question ("Which came first, A or B?", "Who was born first out of A
     and B?"), else []."""
@@ -148,7 +178,7 @@ def options(question: str) -> list[str]:
     if not re.match(r"^(?:which|who|what|whose)\b", q, re.I):
         return []
     m = re.search(r"(?:,|:|\bout of\b|\bbetween\b)\s*(?P<rest>.+)$", q)
-    if not m:
+    if not m or _RELATION.search(q[: m.start()]):
         return []
     rest = m.group("rest").rstrip(" ?")
     joiner = " and " if re.search(r"\b(?:out of|between)\s*$", q[: m.start("rest")]) else " or "

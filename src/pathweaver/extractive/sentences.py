@@ -39,7 +39,7 @@ def passages_of(chunks: ChunksLike, max_chunks: int) -> list[Passage]:
             out.append(Passage(str(item[0]), int(item[1]), str(item[2]) if len(item) > 2 else "", rank))
         else:
             out.append(Passage(str(item.text), int(getattr(item, "n", at + 1)), str(getattr(item, "title", "")),
-                               rank))
+                               rank, tuple(getattr(item, "names", ()))))
     return out
 
 
@@ -215,8 +215,9 @@ def _weights(words: set[str], word_df: WordDfFn | None, n_docs: int) -> dict[str
 
 
 def _title_named(passage: Passage, asked: set[str]) -> bool:
-    """The question names the passage's title (or, without one, its short first line)."""
-    for title in (passage.title, passage.text.split("\n", 1)[0]):
+    """The question names the passage's title or another name of its note (or, without a title, its short first
+    line)."""
+    for title in (passage.title, passage.text.split("\n", 1)[0], *passage.names):
         words = [w for w in _tokens(title) if w not in STOPWORDS and not w.isdigit()]
         if 0 < len(words) <= 12 and all(w in asked for w in words):
             return True

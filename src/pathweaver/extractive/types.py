@@ -41,6 +41,7 @@ class Passage:
     n: int  # citation number
     title: str = ""
     rank: int = 0
+    names: tuple[str, ...] = ()  # the names its note gives itself (title, aliases): a question may name it by any
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pathweaver.extractive.questions import split_lead
 from pathweaver.planner.decompose import Plan, single_plan, validate_plan
 
 
@@ -283,33 +284,55 @@ _WHOSE = re.compile(r"^whose\s+(?P<n>[a-z][\w\-]*)\s+(?P<rest>(?:was|is|were|are
                     r"directed|married|founded|[a-z]+ed)\b.+?)\s*\??$", re.I)
 
 
+# a clause that asks by itself: an auxiliary first ("Can I ...") or a wh-word and an auxiliary ("where are ..."),
+# not a subordinate clause ("When a maintainer has to pick ..., what ...?")
+_AUX = r"(?:is|are|was|were|do|does|did|can|could|should|will|would|has|have|may|might)"
+_ASKING = re.compile(rf"^(?:{_AUX}|(?:who|whom|what|when|where|which|why|how)(?:['’]s|\s+(?:{_AUX}|many|much|long|"
+                     rf"often)))\b", re.I)
+_ASKING_FIRST = re.compile(r"^(?P<x>[^,?]{1,80}),\s+(?P<y>\S.+)$")
+def _parts(question: str) -> tuple[str, list[str]] | None:
+    """The statements before a question that asks two or three things, and its parts ("A, B, and C?" asks three
+    when A and B each ask by themselves); None when it asks one thing."""
+    lead, asked = split_lead(question.strip())
+    m = _CONJUNCTION.match(asked)
+    if not m:
+        return None
+    a, b = m.group("a").strip(" ,"), m.group("b").strip(" ,?")
+    first = _ASKING_FIRST.match(a)
+    asks = first and _ASKING.match(first.group("x")) and _ASKING.match(first.group("y"))
+    heads = [first.group("x"), first.group("y")] if asks else [a]
+    return lead, [h.strip(" ,") + "?" for h in heads] + [b + "?"]
+
+
 def is_conjunction(question: str) -> bool:
-    """Whether ``question`` asks two things ("Who warned X, and what had he been to X?"): its answer is every
-    part's answer, not only the last node's."""
-    return bool(_CONJUNCTION.match(question.strip()))
+    """Whether ``question`` asks two or three things ("Who warned X, and what had he been to X?"): its answer is
+    every part's answer, not only the last node's."""
+    return _parts(question) is not None
 
 
 def _conjunction(question: str) -> Plan | None:
-    """"Who warned X, and what had he been to X?": one node per part; a pronoun of the second part that stands
-    for the first part's answer becomes "#1" (a progress dependency), else the parts are parallel."""
-    m = _CONJUNCTION.match(question.strip())
-    if not m:
+    """"Who warned X, and what had he been to X?": one node per part; a pronoun of the last part that stands
+    for the first part's answer becomes "#1" (a progress dependency), else the parts are parallel. Statements
+    written before the question ("I can't find whiteboards in my sidebar.") stay with its first part."""
+    found = _parts(question)
+    if found is None:
         return None
-    a, b = m.group("a").strip(" ,") + "?", m.group("b").strip(" ,?") + "?"
-    first_is_who = a.lower().startswith(("who", "whom"))
+    lead, parts = found
+    a, b = parts[0], parts[-1]
+    first_is_who = len(parts) == 2 and a.lower().startswith(("who", "whom"))
     if first_is_who and _PRONOUN.search(b):
         b = _PRONOUN.sub("#1", b, count=1)
         b = b[0].upper() + b[1:]
-        return validate_plan([{"id": "1", "question": a, "depends_on": []},
+        return validate_plan([{"id": "1", "question": f"{lead} {a}".strip(), "depends_on": []},
                               {"id": "2", "question": b, "depends_on": ["1"], "relation": "progress"}],
                              source="heuristic")
     named = [e.group(0) for e in re.finditer(rf"(?<![\w.]){ENTITY}", a[1:])
              if not e.group(0).startswith("#") and e.group(0).lower() not in _CONTRACTED]
     if named and _PRONOUN.search(b):  # "When was Marie Curie born, and where did she die?": she = Marie Curie
         b = _PRONOUN.sub(named[0], b, count=1)
-    b = b[0].upper() + b[1:]
-    return validate_plan([{"id": "1", "question": a, "depends_on": []}, {"id": "2", "question": b, "depends_on": []}],
-                         source="heuristic")
+    parts = [f"{lead} {a}".strip(), *parts[1:-1], b]
+    return validate_plan([{"id": str(i + 1), "question": p[0].upper() + p[1:], "depends_on": []}
+                          for i, p in enumerate(parts)], source="heuristic")
 
 
 def _whose(question: str, params: HeuristicParams) -> Plan | None:

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pathweaver.retrieval.namegraph import tied_entities
 from pathweaver.retrieval.types import ChunkHit, PathHit, RetrievalResult
 from pathweaver.store.snapshot import GraphSnapshot, file_span_json
 
@@ -30,6 +31,8 @@ DEFAULT_MAX_ITEMS = 15  # PathRAG K = 15 paths; also caps chunks and triples
 SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(])")
 _INITIAL = re.compile(r"\b[A-Z]\.$")
 _NEXT_INITIAL = re.compile(r"[A-Z]\.(?!\w)")
+# Latin abbreviations that introduce what follows never end a sentence ("press the paste key, e.g. Cmd-V")
+_NO_END = re.compile(r"(?<![\w.])(?:e\.g|i\.e|cf|vs|viz)\.$", re.I)
 
 
 @dataclass
@@ -40,6 +43,7 @@ class ContextItem:
     passage: int = -1
     doc: str = ""
     title: str = ""
+    names: tuple[str, ...] = ()  # the names its note gives itself (title, front-matter aliases), as the store keeps them
     chunk_id: int = 0
     span: tuple[int, int] = (0, 0)
     locator: str = ""  # page or paragraph of a PDF or DOCX chunk, which has no span
@@ -100,6 +104,7 @@ def _chunk_item(snapshot: GraphSnapshot, cits: _Citations, passage: int) -> Cont
         passage=passage,
         doc=snapshot.chunk_docs[passage],
         title=snapshot.chunk_titles[passage],
+        names=tuple(snapshot.entity_names[e] for e in tied_entities(snapshot, [passage])),
         chunk_id=int(snapshot.chunk_ids[passage]),
         span=(start, end),
         locator=snapshot.chunk_locators[passage] if snapshot.chunk_locators else "",
@@ -243,7 +248,7 @@ def sentences(text: str) -> list[tuple[int, int]]:
     """Character spans of the sentences of ``text``."""
     spans, start = [], 0
     for m in SENTENCE_SPLIT.finditer(text):
-        if _is_initial(text, m.start(), m.end()):
+        if _is_initial(text, m.start(), m.end()) or _NO_END.search(text[max(0, m.start() - 5): m.start()]):
             continue
         spans.append((start, m.start()))
         start = m.end()

@@ -145,12 +145,19 @@ def path_adjacency(snapshot: GraphSnapshot, statistical: float, directed: bool =
     return cached(snapshot, ("path_adjacency", statistical > 0, directed), build)
 
 
-def tied_entities(snapshot: GraphSnapshot, passages: list[int]) -> list[int]:
-    """The document entities (title, aliases) tied to ``passages``, in passage order."""
+def _ties_csr(snapshot: GraphSnapshot) -> sp.csr_matrix | None:
+    """``ties`` as CSR (row p lists the document entities of passage p's document), None without any tie."""
     ties = snapshot.ties
     if ties is None or not ties.nnz:
+        return None
+    return cached(snapshot, ("ties_csr",), ties.tocsr, synonym_free=True)
+
+
+def tied_entities(snapshot: GraphSnapshot, passages: list[int]) -> list[int]:
+    """The document entities (title, aliases) tied to ``passages``, in passage order."""
+    t = _ties_csr(snapshot)
+    if t is None:
         return []
-    t = ties.tocsr()
     out: list[int] = []
     for p in passages:
         for e in t.indices[t.indptr[p] : t.indptr[p + 1]].tolist():
