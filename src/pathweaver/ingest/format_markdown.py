@@ -219,12 +219,14 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
             prev = None
             para_start = None
             continue
-        atx = _ATX_RE.match(raw)
+        bullet = in_logseq and bool(_LIST_RE.match(raw))  # Logseq writes a heading as a bullet: "- ## Usage"
+        atx = _ATX_RE.match(_LIST_RE.sub("", raw).lstrip() if bullet else raw)
         if atx:
             heading = _md_inline(atx.group(2) or "", links, link_texts).strip()
             if heading:
                 headings.append((emit(heading), heading))
-                lines.append((0, False, headings[-1][0], headings[-1][0] + len(heading)))
+                indent = logseq.indent_of(raw) if bullet else 0
+                lines.append((indent, bullet, headings[-1][0], headings[-1][0] + len(heading)))
                 levels.append(len(atx.group(1)))
                 para_start = None
                 if len(atx.group(1)) == 1 and not h1:
