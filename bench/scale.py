@@ -19,11 +19,11 @@ Per backend and size, in one run:
 - serve: a separate process (a server's view, in the CLI's environment: ``SERVER_ENV``) loads torch (a server's
   embedder holds it from the start), opens the store with ``pathweaver.service.Pathweaver``, loads the snapshot and
   what BM25 ranks with (every posting, or past ``store.bm25.MAX_POSTINGS`` the chunks' lengths), and times
-  ``dense``, ``hybrid`` and ``ppr`` through ``Pathweaver.retrieve`` (the real retrievers; the query embedder is
-  replaced by the synthetic query vectors, so the model's weights are not counted; on PostgreSQL their dense step
-  asks the HNSW index, ``store.dense``). Its RSS after the snapshot ("RSS snap") and after the queries ("RSS
-  served": with the caches the methods build, a server's steady state), and the graph vector tables it made (ppr's
-  seeds search the cached vectors through ``store.composed`` and make none).
+  ``dense``, ``hybrid`` and ``ppr`` (wall time, and the process's CPU time) through ``Pathweaver.retrieve`` (the
+  real retrievers; the query embedder is replaced by the synthetic query vectors, so the model's weights are not
+  counted; on PostgreSQL their dense step asks the HNSW index, ``store.dense``). Its RSS after the snapshot ("RSS
+  snap") and after the queries ("RSS served": with the caches the methods build, a server's steady state), and the
+  graph vector tables it made (ppr's seeds search the cached vectors through ``store.composed`` and make none).
 - PostgreSQL only: pgvector HNSW alone (``store.pg.search.dense_top``, ``ORDER BY <=> LIMIT 10``) p50/p95 and its
   recall@10 against the exact answer at ef_search 40, 100 and 200 (the default, ``[store] hnsw_ef_search``); the
   database size; the RSS of the PostgreSQL server's processes (summed, so shared buffers count more than once).
@@ -204,7 +204,15 @@ def serve(location: str, seed: int, n_q: int) -> dict[str, Any]:
     out["ppr_seeds"] = {"entities": info.get("seed_entities"), "triples": info.get("seed_triples")}
     for method in ("dense", "hybrid", "ppr"):
         pw.retrieve(texts[0], method=method, top_k=K)  # first call builds the method's cached pieces
-        out[method] = pct([float(pw.retrieve(q, method=method, top_k=K).info["seconds"]) for q in texts])
+        walls, cpus = [], []
+        for q in texts:
+            cpu = time.process_time()
+            walls.append(float(pw.retrieve(q, method=method, top_k=K).info["seconds"]))
+            cpus.append(time.process_time() - cpu)
+        out[method] = pct(walls)
+        # the CPU the process spent (all its threads): on a loaded machine a query of several ms waits for a core
+        # part of its wall time, where one under a scheduler slice seldom does, so wall p50s grow with the load too
+        out[f"{method}_cpu"] = pct(cpus)
     out["rss_after_mb"] = round(rss_mb())
     # the entity and relation vector tables the methods made (ppr's seeds need neither: ``store.composed``)
     out["graph_tables_mb"] = round(sum(v.nbytes for v in (snap.loaded("entity_vecs"), snap.loaded("rel_vecs"))
@@ -309,6 +317,7 @@ COLUMNS = [("load s", lambda r: r["load_s"]), ("snap s", lambda r: r["snapshot_s
            ("dense p50", lambda r: r["dense"]["p50_ms"]), ("dense p95", lambda r: r["dense"]["p95_ms"]),
            ("hybrid p50", lambda r: r["hybrid"]["p50_ms"]), ("hybrid p95", lambda r: r["hybrid"]["p95_ms"]),
            ("ppr p50", lambda r: r["ppr"]["p50_ms"]), ("ppr p95", lambda r: r["ppr"]["p95_ms"]),
+           *((f"{m} CPU p50", lambda r, m=m: r.get(f"{m}_cpu", {}).get("p50_ms")) for m in ("dense", "hybrid", "ppr")),
            ("hnsw p50", lambda r: r.get(f"hnsw_ef{HNSW_EF_SEARCH}", {}).get("p50_ms")),
            ("hnsw p95", lambda r: r.get(f"hnsw_ef{HNSW_EF_SEARCH}", {}).get("p95_ms")),
            ("hnsw recall", lambda r: r.get(f"hnsw_ef{HNSW_EF_SEARCH}", {}).get("recall_at_10")),
