@@ -16,14 +16,14 @@ Per backend and size, in one run:
   document, in transactions of 1,000 documents on SQLite (then ``bm25_terms.keep_postings``, as an index run ends);
   on PostgreSQL one transaction with the HNSW index built
   after the rows (``search.hnsw_after_load``, as ``migrate`` does: maintained row by row it costs ~15x more).
-- serve: a separate process (a server's view) loads torch (a server's embedder holds it from the start), opens
-  the store with ``pathweaver.service.Pathweaver``, loads the snapshot and what BM25 ranks with (every posting, or
-  past ``store.bm25.MAX_POSTINGS`` the chunks' lengths), and times ``dense``, ``hybrid`` and ``ppr`` through
-  ``Pathweaver.retrieve`` (the real retrievers; the query embedder is replaced by the synthetic query vectors, so
-  the model's weights are not counted; on PostgreSQL their dense step asks the HNSW index, ``store.dense``). Its RSS
-  after the snapshot ("RSS snap") and after the queries ("RSS served": with the caches the methods build, a
-  server's steady state), and the graph vector tables it made (ppr's seeds search the cached vectors through
-  ``store.composed`` and make none).
+- serve: a separate process (a server's view, in the CLI's environment: ``SERVER_ENV``) loads torch (a server's
+  embedder holds it from the start), opens the store with ``pathweaver.service.Pathweaver``, loads the snapshot and
+  what BM25 ranks with (every posting, or past ``store.bm25.MAX_POSTINGS`` the chunks' lengths), and times
+  ``dense``, ``hybrid`` and ``ppr`` (wall time, and the process's CPU time) through ``Pathweaver.retrieve`` (the
+  real retrievers; the query embedder is replaced by the synthetic query vectors, so the model's weights are not
+  counted; on PostgreSQL their dense step asks the HNSW index, ``store.dense``). Its RSS after the snapshot ("RSS
+  snap") and after the queries ("RSS served": with the caches the methods build, a server's steady state), and the
+  graph vector tables it made (ppr's seeds search the cached vectors through ``store.composed`` and make none).
 - PostgreSQL only: pgvector HNSW alone (``store.pg.search.dense_top``, ``ORDER BY <=> LIMIT 10``) p50/p95 and its
   recall@10 against the exact answer at ef_search 40, 100 and 200 (the default, ``[store] hnsw_ef_search``); the
   database size; the RSS of the PostgreSQL server's processes (summed, so shared buffers count more than once).
@@ -60,6 +60,10 @@ CENTRES = 1_000
 K = 10
 MENTIONS_PER_CHUNK = 4  # entities named per chunk; two relations per chunk join them in pairs
 LABEL = "related to"
+# the serving child's environment as ``pathweaver.cli`` sets it before numpy and torch load (values set by the user
+# kept): OpenBLAS's own threads inside each of ``numeric.parallel``'s row blocks would put four threads on two
+# cores and slow dense 100k from ~27 to ~36-45 ms (scale39)
+SERVER_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false"}
 
 
 def make_words(rng: np.random.Generator) -> np.ndarray:
@@ -200,7 +204,15 @@ def serve(location: str, seed: int, n_q: int) -> dict[str, Any]:
     out["ppr_seeds"] = {"entities": info.get("seed_entities"), "triples": info.get("seed_triples")}
     for method in ("dense", "hybrid", "ppr"):
         pw.retrieve(texts[0], method=method, top_k=K)  # first call builds the method's cached pieces
-        out[method] = pct([float(pw.retrieve(q, method=method, top_k=K).info["seconds"]) for q in texts])
+        walls, cpus = [], []
+        for q in texts:
+            cpu = time.process_time()
+            walls.append(float(pw.retrieve(q, method=method, top_k=K).info["seconds"]))
+            cpus.append(time.process_time() - cpu)
+        out[method] = pct(walls)
+        # the CPU the process spent (all its threads): on a loaded machine a query of several ms waits for a core
+        # part of its wall time, where one under a scheduler slice seldom does, so wall p50s grow with the load too
+        out[f"{method}_cpu"] = pct(cpus)
     out["rss_after_mb"] = round(rss_mb())
     # the entity and relation vector tables the methods made (ppr's seeds need neither: ``store.composed``)
     out["graph_tables_mb"] = round(sum(v.nbytes for v in (snap.loaded("entity_vecs"), snap.loaded("rel_vecs"))
@@ -211,7 +223,7 @@ def serve(location: str, seed: int, n_q: int) -> dict[str, Any]:
 
 def served(location: str, seed: int, n_q: int, data_home: Path) -> dict[str, Any]:
     """``serve`` in its own process, so its RSS is a server's, not the loader's."""
-    env = {**os.environ, "XDG_DATA_HOME": str(data_home)}
+    env = {**SERVER_ENV, **os.environ, "XDG_DATA_HOME": str(data_home)}
     cmd = [sys.executable, __file__, "--serve", location, "--seed", str(seed), "--queries", str(n_q)]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if done.returncode:
@@ -305,6 +317,7 @@ COLUMNS = [("load s", lambda r: r["load_s"]), ("snap s", lambda r: r["snapshot_s
            ("dense p50", lambda r: r["dense"]["p50_ms"]), ("dense p95", lambda r: r["dense"]["p95_ms"]),
            ("hybrid p50", lambda r: r["hybrid"]["p50_ms"]), ("hybrid p95", lambda r: r["hybrid"]["p95_ms"]),
            ("ppr p50", lambda r: r["ppr"]["p50_ms"]), ("ppr p95", lambda r: r["ppr"]["p95_ms"]),
+           *((f"{m} CPU p50", lambda r, m=m: r.get(f"{m}_cpu", {}).get("p50_ms")) for m in ("dense", "hybrid", "ppr")),
            ("hnsw p50", lambda r: r.get(f"hnsw_ef{HNSW_EF_SEARCH}", {}).get("p50_ms")),
            ("hnsw p95", lambda r: r.get(f"hnsw_ef{HNSW_EF_SEARCH}", {}).get("p95_ms")),
            ("hnsw recall", lambda r: r.get(f"hnsw_ef{HNSW_EF_SEARCH}", {}).get("recall_at_10")),
@@ -339,6 +352,8 @@ def main() -> None:
     ap.add_argument("--serve", metavar="LOCATION", help=argparse.SUPPRESS)  # the child process of ``served``
     args = ap.parse_args()
     if args.serve:
+        if SERVER_ENV.keys() - os.environ.keys():  # run by hand: numpy has loaded already, so start again with it
+            os.execve(sys.executable, [sys.executable, __file__, *sys.argv[1:]], {**SERVER_ENV, **os.environ})
         print(json.dumps(serve(args.serve, args.seed, args.queries)), flush=True)
         return
     results = []

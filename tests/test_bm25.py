@@ -3,12 +3,15 @@ the files that are left (FTS5's contentless-delete table keeps counting deleted 
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pathweaver.service import Pathweaver
+from pathweaver.store import bm25
 from pathweaver.store.bm25 import query_terms
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -170,3 +173,24 @@ def test_a_word_in_more_than_half_the_chunks_is_noise_only_beside_specific_hits(
         assert [name for name, _, _ in hits][:1] == ["n1.md"]
     finally:
         pw.close()
+
+
+def test_rank_breaks_ties_by_id_at_the_kth_place_and_scores_any_dtype_alike() -> None:
+    """Equal scores (copies of a note) across the k-th place go to the lower id, as a full sort by (-score, id)
+    orders them; postings kept as int32 rows and float32 counts (``bm25_terms``) give the same bits."""
+    ids = np.array([3, 8, 9, 14, 20, 31], dtype=np.int64)
+    norms = bm25.length_norms(np.array([5, 7, 5, 5, 9, 5]))
+    postings = [(np.array([0, 2, 3, 4, 5]), np.array([1.0, 2.0, 2.0, 1.0, 2.0])), None,
+                (np.array([1, 4]), np.array([3.0, 1.0]))]
+    scores = {}
+    for (at, f) in postings[::2]:
+        idf = max(math.log((6 - len(at) + 0.5) / (len(at) + 0.5)), bm25.IDF_FLOOR)
+        for row, tf in zip(at.tolist(), f.tolist(), strict=True):
+            scores[row] = scores.get(row, 0.0) + idf * ((tf * (bm25.K1 + 1.0)) / (tf + norms[row]))
+    everything = sorted(scores, key=lambda r: (-scores[r], ids[r]))
+    assert scores[2] == scores[3] == scores[5]  # a tie, which some k below cuts through
+    narrow = [(p[0].astype(np.int32), p[1].astype(np.float32)) if p is not None else None for p in postings]
+    for k in range(0, 8):
+        want = [(int(ids[r]), scores[r]) for r in everything[:k]]
+        assert bm25.rank(ids, norms, postings, k) == want
+        assert bm25.rank(ids, norms, narrow, k) == want

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pathweaver.numeric.projection import top_stable
 from pathweaver.store.db import Connection
 
 K1 = 1.2  # FTS5 bm25() constants (fts5_aux.c)
@@ -48,11 +49,11 @@ Postings = tuple[np.ndarray, np.ndarray]
 
 def rank(ids: np.ndarray, norms: np.ndarray, postings: Sequence[Postings | None], k: int) -> list[tuple[int, float]]:
     """The ``k`` best rows matching any query phrase as ``(id, score)``, highest first, ties by id; ``postings``
-    holds each phrase's postings in the query's order (None for a term no row has). The scores are FTS5's
+    holds each phrase's postings in the query's order (None for a term no row has; rows of any integer type,
+    occurrences of any float type holding integers). The scores are FTS5's
     ``-bm25()`` over the rows ``ids`` with length norms ``norms`` (``length_norms``)."""
     n = len(ids)
     scores = np.zeros(n, dtype=np.float64)
-    hit = np.zeros(n, dtype=bool)
     for p in postings:
         if p is None:
             continue  # no row has it: every row's occurrence count is 0, so it adds 0.0
@@ -61,13 +62,15 @@ def rank(ids: np.ndarray, norms: np.ndarray, postings: Sequence[Postings | None]
         idf = math.log((n - n_hit + 0.5) / (n_hit + 0.5))
         if idf <= 0.0:
             idf = IDF_FLOOR
-        scores[at] += idf * ((f * (K1 + 1.0)) / (f + norms[at]))
-        hit[at] = True
-    found = np.flatnonzero(hit)
-    if not len(found) or k < 1:
+        at = at.astype(np.intp, copy=False)  # once, not once per fancy index below
+        # float64 arithmetic whatever ``f``'s float type: its small integers convert exactly, so the same bits
+        scores[at] += idf * (np.multiply(f, K1 + 1.0, dtype=np.float64) / np.add(f, norms[at], dtype=np.float64))
+    if k < 1:
         return []
-    order = np.lexsort((ids[found], -scores[found]))[:k]
-    best = found[order]
+    # ids ascend with the row, so ``top_stable``'s ties by lower position are ties by id, also at the k-th place;
+    # it sorts only the rows at or above the k-th score, where a sort of every matching row grew as N log N
+    best = top_stable(scores, k)
+    best = best[scores[best] > 0.0]  # every matching row scores above 0 (idf >= IDF_FLOOR, f >= 1): the others
     return list(zip(ids[best].tolist(), scores[best].tolist(), strict=True))
 
 

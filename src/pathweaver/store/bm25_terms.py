@@ -93,11 +93,12 @@ class Bm25Lengths:
 
 
 def _as_postings(kept: tuple[np.ndarray, np.ndarray]) -> Postings | None:
-    """Kept postings in the in-memory index's dtypes (the same floats), None for a term no row has."""
+    """Kept postings as ``bm25.rank`` takes them (it computes in float64 from any dtype, so no copy here), None
+    for a term no row has."""
     rows, freqs = kept
     if not len(rows):
         return None
-    return rows.astype(np.int64), freqs.astype(np.float64)
+    return rows, freqs
 
 
 Bm25Ranking = Bm25Index | Bm25Lengths
