@@ -50,6 +50,7 @@ def test_answer_types() -> None:
     # a way of finding an amount out is asked for, not the amount; a difference between two things is no choice
     assert answer_type("How can I tell how many times a block has been referenced?") == "other"
     assert answer_type("How do I find out how much space my vault uses?") == "other"
+    assert answer_type("Where do I open the graph view?") == "other" and answer_type("Where did he die?") == "place"
     assert answer_type("What's the practical difference between embedding a block and referencing it?") == "other"
     assert options("What is the relationship between the orders of Alpha and Beta?") == []
 
