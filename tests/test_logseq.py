@@ -43,7 +43,7 @@ def test_page_properties_name_the_page_and_stay_text_where_logseq_shows_them() -
     assert doc.title == "slide" and doc.aliases == ["Presentation", "Deck mode"]
     # the properties Logseq shows on the page are its first lines, without the markup; title:: and the block's
     # id:: and collapsed:: are not shown
-    assert doc.text.startswith("alias: Presentation, Deck mode\ntype: Feature\n")
+    assert doc.text.startswith("alias: Presentation, Deck mode\n\ntype: Feature\n\n")  # a paragraph each
     assert "::" not in doc.text and UUID not in doc.text and "title:" not in doc.text and "collapsed" not in doc.text
     assert "Feature" in doc.links  # a property's [[value]] still links to its page
     cited = parse_file(Path("p.md"), b"\xef\xbb\xbfdescription:: Pencil strokes\r\n\r\n- Pencil strokes stay.\r\n")
@@ -143,7 +143,7 @@ def test_a_logseq_graph_is_indexed_as_logseq_shows_it(graph: tuple[Pathweaver, P
     out = pw.retrieve_json("How do I start Deck mode?", method="ppr", top_k=3)
     assert Path(out["chunks"][0]["doc"]).name == "slide.md"
     # embeds: a page by its namespace name, a block by its uuid, each cited to its own file
-    assert embedded(pw, "Whiteboard.md") == [("Whiteboard___Tool___Pencil.md", "alias: Pencil tool\ntype: Tool\n\n"
+    assert embedded(pw, "Whiteboard.md") == [("Whiteboard___Tool___Pencil.md", "alias: Pencil tool\n\ntype: Tool\n\n"
                                               "The pencil draws freehand strokes on the canvas.")]
     shown = embedded(pw, "Guide.md")
     assert [f for f, _ in shown] == ["slide.md"] and "View as slides" in shown[0][1] and "fullscreen" in shown[0][1]

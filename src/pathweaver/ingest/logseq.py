@@ -68,10 +68,10 @@ def _name(m: re.Match[str]) -> str:
 
 def shown_properties(props: dict[str, str]) -> str:
     """The page properties Logseq shows on the page (``description``, ``tags``, ``alias`` ...), as "key: value"
-    lines with links and tags written as their names, each followed by a line break; '' when none is shown."""
+    lines with links and tags written as their names, each a paragraph of its own; '' when none is shown."""
     lines = [f"{key}: {_LINK_RE.sub(_name, value).replace('#', '')}" for key, value in props.items()
              if value and key not in _UNSHOWN and not key.startswith("logseq.")]
-    return "".join(f"{line}\n" for line in lines)
+    return "".join(f"{line}\n\n" for line in lines)  # a paragraph each: no property is read on into the next
 
 
 def line_start(source: str, n: int) -> int:
