@@ -58,14 +58,15 @@ def test_page_properties_name_the_page_and_stay_text_where_logseq_shows_them() -
                                   "Press f to open the slides in fullscreen."
 
 
-def test_a_heading_bullet_is_a_heading() -> None:
+def test_a_heading_bullet_is_a_heading_and_an_org_frame_no_text() -> None:
     doc = parse_file(Path("Cards.md"), f"type:: Feature\n\n- ## Usage\n\t- Right click a bullet to make a card.\n"
                      f"\t  id:: {UUID}\n- ## Functionality\n\t- Cards come back by spaced repetition.\n"
-                     "- #tag starts no heading\n".encode())
+                     "- #tag starts no heading\n- #+BEGIN_NOTE\n  Cards sync per graph.\n  #+END_NOTE\n".encode())
     assert [h for _, h in doc.headings] == ["Usage", "Functionality"] and doc.heading_levels == [2, 2]
     start, end = doc.blocks[UUID]  # the heading's child block keeps its own span
     assert doc.text[start:end] == "Right click a bullet to make a card."
     assert "#tag starts no heading" in doc.text
+    assert "Cards sync per graph." in doc.text and "#+" not in doc.text  # an org block's frame is no text
 
 
 def test_namespace_files_and_links() -> None:

@@ -236,6 +236,8 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
         if _HR_RE.match(raw) or _TABLE_RULE_RE.match(raw) or _REF_DEF_RE.match(raw):
             prev = None
             continue
+        if in_logseq and logseq.DIRECTIVE_RE.match(raw):  # "#+BEGIN_NOTE" frames a block; it is no text of it
+            continue
         prop = logseq.block_property(raw) if in_logseq else None
         if prop is not None:  # a block's property is no text of it; its id names the block
             if prop[0] == "id" and prop[1]:

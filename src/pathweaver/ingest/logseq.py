@@ -30,6 +30,8 @@ _BLOCK_REF_RE = re.compile(r"\(\((" + UUID + r")\)\)")
 _CODE_SPAN_RE = re.compile(r"(`+)[^`]*?\1")
 _LINK_RE = re.compile(r"\[\[([^\[\]]+)\]\]")
 _NAMESPACE_RE = re.compile(r"___|%2F", re.IGNORECASE)
+# an org-mode block's frame line, which Logseq reads in Markdown too ("#+BEGIN_NOTE", "- #+END_QUERY")
+DIRECTIVE_RE = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?#\+(?:BEGIN|END)_[A-Za-z]+\b.*$")
 _EOL_RE = re.compile(r"\r\n|\r|\n")  # the line ends ``parsed.decode_text`` reads as one "\n" each
 
 
