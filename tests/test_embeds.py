@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fresh_graph import equals_fresh
 from pathweaver.ingest.parsers import parse_file
 from pathweaver.service import Pathweaver
 
@@ -65,17 +66,6 @@ def vault(tmp_path: Path) -> Path:
                        "onboarding.md": ONBOARD}.items():
         (notes / name).write_text(text, "utf-8")
     return notes
-
-
-def equals_fresh(pw: Pathweaver, vault: Path, tmp_path: Path, tag: str) -> None:
-    fresh = Pathweaver.open(tmp_path / f"fresh-{tag}", overrides={"models": {"llm_backend": "none"}})
-    try:
-        fresh.index([vault])
-        got, want = pw.reader.canonical_graph(), fresh.reader.canonical_graph()
-        for key in ("chunks", "embeds", "entities", "relations", "mentions", "doc_names", "name_mentions"):
-            assert got[key] == want[key], (tag, key)
-    finally:
-        fresh.close()
 
 
 def test_embeds_are_searchable_cited_and_follow_their_notes(vault: Path, tmp_path: Path) -> None:

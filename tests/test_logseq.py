@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from fresh_graph import equals_fresh
 from pathweaver.ingest.parsers import parse_file
 from pathweaver.ingest.spans import file_spans
 from pathweaver.service import Pathweaver
@@ -102,17 +103,6 @@ def chunks_of(pw: Pathweaver, name: str) -> list[dict[str, Any]]:
 def embedded(pw: Pathweaver, name: str) -> list[tuple[str, str]]:
     """(cited file name, text) of the chunks of note ``name`` that cite another file."""
     return [(Path(c["doc"]).name, c["text"]) for c in chunks_of(pw, name) if not c["doc"].endswith(name)]
-
-
-def equals_fresh(pw: Pathweaver, folder: Path, tmp_path: Path, tag: str) -> None:
-    fresh = Pathweaver.open(tmp_path / f"fresh-{tag}", overrides={"models": {"llm_backend": "none"}})
-    try:
-        fresh.index([folder])
-        got, want = pw.reader.canonical_graph(), fresh.reader.canonical_graph()
-        for key in ("chunks", "embeds", "entities", "relations", "mentions", "doc_names", "name_mentions"):
-            assert got[key] == want[key], (tag, key)
-    finally:
-        fresh.close()
 
 
 @pytest.fixture()
