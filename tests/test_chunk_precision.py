@@ -157,3 +157,42 @@ def test_a_machine_probes_once_for_all_its_stores(tmp_path: Path, monkeypatch: p
     with Database(tmp_path / "three") as db:
         assert invariance.recorded_invariance(db, emb, emb.model_name)("bfloat16") is first
     assert probed == ["bfloat16"] * 2 and invariance.machine_answers() == {key: first}
+
+
+@needs_bf16
+@pytest.mark.shipped_passes
+def test_a_machines_first_index_probes_in_five_passes_and_falls_back_when_it_fails(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine's first index probes bfloat16 in five fixed passes (each probe text twice in one pass per width,
+    two texts alone) and records bfloat16; where a text's vector moves with its company, the same first index
+    records float32 and keeps the packed float32 chunk vectors."""
+    from pathweaver.models import embedder as embedder_mod
+
+    monkeypatch.setattr(invariance, "machine_file", lambda: tmp_path / "data" / "batch_invariance.json")
+    notes = folder_of(tmp_path, FIRST)
+    emb = embedder_mod.Embedder()
+    emb._model = get_embedder().model  # the loaded model, probed afresh
+    assert emb.packed  # the packing probe's passes are not the invariance probe's
+    passes: list[tuple[int, ...]] = []
+    hook = emb.model[0].auto_model.register_forward_hook(lambda m, args, kwargs, out: passes.append(
+        tuple(kwargs["input_ids"].shape)), with_kwargs=True)
+    try:
+        with Database(tmp_path / "holds") as db:
+            assert Indexer(db, settings(tmp_path / "holds"), emb).chunk_precision == "bfloat16"
+    finally:
+        hook.remove()
+    assert sorted(passes) == sorted([(128, 32)] * 2 + [(64, 64)] + [(16, 256)] * 2)
+    real = embedder_mod.fixed_packed
+    monkeypatch.setattr(embedder_mod, "fixed_packed", lambda model, texts: real(model, texts) + 1e-6 * len(texts))
+    monkeypatch.setattr(invariance, "machine_file", lambda: tmp_path / "other" / "batch_invariance.json")
+    drifting = embedder_mod.Embedder()
+    drifting._model = emb.model
+    with Database(tmp_path / "fails") as db:
+        indexer = Indexer(db, settings(tmp_path / "fails"), drifting)
+        assert indexer.chunk_precision == "float32" == db.get_meta(chunk_precision.META_KEY)
+        indexer.index_paths([notes])
+        stored = chunk_vectors(db)
+    assert list(invariance.machine_answers().values()) == [False]
+    texts = sorted(stored)
+    got = np.stack([np.frombuffer(stored[t], np.float32) for t in texts])
+    assert np.abs(got - emb.encode(texts)).max() < 1e-6

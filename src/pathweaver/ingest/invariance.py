@@ -1,7 +1,7 @@
 """``Embedder.batch_invariant``'s answers remembered in the store and on the machine, per model, device and machine.
 
-The probe runs the full sentence-transformers model (its import alone is ~400 MB and seconds) and eight fixed
-passes (~5 s of CPU), and every ``Indexer`` needs the answer to resolve ``extract.graph_vector_precision`` and
+The probe runs the full sentence-transformers model (its import alone is ~400 MB and seconds) and five fixed
+passes (~3.5 s of CPU), and every ``Indexer`` needs the answer to resolve ``extract.graph_vector_precision`` and
 ``ingest.chunk_vector_precision`` "auto", which the store records and every scan compares. The answer depends only
 on the model, the device and the machine (``models.precision.machine_key``), so a server over an indexed store
 that has nothing to embed loads no model, and a new store on a machine that probed before does not probe again:

@@ -43,13 +43,14 @@ PROBE_TOLERANCE = 1e-4  # packed and plain vectors of the probe texts must agree
 CURIE = ("Marie Curie, born in Warsaw in 1867, shared the Nobel Prize in Physics of 1903 with Pierre Curie and Henri "
          "Becquerel, and won the prize in Chemistry in 1911 for polonium and radium.")
 # ``batch_invariant``'s texts: seven of at most 32 tokens (they share 32-wide rows), two of 33-64 (a 64-wide row
-# each, as long names and triples) and two of 129-256 (a 256-wide row each, as chunks), encoded together and in
-# another order and company; the two in ``INVARIANCE_APART`` also alone
+# each, as long names and triples) and two of 129-256 (a 256-wide row each, as chunks), encoded in one call twice,
+# the second time in reverse order (at another row, or offset in a row, beside other texts); the two in
+# ``INVARIANCE_APART`` also alone
 INVARIANCE_PROBE = [*PROBE, "warsaw", "polonium", "1867", "nobel prize in physics",
                     " ".join(["a longer text that needs a wider row than any single word"] * 4), CURIE,
                     " ".join([CURIE] * 4), " ".join(["a chunk of a note, about as long as most chunks are"] * 14)]
-# a word that shares its row with a longer text when together, and a chunk-long text in the second row of its
-# pass: alone, each sits at the start of the first row (every fixed pass costs the same, whatever it holds)
+# a word that shares its row with a longer text in the call of both copies, and a chunk-long text in the second row
+# of its pass: alone, each sits at the start of the first row (every fixed pass costs the same, whatever it holds)
 INVARIANCE_APART = (INVARIANCE_PROBE.index("warsaw"), len(INVARIANCE_PROBE) - 1)
 
 
@@ -136,13 +137,14 @@ class Embedder:
         return self._encode(texts, batch_size)
 
     def batch_invariant(self, precision: str = "float32") -> bool:
-        """Whether ``encode(..., invariant=True)`` gives the probe texts the same bits together, in another order
-        and company, and (``INVARIANCE_APART``) alone, at ``precision`` on this machine (checked once per
-        precision): eight fixed-shape passes."""
+        """Whether ``encode(..., invariant=True)`` gives each probe text the same bits at two places of one call
+        (``INVARIANCE_PROBE``) and (``INVARIANCE_APART``) alone, at ``precision`` on this machine (checked once per
+        precision): five fixed-shape passes."""
         if precision not in self._invariant:
             texts = INVARIANCE_PROBE
-            together = self.encode(texts, precision=precision, invariant=True)
-            shuffled = self.encode(texts[::-1] + texts[:2], precision=precision, invariant=True)[: len(texts)][::-1]
+            # both copies share one pass per width: a fixed pass costs the same however many of its rows are filled
+            both = self.encode(texts + texts[::-1], precision=precision, invariant=True)
+            together, shuffled = both[: len(texts)], both[len(texts) :][::-1]
             apart = [self.encode([texts[i]], precision=precision, invariant=True)[0] for i in INVARIANCE_APART]
             self._invariant[precision] = bool(
                 (together == shuffled).all() and (together[list(INVARIANCE_APART)] == np.stack(apart)).all())
