@@ -138,10 +138,13 @@ def test_reads_are_capped_one_byte_past_the_limit(tmp_path: Path, monkeypatch: p
     assert read_capped(big, 1000) == b"y" * 1001
 
 
-def test_files_skipped_under_older_parse_rules_are_read_again(tmp_path: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """A store made before its parsers could read a file (a stub note was once "empty document") reads it on its
-    next full scan after an upgrade, and only then: its stat alone would leave the skip standing."""
+def test_every_file_is_read_again_after_the_parse_rules_change(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store made under older parsers reads every file again on its next full scan after an upgrade, and only
+    then: a stub note once refused as "empty document" is indexed, and a note the old parser read otherwise (a
+    Logseq property left as text) gets the new parse, moved or not; its stat alone would leave both standing."""
+    from dataclasses import replace
+
     from pathweaver.ingest import parsers
     from pathweaver.ingest.parsed import ParseError
 
@@ -149,19 +152,28 @@ def test_files_skipped_under_older_parse_rules_are_read_again(tmp_path: Path,
     notes.mkdir()
     (notes / "good.txt").write_text(GOOD, encoding="utf-8")
     (notes / "stub.md").write_text('---\ntitle: "Nautical cartography"\n---\n', encoding="utf-8")
+    (notes / "slides.md").write_text("alias:: Deck mode\n\n- Right click the page title to present it.\n", "utf-8")
+    real = parsers._PARSERS[".md"]
 
-    def refuse(path: Path, data: bytes) -> object:
-        raise ParseError("empty document")
+    def older(path: Path, data: bytes) -> object:
+        if path.name == "stub.md":
+            raise ParseError("empty document")
+        return replace(real(path, data), text="alias:: Deck mode\nRight click the page title to present it.")
+
+    def texts(db: Database, name: str = "slides.md") -> set[str]:
+        return {row[2] for row in StoreReader(db).canonical_graph()["chunks"] if row[0].endswith(name)}
 
     with Database(tmp_path / "store") as db:
         indexer = Indexer(db, Settings(store_dir=tmp_path / "store"), get_embedder())
         with monkeypatch.context() as m:  # the older parser, and the rules it was stamped with
-            m.setitem(parsers._PARSERS, ".md", refuse)
+            m.setitem(parsers._PARSERS, ".md", older)
             m.setattr("pathweaver.ingest.pipeline.PARSE_RULES", parsers.PARSE_RULES - 1)
             indexer.index_paths([notes])
-        assert reasons(db) == {"stub.md": "empty document"}
+        assert reasons(db) == {"stub.md": "empty document"} and any("alias::" in t for t in texts(db))
+        (notes / "slides.md").rename(notes / "deck.md")  # moved as well: no rename keeps the old parse
         indexer.index_paths([notes])
-        assert reasons(db) == {} and StoreReader(db).stats()["documents"] == 2
+        assert reasons(db) == {} and StoreReader(db).stats()["documents"] == 3
+        assert not texts(db) and texts(db, "deck.md") and not any("::" in t for t in texts(db, "deck.md"))
         assert db.get_meta("parse_rules") == str(parsers.PARSE_RULES)
         again = indexer.index_paths([notes])
-        assert again.added == again.updated == 0 and again.unchanged == 2
+        assert again.added == again.updated == 0 and again.unchanged == 3

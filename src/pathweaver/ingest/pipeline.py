@@ -137,7 +137,7 @@ class Indexer:
         found = self._admitted(walk(roots, ing, confine))
         retry = self.db.get_meta("parse_rules") != str(PARSE_RULES)
         scan = diff(found, self._known(), (lambda p: True) if exact else (lambda p: under(p, root_strs)),
-                    retry_skipped=retry)
+                    reread=retry)
         if not force:
             self._spare_live_servers(scan.deleted)
         report = self._apply(scan, progress)

@@ -135,9 +135,9 @@ def _safe_hash(path: str) -> str | None:
 
 
 def diff(found: dict[str, FileEntry], known: dict[str, KnownDoc], in_scope: Callable[[str], bool],
-         hasher: Callable[[str], str | None] = _safe_hash, retry_skipped: bool = False) -> ScanResult:
+         hasher: Callable[[str], str | None] = _safe_hash, reread: bool = False) -> ScanResult:
     """Classify ``found`` files against ``known`` rows; known rows ``in_scope`` but not found are deleted. With
-    ``retry_skipped`` every file skipped before is read again (the parsers changed since)."""
+    ``reread`` every file is read again, indexed or skipped before (the parsers changed since)."""
     out = ScanResult()
     for path in sorted(found):
         entry = found[path]
@@ -152,7 +152,9 @@ def diff(found: dict[str, FileEntry], known: dict[str, KnownDoc], in_scope: Call
             out.new.append(entry)
         elif doc.status == "skipped":
             walk_reason = doc.reason.startswith(WALK_REASONS)
-            (out.unchanged if same_stat and not walk_reason and not retry_skipped else out.changed).append(entry)
+            (out.unchanged if same_stat and not walk_reason and not reread else out.changed).append(entry)
+        elif reread:
+            out.changed.append(entry)
         elif same_stat:
             out.unchanged.append(entry)
         else:
@@ -162,7 +164,10 @@ def diff(found: dict[str, FileEntry], known: dict[str, KnownDoc], in_scope: Call
             else:
                 out.changed.append(entry)
     gone = [doc for path, doc in sorted(known.items()) if path not in found and in_scope(path)]
-    _match_renames(out, gone, hasher)
+    if reread:  # a moved file is read again too: a rename would keep its old parse
+        out.deleted.extend(gone)
+    else:
+        _match_renames(out, gone, hasher)
     return out
 
 
