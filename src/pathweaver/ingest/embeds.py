@@ -16,12 +16,11 @@ to another note, or changing or removing that note, re-indexes the embedder.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pathweaver.ingest.logseq import UUID, block_uuid, page_key_name
+from pathweaver.ingest.logseq import block_ids, block_uuid, page_key_name
 from pathweaver.ingest.parsed import MARKDOWN_SUFFIXES, ParsedDocument, ParseError
 from pathweaver.ingest.parsers import parse_file
 
@@ -31,9 +30,6 @@ def embed_key(name: str) -> str:
     return name.strip().casefold()
 
 
-_BLOCK_ID_RE = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?id::[ \t]*(" + UUID + r")[ \t]*$", re.MULTILINE)
-
-
 def note_keys(path: str) -> list[str]:
     """The ``embed_key``s of the note at ``path``: its file name, and its Logseq page name where that differs
     ("a___b" and "a/b"); none for a file that is not a Markdown note."""
@@ -41,13 +37,6 @@ def note_keys(path: str) -> list[str]:
     if p.suffix.lower() not in MARKDOWN_SUFFIXES:
         return []
     return list(dict.fromkeys([embed_key(p.stem), embed_key(page_key_name(p))]))
-
-
-def block_ids(data: bytes) -> list[str]:
-    """The uuids Logseq's ``id::`` block properties give in a note's bytes (lower case)."""
-    if b"id::" not in data:
-        return []
-    return [u.lower() for u in _BLOCK_ID_RE.findall(data.decode("utf-8", "replace"))]
 
 
 @dataclass(frozen=True)

@@ -139,13 +139,10 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
     # Logseq's page properties name the page; those it shows on the page stay text, without the "::" markup
     props, rest = logseq.split_page_properties(text)
     shown = logseq.shown_properties(props)
-    source, hidden = None, []
-    if props and not shown:  # no word of a chunk is matched to its citation span inside unshown properties
-        source = data.decode("utf-8")
+    source, hidden = (data.decode("utf-8") if props else None), []
+    if source is not None and not shown:  # no word of a chunk is matched to a span inside unshown properties
         skipped = (fm.group(0).count("\n") if fm else 0) + text.count("\n") - rest.count("\n")
         hidden = [(0, logseq.line_start(source, skipped))]
-    elif shown:  # the shown properties' words are matched where the page writes them
-        source = data.decode("utf-8")
     text = shown + rest
     in_logseq = logseq.looks_like_logseq(path, props, text)
     links: list[str] = []
@@ -219,7 +216,8 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
             prev = None
             para_start = None
             continue
-        bullet = in_logseq and bool(_LIST_RE.match(raw))  # Logseq writes a heading as a bullet: "- ## Usage"
+        listed = bool(_LIST_RE.match(raw))
+        bullet = in_logseq and listed  # Logseq writes a heading as a bullet: "- ## Usage"
         atx = _ATX_RE.match(_LIST_RE.sub("", raw).lstrip() if bullet else raw)
         if atx:
             heading = _md_inline(atx.group(2) or "", links, link_texts).strip()
@@ -260,12 +258,12 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
             para_start = None
             continue
         start = emit(line)
-        lines.append((logseq.indent_of(raw), bool(_LIST_RE.match(raw)), start, start + len(out[-1])))
+        lines.append((logseq.indent_of(raw), listed, start, start + len(out[-1])))
         para_start = start if para_start is None else para_start
         last_para = (para_start, start + len(out[-1]))
         if block:
             blocks.setdefault(block.group(1), last_para)
-        is_plain = not _LIST_RE.match(raw) and not _QUOTE_RE.match(raw)
+        is_plain = not listed and not _QUOTE_RE.match(raw)
         prev = (start, line) if is_plain and len(line) < 200 else None
     body = "\n".join(out).rstrip()
     for uuid, span in logseq.block_spans(lines, ids).items():

@@ -25,6 +25,7 @@ _PAGE_PROP_RE = re.compile(r"^([A-Za-z][\w.-]*)::(?:[ \t]+(.*?))?[ \t]*$")
 _BLOCK_PROP_RE = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?([A-Za-z][\w.-]*)::(?:[ \t]+(.*?))?[ \t]*$")
 # a bullet whose next line is an indented property: how Logseq writes a block's properties, and no other app does
 _BULLET_PROPERTY_RE = re.compile(r"^[ \t]*[-*+][ \t](?![\w.-]+::).*\n[ \t]+[A-Za-z][\w.-]*::(?:[ \t]|$)", re.MULTILINE)
+_BLOCK_ID_RE = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?id::[ \t]*(" + UUID + r")[ \t]*$", re.MULTILINE)
 _EMBED_RE = re.compile(r"\{\{\{?embed[ \t]+(?:\[\[([^\[\]]+)\]\]|\(\((" + UUID + r")\)\))[ \t]*\}\}\}?")
 _BLOCK_REF_RE = re.compile(r"\(\((" + UUID + r")\)\)")
 _CODE_SPAN_RE = re.compile(r"(`+)[^`]*?\1")
@@ -64,16 +65,12 @@ def split_page_properties(text: str) -> tuple[dict[str, str], str]:
 _UNSHOWN = frozenset({"title", "id", "collapsed", "filters", "public", "icon", "exclude-from-graph-view", "heading"})
 
 
-def _name(m: re.Match[str]) -> str:
-    return m.group(1)
-
-
 def shown_properties(props: dict[str, str]) -> str:
     """The page properties Logseq shows on the page (``description``, ``tags``, ``alias`` ...), as "key: value"
     lines with links and tags written as their names, each a paragraph of its own; '' when none is shown."""
-    lines = [f"{key}: {_LINK_RE.sub(_name, value).replace('#', '')}" for key, value in props.items()
+    shown = [(key, _LINK_RE.sub(r"\1", value).replace("#", "")) for key, value in props.items()
              if value and key not in _UNSHOWN and not key.startswith("logseq.")]
-    return "".join(f"{line}\n\n" for line in lines)  # a paragraph each: no property is read on into the next
+    return "".join(f"{key}: {value}\n\n" for key, value in shown)  # a paragraph each: none read on into the next
 
 
 def line_start(source: str, n: int) -> int:
@@ -136,6 +133,13 @@ def looks_like_logseq(path: Path, props: dict[str, str], text: str) -> bool:
     under its bullet, a ``((uuid))`` block reference, an ``{{embed}}``, or a page that is one outline."""
     return (bool(props) or bool(namespace_title(path)) or bool(_BULLET_PROPERTY_RE.search(text))
             or bool(_BLOCK_REF_RE.search(text)) or bool(_EMBED_RE.search(text)) or outliner(text))
+
+
+def block_ids(data: bytes) -> list[str]:
+    """The uuids Logseq's ``id::`` block properties give in a note's bytes (lower case)."""
+    if b"id::" not in data:
+        return []
+    return [u.lower() for u in _BLOCK_ID_RE.findall(data.decode("utf-8", "replace"))]
 
 
 def block_property(raw: str) -> tuple[str, str] | None:

@@ -290,6 +290,8 @@ _AUX = r"(?:is|are|was|were|do|does|did|can|could|should|will|would|has|have|may
 _ASKING = re.compile(rf"^(?:{_AUX}|(?:who|whom|what|when|where|which|why|how)(?:['’]s|\s+(?:{_AUX}|many|much|long|"
                      rf"often)))\b", re.I)
 _ASKING_FIRST = re.compile(r"^(?P<x>[^,?]{1,80}),\s+(?P<y>\S.+)$")
+
+
 def _parts(question: str) -> tuple[str, list[str]] | None:
     """The statements before a question that asks two or three things, and its parts ("A, B, and C?" asks three
     when A and B each ask by themselves); None when it asks one thing."""
