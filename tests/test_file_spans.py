@@ -113,7 +113,8 @@ def test_markdown_spans_skip_front_matter_and_keep_crlf(citations: list[dict]) -
     first = min((c for c in citations if c["doc"].endswith("curies.md")), key=lambda c: c["span"][0])
     raw = Path(first["doc"]).read_bytes().decode("utf-8")
     assert raw.startswith("\ufeff---\r\n")  # BOM and CRLF are characters of the decoded file, counted as such
-    assert raw[first["span"][0]:].startswith("The *Curie* family")
+    # the tags are a property shown as text, cited to their line; the title's line is hidden from citations
+    assert raw[first["span"][0]:].startswith("tags: [physics]\r\n---\r\n\r\n# The *Curie* family")
 
 
 def test_pdf_and_docx_cite_a_page_or_paragraph(citations: list[dict]) -> None:

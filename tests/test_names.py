@@ -77,7 +77,7 @@ def test_titles_aliases_and_incremental_links_without_refresh(tmp_path: Path, em
         assert not report.refreshed
         got = mentions(db)
         assert got["paul thomas anderson"] == {"Inherent Vice (film)", "c", "Paul Thomas Anderson"}
-        assert got["pta"] == {"c"}
+        assert got["pta"] == {"c", "Paul Thomas Anderson"}  # and its own "aliases: PTA" line
         # the question's names seed PPR: the film's own passage, then the passages its names link to
         snap = StoreReader(db).snapshot()
         question = "Where was the director of film Inherent Vice born?"
@@ -91,7 +91,7 @@ def test_titles_aliases_and_incremental_links_without_refresh(tmp_path: Path, em
                                        "utf-8")
         indexer.index_paths([folder])
         got = mentions(db)
-        assert "pta" not in got and got["studio city"] == {"c"}
+        assert "pta" not in got and got["studio city"] == {"c", "Paul Thomas Anderson"}
         assert db.conn.execute("SELECT count(*) FROM doc_names WHERE name = 'pta'").fetchone()[0] == 0
         # a rename of a plain-text file renames its title entity
         (folder / "c.txt").rename(folder / "studio notes.txt")

@@ -74,7 +74,9 @@ def test_markdown_front_matter_headings_links() -> None:
     _assert_headings_point_into_text(doc)
     assert doc.links == ["Warsaw", "Pierre Curie", "henri_becquerel", "Vistula"]
     text = doc.text
-    assert "tags:" not in text and "---" not in text  # front matter and setext underline gone
+    # front matter's tags are a property shown as text (``ingest.properties``); its title and fences and the
+    # setext underline are gone
+    assert text.startswith("tags: physics, chemistry\n\n") and "title:" not in text and "---" not in text
     assert "https://" not in text and "](" not in text and "**" not in text and "`" not in text
     assert "pioneering research on radioactivity." in text  # link text kept, URL dropped
     assert "She was born in Warsaw and married Pierre." in text  # wiki link -> target / alias
@@ -170,7 +172,9 @@ def test_empty_and_invalid_utf8(tmp_path: Path, name: str) -> None:
 def test_a_stub_note_is_its_front_matter_names(tmp_path: Path) -> None:
     data = b'---\ntitle: "Zero-shot Classification"\naliases: [ZSC]\nstatus: draft\n---\n\n'
     doc = parse_file(tmp_path / "zsc.md", data)
-    assert doc.text == "Zero-shot Classification\nZSC" and doc.title == "Zero-shot Classification"
+    assert doc.text == "aliases: ZSC" and doc.title == "Zero-shot Classification"  # its shown property is text
+    doc = parse_file(tmp_path / "zsc.md", data.replace(b"aliases: [ZSC]", b"cssclasses: [wide]"))
+    assert doc.text == "Zero-shot Classification" and doc.hidden == []  # no property shown: its names are
     with pytest.raises(ParseError, match="empty document"):  # front matter that names nothing is still empty
         parse_file(tmp_path / "bare.md", b"---\nstatus: draft\n---\n")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path, PurePosixPath
 
-from pathweaver.ingest import logseq
+from pathweaver.ingest import logseq, properties
 from pathweaver.ingest.html_tables import COPY_MARK, pipe_tables
 from pathweaver.ingest.parsed import (
     FENCE_RE,
@@ -126,28 +126,50 @@ def front_matter_aliases(front: str) -> list[str]:
     return _dedupe([_unquote(i) for i in items])
 
 
+def _hidden_lines(source: str, n: int, shown: set[int]) -> list[tuple[int, int]]:
+    """Ranges of ``source`` that hold its first ``n`` lines but those in ``shown``, adjacent ones merged."""
+    starts = logseq.line_starts(source, n)
+    out: list[tuple[int, int]] = []
+    for line in range(n):
+        if line in shown:
+            continue
+        if out and out[-1][1] == starts[line]:
+            out[-1] = (out[-1][0], starts[line + 1])
+        else:
+            out.append((starts[line], starts[line + 1]))
+    return out
+
+
 def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
     text = decode_text(data)
     fm_title = ""
     aliases: list[str] = []
+    fm_props: list[properties.Property] = []
+    fm_lines = 0  # lines of the file the front matter takes
     fm = _FRONT_MATTER_RE.match(text)
     if fm:
         t = _FM_TITLE_RE.search(fm.group(1) or "")
         fm_title = _unquote(t.group(1)) if t else ""
         aliases = front_matter_aliases(fm.group(1) or "")
+        fm_props = properties.front_matter(fm.group(1) or "")
+        fm_lines = fm.group(0).count("\n")
         text = text[fm.end() :]
-    # Logseq's page properties name the page; those it shows on the page stay text, without the "::" markup
+    # the properties of the front matter and Logseq's page properties that the app shows as text open the text,
+    # without their markup; the lines of the others are hidden from citations (``ingest.properties``)
+    pairs = logseq.page_property_lines(text)
     props, rest = logseq.split_page_properties(text)
-    shown = logseq.shown_properties(props)
-    source, hidden = (data.decode("utf-8") if props else None), []
-    if source is not None and not shown:  # no word of a chunk is matched to a span inside unshown properties
-        skipped = (fm.group(0).count("\n") if fm else 0) + text.count("\n") - rest.count("\n")
-        hidden = [(0, logseq.line_start(source, skipped))]
+    shown, shown_lines = properties.shown(fm_props + properties.page_properties(pairs, fm_lines))
+    source, hidden = (data.decode("utf-8") if fm or props else None), []
+    if source is not None:
+        hidden = _hidden_lines(source, fm_lines + len(pairs), set(shown_lines))
     text = shown + rest
     in_logseq = logseq.looks_like_logseq(path, props, text)
     links: list[str] = []
     for value in props.values():  # a property's [[value]] links to its page, as Logseq shows it
         _md_inline(value, links, in_logseq=True)
+    for prop in fm_props:  # and so does a front-matter property's (Obsidian's "[[Note]]" values)
+        for value in prop.values:
+            _md_inline(value, links)
     if "alias" in props:
         aliases = _dedupe(aliases + logseq.property_names(props["alias"]))
     ns_title = logseq.namespace_title(path)
@@ -273,6 +295,7 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
     if not body.strip():
         # a stub note (front matter alone, common in a zettelkasten) is still found by the names it gives itself
         body = "\n".join(_dedupe([page_title or (title if in_logseq else ""), *aliases]))
+        hidden = []  # those names are cited to where the file gives them
     return ParsedDocument(body, title, headings, _dedupe(links), aliases=aliases,
                           link_texts=list(dict.fromkeys(link_texts)), embeds=embeds, heading_levels=levels,
                           blocks=blocks, copied=copied, source=source, hidden=hidden)

@@ -1,9 +1,8 @@
 """Logseq pages: what the Markdown parser (``format_markdown``) reads differently in a page Logseq wrote.
 
 - Page properties: ``key:: value`` lines at the very top of a page (its first block) name it (``title::``,
-  ``alias::``); those Logseq shows on the page stay its text as "key: value" lines (a description, tags), the
-  built-in ones it hides (``title``, ``id``, ``collapsed`` ...) leave it; the same line inside a note's body is text
-  (an Obsidian Dataview inline field).
+  ``alias::``); which of them stay its text, and how, is the rule YAML front matter follows too
+  (``ingest.properties``); the same line inside a note's body is text (an Obsidian Dataview inline field).
 - Namespace pages: the file ``A___B.md`` (or ``A%2FB.md``) is the page "A/B", which ``[[A/B]]`` links to.
 - Block properties: a ``key:: value`` line under a bullet (or a bullet of them) leaves the text; ``id:: <uuid>``
   names the bullet's block (with its children) for ``{{embed ((uuid))}}``.
@@ -47,41 +46,37 @@ def block_uuid(name: str) -> str | None:
     return m.group(1).lower() if m else None
 
 
-def split_page_properties(text: str) -> tuple[dict[str, str], str]:
-    """({key: value} of the ``key:: value`` lines that open ``text``, the text after them); ({}, text) without."""
-    lines = text.split("\n")
-    props: dict[str, str] = {}
-    n = 0
-    for line in lines:
+def page_property_lines(text: str) -> list[tuple[str, str]]:
+    """(key, value) of each ``key:: value`` line that opens ``text`` (keys in lower case)."""
+    out: list[tuple[str, str]] = []
+    for line in text.split("\n"):
         m = _PAGE_PROP_RE.match(line)
         if not m:
             break
-        props.setdefault(m.group(1).lower(), (m.group(2) or "").strip())
-        n += 1
-    return (props, "\n".join(lines[n:])) if props else ({}, text)
+        out.append((m.group(1).lower(), (m.group(2) or "").strip()))
+    return out
 
 
-# built-in page properties Logseq keeps off the page it shows; the others are a block of text at the page's top
-_UNSHOWN = frozenset({"title", "id", "collapsed", "filters", "public", "icon", "exclude-from-graph-view", "heading"})
+def split_page_properties(text: str) -> tuple[dict[str, str], str]:
+    """({key: value} of the ``key:: value`` lines that open ``text``, the text after them); ({}, text) without."""
+    pairs = page_property_lines(text)
+    if not pairs:
+        return {}, text
+    props: dict[str, str] = {}
+    for key, value in pairs:
+        props.setdefault(key, value)  # a key written twice keeps its first value
+    return props, "\n".join(text.split("\n")[len(pairs):])
 
 
-def shown_properties(props: dict[str, str]) -> str:
-    """The page properties Logseq shows on the page (``description``, ``tags``, ``alias`` ...), as "key: value"
-    lines with links and tags written as their names, each a paragraph of its own; '' when none is shown."""
-    shown = [(key, _LINK_RE.sub(r"\1", value).replace("#", "")) for key, value in props.items()
-             if value and key not in _UNSHOWN and not key.startswith("logseq.")]
-    return "".join(f"{key}: {value}\n\n" for key, value in shown)  # a paragraph each: none read on into the next
-
-
-def line_start(source: str, n: int) -> int:
-    """The offset in ``source`` (the decoded file, its line endings kept) where its line ``n`` (from 0) begins."""
-    at = 0
+def line_starts(source: str, n: int) -> list[int]:
+    """The offsets in ``source`` (the decoded file, its line endings kept) where its lines 0 to ``n`` begin (past
+    its end: ``len(source)``)."""
+    out, at = [0], 0
     for _ in range(n):
         m = _EOL_RE.search(source, at)
-        if m is None:
-            return len(source)
-        at = m.end()
-    return at
+        at = len(source) if m is None else m.end()
+        out.append(at)
+    return out
 
 
 def property_names(value: str) -> list[str]:

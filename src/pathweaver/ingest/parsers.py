@@ -17,9 +17,9 @@ from pathweaver.ingest.format_text import parse_rst, parse_txt
 from pathweaver.ingest.parsed import ParsedDocument, ParseError
 
 # how the parsers read files; raise it when a change alters what they read from a file (a stub note now readable,
-# Logseq's properties and namespace pages), so that a store reads every file again on its next full scan: no note
-# keeps an old parse (a chunk whose text did not change keeps its cached vector)
-PARSE_RULES = 3
+# Logseq's properties and namespace pages, front matter's properties), so that a store reads every file again on
+# its next full scan: no note keeps an old parse (a chunk whose text did not change keeps its cached vector)
+PARSE_RULES = 4
 
 _PARSERS: dict[str, Callable[[Path, bytes], ParsedDocument]] = {
     ".md": parse_markdown,

@@ -160,7 +160,7 @@ class Preparer:
             pieces = chunk_text(part, self.embedder.tokenize(part), ing.chunk_tokens, ing.chunk_overlap, heads)
             spans = file_spans(shown.doc.text, shown.doc.source or "",
                                [(shown.start + c.start, shown.start + c.end) for c in pieces],
-                               copied=shown.doc.copied)
+                               shown.doc.hidden, shown.doc.copied)
             for c, (file_start, file_end) in zip(pieces, spans, strict=True):
                 grams, n_words = chunk_stats(c.text, self.params.ngram_max)
                 rows.append(w.ChunkRow(first_ord + len(rows), offset, offset + len(c.text), c.n_tokens, c.text,
