@@ -13,7 +13,8 @@ from pathweaver.service import Pathweaver
 
 SOURDOUGH = ("---\ntitle: Sourdough\ndate: 2024-05-01 09:00\nstatus: draft\ncssclasses: [wide-page]\n"
              "summary: a levain starter kept alive with rye flour\ntags:\n  - Baking\n  - '#Fermentation'\n"
-             "cover: /media/loaf.png\npublish: true\nrating: 4\nsource: https://example.org/bread\n---\n\n"
+             "cover: /media/loaf.png\npublish: true\nrating: 4\nsource: https://example.org/bread\n"
+             "author:\n  name: Ann\n  site: https://example.org/ann\n---\n\n"
              "# Sourdough\n\nThe dough rises overnight in the fridge.\n")
 BAGEL = "# Bagels\n\nBagels are boiled before they are baked.\n"
 PAGE = "title:: Slides\nurl:: https://example.org/slides\ntype:: [[Feature]]\n\n- Present a page as slides.\n"
@@ -52,7 +53,7 @@ def test_a_summary_is_searchable_and_hidden_keys_are_not(tmp_path: Path) -> None
             assert Path(top["doc"]).name == "sourdough.md", method
             start, end = top["span"]
             assert SOURDOUGH[start:end].startswith("summary: a levain starter"), method
-        for word in ("draft", "wide", "loaf", "example", "2024"):  # values of keys and kinds that are no text
+        for word in ("draft", "wide", "loaf", "example", "2024", "ann"):  # values of keys and kinds that are no text
             hits = pw.retrieve_json(word, method="bm25", top_k=2)["chunks"]
             assert all(word not in c["text"].lower() for c in hits), word
             assert all(Path(c["doc"]).name != "sourdough.md" for c in hits), word

@@ -34,6 +34,7 @@ _NOT_TEXT_RE = re.compile(
     re.IGNORECASE,
 )
 _LINK_RE = re.compile(r"\[\[([^\[\]]+)\]\]")
+_NESTED_RE = re.compile(r"^[ \t]+[A-Za-z_][\w.-]*[ \t]*:(?:[ \t]|$)")  # a nested mapping's key: no text of ours
 _HTML_TAG_RE = re.compile(r"</?[A-Za-z][^<>]*>")
 
 
@@ -68,7 +69,7 @@ def front_matter(front: str, first_line: int = 1) -> list[Property]:
         m = _KEY_RE.match(line)
         if m:
             out.append(Property(m.group(1), _inline(m.group(2) or ""), [first_line + i]))
-        elif out and line.strip() and line[0] in " \t-":
+        elif out and line.strip() and line[0] in " \t-" and not _NESTED_RE.match(line):
             item, prop = line.strip(), out[-1]
             if item == "-" or item.startswith("- "):
                 prop.values.append(_unquote(item[1:]))
