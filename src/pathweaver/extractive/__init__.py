@@ -18,7 +18,15 @@ from pathweaver.extractive.chain import _chain_answer, bridge_title, memo_encode
 from pathweaver.extractive.choices import choose_option, partly_stated, yes_no
 from pathweaver.extractive.compose import NOT_SAID, _answers, _listed, _not_said, _sentences
 from pathweaver.extractive.evidence import _best_span, _head_off_topic, decides, head_named_span
-from pathweaver.extractive.questions import AMOUNT, NOTE_WORD_RE, SPAN_TYPES, answer_type, options
+from pathweaver.extractive.forms import form_sentence
+from pathweaver.extractive.questions import (
+    AMOUNT,
+    NOTE_WORD_RE,
+    SPAN_TYPES,
+    answer_type,
+    asks_several,
+    options,
+)
 from pathweaver.extractive.sentences import passages_of, rank_sentences
 from pathweaver.extractive.stranded import stranded_answer
 from pathweaver.extractive.types import Answer, ChunksLike, ExtractiveParams, HopChunks, WordDfFn
@@ -89,11 +97,11 @@ def extractive_answer(
         stated = stranded_answer(question, ranked, params, word_df, n_docs)
         if stated is not None:
             return stated
-    if kind in ("other", "name"):  # "what/which X ...?": a name that says it is an X, alone in the best sentence
-        named = head_named_span(question, ranked)
+    if kind in ("other", "name") and not asks_several(question):  # "what/which X ...?": a name that says it is
+        named = head_named_span(question, ranked)  # an X, alone in the best sentence
         if named is not None:
             return Answer(((named[0], (named[1].passage.n,)),), supported=True)
-    return _sentences(ranked, params)
+    return _sentences(ranked, params, must=form_sentence(question, _answers(ranked), params.min_sim))
 
 
 def baseline_answer(question: str, chunks_or_context: ChunksLike, encode: EncodeFn) -> tuple[str, list[int]]:
