@@ -62,6 +62,7 @@ def extractive_answer(
     ranked = rank_sentences(question, passages, encode, params, word_df, n_docs)
     if not ranked:
         return Answer((), supported=False)
+    floor = params.min_sim if encode is not None else -1.0  # without an embedder no sentence has a similarity
     if kind == "choice":
         picked = choose_option(question, options(question), passages, resolved)
         return Answer(((picked[0], tuple(picked[1])),), supported=True) if picked else _not_said(ranked, params)
@@ -72,7 +73,6 @@ def extractive_answer(
     if kind not in ("yesno", "list") and _head_off_topic(question, ranked):
         return _not_said(ranked, params)
     if kind == "yesno":  # "Yes." or "No." and the sentence that states it
-        floor = params.min_sim if encode is not None else -1.0
         said = yes_no(question, ranked, floor)
         if said:
             return Answer(((said[0], ()), *said[1]), supported=True)
@@ -101,7 +101,7 @@ def extractive_answer(
         named = head_named_span(question, ranked)  # an X, alone in the best sentence
         if named is not None:
             return Answer(((named[0], (named[1].passage.n,)),), supported=True)
-    return _sentences(ranked, params, must=form_sentence(question, _answers(ranked), params.min_sim))
+    return _sentences(ranked, params, must=form_sentence(question, _answers(ranked), floor))
 
 
 def baseline_answer(question: str, chunks_or_context: ChunksLike, encode: EncodeFn) -> tuple[str, list[int]]:
