@@ -245,3 +245,48 @@ def test_a_which_notes_question_lists_every_note_named_for_it_and_no_other(board
     # seven notes answer, more than the top 5 a question gets; the handbook only writes about minutes
     assert _cited_docs(out) == {f"Board minutes {year}.md" for year in range(2018, 2025)}, out["answer"]
     assert "Treasurer handbook" not in out["answer"] and "Hiking" not in out["answer"]
+
+
+FORMS = {
+    "Plugin updates.md": "# Plugin updates\n\nUpdates to plugins are checked every 12 hours. The plugins dashboard "
+    "lists every plugin you installed, with its version. You can search for new plugins from the same dashboard. "
+    "Newer releases are installed on their own.\n",
+    "Slides.md": "alias:: Presentation\ntype:: Feature\nplatforms:: All Platforms\n\n- Each top-level block of a "
+    "page becomes a slide, and nested blocks become its steps.\n- Themes change the colours of every slide.\n"
+    "- Slides can hold images and code.\n- Go to a page, right click on its title and select View as slides.\n",
+    "Export.md": "# Export\n\nExport the whole graph in one of the following formats:\n\n- Standard Markdown: plain "
+    "Markdown files\n- OPML: for outliners and mind maps\n- JSON: for your own scripts\n",
+    "Versions.md": "# Versions\n\nA formula can keep older versions next to its main one. No more than five "
+    "versions of a formula are supported at any given time.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def forms_pw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    yield from _indexed(tmp_path_factory, "notes-forms", FORMS)
+
+
+def test_how_often_brings_the_sentence_that_states_a_frequency(forms_pw: Any) -> None:
+    out = forms_pw.ask("How often does the app look for newer versions of my installed plugins?")
+    assert out["supported"] is True and _cited_docs(out) == {"Plugin updates.md"}
+    assert "every 12 hours" in out["answer"], out["answer"]
+
+
+def test_how_do_i_brings_the_instruction_and_no_page_property(forms_pw: Any) -> None:
+    out = forms_pw.ask("How do I present one of my pages as slides?")
+    assert out["supported"] is True and _cited_docs(out) == {"Slides.md"}
+    assert "select View as slides" in out["answer"], out["answer"]
+    assert "type: Feature" not in out["answer"] and "platforms:" not in out["answer"], out["answer"]
+
+
+def test_a_plural_which_question_gets_the_sentences_not_one_name(forms_pw: Any) -> None:
+    out = forms_pw.ask("Which formats can I export the whole graph to?")
+    assert out["supported"] is True and _cited_docs(out) == {"Export.md"}
+    for name in ("Standard Markdown", "OPML", "JSON"):
+        assert name in out["answer"], out["answer"]
+
+
+def test_a_number_keeps_the_bound_the_notes_write_before_it(forms_pw: Any) -> None:
+    out = forms_pw.ask("How many versions of a formula are supported at once?")
+    assert out["supported"] is True and _cited_docs(out) == {"Versions.md"}
+    assert out["answer"].startswith("No more than five versions"), out["answer"]

@@ -18,7 +18,15 @@ from pathweaver.extractive.chain import _chain_answer, bridge_title, memo_encode
 from pathweaver.extractive.choices import choose_option, partly_stated, yes_no
 from pathweaver.extractive.compose import NOT_SAID, _answers, _listed, _not_said, _sentences
 from pathweaver.extractive.evidence import _best_span, _head_off_topic, decides, head_named_span
-from pathweaver.extractive.questions import AMOUNT, NOTE_WORD_RE, SPAN_TYPES, answer_type, options
+from pathweaver.extractive.forms import form_sentence
+from pathweaver.extractive.questions import (
+    AMOUNT,
+    NOTE_WORD_RE,
+    SPAN_TYPES,
+    answer_type,
+    asks_several,
+    options,
+)
 from pathweaver.extractive.sentences import passages_of, rank_sentences
 from pathweaver.extractive.stranded import stranded_answer
 from pathweaver.extractive.types import Answer, ChunksLike, ExtractiveParams, HopChunks, WordDfFn
@@ -54,6 +62,7 @@ def extractive_answer(
     ranked = rank_sentences(question, passages, encode, params, word_df, n_docs)
     if not ranked:
         return Answer((), supported=False)
+    floor = params.min_sim if encode is not None else -1.0  # without an embedder no sentence has a similarity
     if kind == "choice":
         picked = choose_option(question, options(question), passages, resolved)
         return Answer(((picked[0], tuple(picked[1])),), supported=True) if picked else _not_said(ranked, params)
@@ -64,7 +73,6 @@ def extractive_answer(
     if kind not in ("yesno", "list") and _head_off_topic(question, ranked):
         return _not_said(ranked, params)
     if kind == "yesno":  # "Yes." or "No." and the sentence that states it
-        floor = params.min_sim if encode is not None else -1.0
         said = yes_no(question, ranked, floor)
         if said:
             return Answer(((said[0], ()), *said[1]), supported=True)
@@ -89,11 +97,11 @@ def extractive_answer(
         stated = stranded_answer(question, ranked, params, word_df, n_docs)
         if stated is not None:
             return stated
-    if kind in ("other", "name"):  # "what/which X ...?": a name that says it is an X, alone in the best sentence
-        named = head_named_span(question, ranked)
+    if kind in ("other", "name") and not asks_several(question):  # "what/which X ...?": a name that says it is
+        named = head_named_span(question, ranked)  # an X, alone in the best sentence
         if named is not None:
             return Answer(((named[0], (named[1].passage.n,)),), supported=True)
-    return _sentences(ranked, params)
+    return _sentences(ranked, params, must=form_sentence(question, _answers(ranked), floor))
 
 
 def baseline_answer(question: str, chunks_or_context: ChunksLike, encode: EncodeFn) -> tuple[str, list[int]]:

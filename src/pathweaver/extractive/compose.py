@@ -32,8 +32,12 @@ def _not_said(ranked: list[Sentence], params: ExtractiveParams | None = None) ->
 def _answers(ranked: list[Sentence]) -> list[Sentence]:
     """The sentences that can answer: not a question ("Why does X fail?", a FAQ's heading) and not a short line
     without a full stop among sentences that have one (a title or heading); all of them when none is left."""
-    kept = [s for s in ranked if not s.text.endswith("?") and not (s.heading and len(s.text.split()) <= 8)]
-    return kept or ranked
+    return [s for s in ranked if _quotable(s)] or ranked
+
+
+def _quotable(sent: Sentence) -> bool:
+    """Whether ``sent`` can answer or go on with an answer: not a question and not a short heading."""
+    return not sent.text.endswith("?") and not (sent.heading and len(sent.text.split()) <= 8)
 
 
 def _following(sent: Sentence, count: int, *, to_sentence: bool = False) -> list[Sentence]:
@@ -64,6 +68,10 @@ def _preceding(sent: Sentence) -> list[Sentence]:
     return [Sentence(found[sent.index - 1][0], sent.passage, sent.score, sent.sim, sent.index - 1, False)]
 
 
+# a line that gives a field's value ("alias: Presentation", "type: Feature"): a page's properties, not a heading
+_FIELD = re.compile(r"^[a-z][\w\-]*:\s+\S")
+
+
 def _sentences(ranked: list[Sentence], params: ExtractiveParams, must: Sentence | None = None) -> Answer:
     """The best sentence and up to ``answer_sentences - 1`` more that score within ``sentence_margin`` of it
     (``other_margin`` for another chunk's: an answer goes on in its own note; ``must`` among them when given),
@@ -80,13 +88,15 @@ def _sentences(ranked: list[Sentence], params: ExtractiveParams, must: Sentence 
     if must is not None and must not in chosen and must.score >= top.score - params.sentence_margin:
         chosen = chosen[: params.answer_sentences - 1] + [must]
     lead = ranked[0]
-    if lead is not top or lead.heading:  # the best unit is a heading or a question: its section answers
+    # a heading or a question ranks first: its section answers (a field line heads no section)
+    if (lead is not top or lead.heading) and not _FIELD.match(lead.text):
         section = _following(lead, 2, to_sentence=True)
-        chosen = ([lead] if lead is top else []) + section + chosen[int(lead is top): params.answer_sentences - 1]
+        rest = sorted(chosen[int(lead is top):], key=lambda c: c is not must)  # ``must`` stays
+        chosen = ([lead] if lead is top else []) + section + rest[: params.answer_sentences - 1]
     elif not top.text.endswith(":"):  # a statement goes on in the sentence after it
         rest = sorted((c for c in chosen if c is not top), key=lambda c: c is not must)  # ``must`` stays
         before = _preceding(top)
-        after = _following(top, 1)
+        after = [s for s in _following(top, 1) if _quotable(s)]  # a heading after it starts something else
         near = {(c.passage.n, c.index) for c in [top, *before, *after]}
         intro = [s for s in answers[:3] if s.text.endswith(":") and (s.passage.n, s.index) not in near][:1]
         if intro and must is None:  # a line that announces what follows ranks among the best: what it

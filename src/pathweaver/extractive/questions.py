@@ -125,8 +125,21 @@ def split_lead(question: str) -> tuple[str, str]:
 
 # a question that opens by asking how to do something ("How do I ...", "How can we ...") asks for a way, whatever
 # wh-clause follows ("... how many times it was referenced"); "Where do I open X?" asks for the steps, not a place
-_HOW_TO = re.compile(r"^how\s+(?:can|could|do|does|should|would|will|to|might|may)\b|"
+HOW_TO = re.compile(r"^how\s+(?:can|could|do|does|should|would|will|to|might|may)\b|"
                      r"^where\s+(?:can|could|do|should|would|will|might|may)\s+(?:i|we|you)\b")
+
+
+_AUX = r"(?:can|could|do|did|does|are|were|have|had|will|would|should|might|may|must)"
+_PLURAL = r"[a-z][\w\-]*[^\Wsu]s"  # "formats", "tools"; not "process", "status", "analysis"
+# "Which formats can I export to?", "Which plugins ...?", "Which sync services do ...?": a plural head noun first,
+# or second before an auxiliary, asks for several things (a noun then a verb, "Which plugin lets ...", does not)
+_WHICH_PLURAL = re.compile(rf"^which\s+(?:{_PLURAL}\b(?<!\bwas\b)(?<!\bhas\b)(?<!\bdoes\b)(?<!\bis\b)"
+                           rf"|[a-z][\w\-]*\s+{_PLURAL}\s+{_AUX}\b)")
+
+
+def asks_several(question: str) -> bool:
+    """Whether a "which X ...?" question asks for several Xs (its head noun is plural): one name cannot answer it."""
+    return bool(_WHICH_PLURAL.match(" ".join(question.split()).lower()))
 
 
 def answer_type(question: str) -> str:
@@ -145,7 +158,7 @@ def answer_type(question: str) -> str:
     ):  # a capitalised "When" inside the question starts a title ("When The Stars Go Blue"); "how far back" and
         # "how long ago" ask for a point in time, not a distance or a duration
         return "date"
-    if _HOW_TO.match(low):  # "How can I tell how many times ...?" asks how to find it out, not for a number
+    if HOW_TO.match(low):  # "How can I tell how many times ...?" asks how to find it out, not for a number
         return "other"
     if AMOUNT.search(low) or re.search(r"\b(?:how long|how far|how tall|how high|how big|how large|how old|"
                                        r"what percentage|what number)\b", low):
@@ -161,8 +174,8 @@ def answer_type(question: str) -> str:
         return "place"
     if m and m.group("n") in _PERSON_NOUNS:
         return "person"
-    if re.search(r"\bwhat (?:is|was|are|were) (?:the )?names? of\b|\bwhat (?:is|was|are|were) .+ called\b|"
-                 r"^which\s+[a-z]+\b", low):
+    if re.search(r"\bwhat (?:is|was|are|were) (?:the )?names? of\b|\bwhat (?:is|was|are|were) .+ called\b", low) or (
+            re.match(r"^which\s+[a-z]+\b", low) and not asks_several(low)):
         return "name"
     return "other"
 

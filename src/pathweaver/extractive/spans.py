@@ -125,6 +125,17 @@ _WORD_NUMBER = re.compile(r"\b(?:two|three|four|five|six|seven|eight|nine|ten|el
 _COUNTED_AFTER = re.compile(r"^\s*((?:[\w\-]+\s+){0,2}?[\w\-]+)")
 
 
+# a bound before a number is part of what the sentence states: "no more than five versions" is not "five versions"
+_BOUND = re.compile(r"(?:\b(?:no|not)\s+)?\b(?:more|fewer|less)\s+than\s+$|\b(?:at\s+(?:most|least)|up\s+to|under|"
+                    r"around|roughly|almost|nearly|about|approximately|over|a\s+(?:maximum|minimum)\s+of)\s+$", re.I)
+
+
+def _bounded(sentence: str, start: int, text: str) -> tuple[int, str]:
+    """The number span ``text`` at ``start`` with the bound the sentence writes just before it, if any."""
+    m = _BOUND.search(sentence[max(0, start - 30): start])
+    return (start - len(m.group(0)), f"{m.group(0)}{text}") if m else (start, text)
+
+
 def _number_spans(sentence: str, question: str, qwords: set[str], qstems: set[str]) -> list[tuple[int, str, float]]:
     """Numbers of ``sentence`` for a "how many / how much / how long" question: "How long ...?" asks for an
     amount of time or length, so a bare count ("1.24 million") is no answer to it; "How many N ...?" takes the
@@ -153,13 +164,14 @@ def _number_spans(sentence: str, question: str, qwords: set[str], qstems: set[st
                 text = f"{text} {' '.join(words[: hit + 1])}".rstrip(".,;:")
                 bonus += 1.0
         cue = max(_cued(sentence[max(0, m.start() - 60): m.start()], qstems), _row_cue(sentence[: m.start()], qstems))
-        out.append((m.start(), text, bonus + cue))
+        out.append((*_bounded(sentence, m.start(), text), bonus + cue))
     for m in _WORD_NUMBER.finditer(sentence):  # "no more than five versions": a number word with its N
         after = _COUNTED_AFTER.match(sentence[m.end():])
         words = after.group(1).split() if after else []
         hit = next((i for i, w in enumerate(words) if stem(w.lower().strip(".,;:")) in nouns), None)
         if hit is not None:
-            out.append((m.start(), f"{m.group(0)} {' '.join(words[: hit + 1])}".rstrip(".,;:"), 1.0))
+            text = f"{m.group(0)} {' '.join(words[: hit + 1])}".rstrip(".,;:")
+            out.append((*_bounded(sentence, m.start(), text), 1.0))
     return out
 
 
