@@ -9,9 +9,11 @@ from typing import Any
 import numpy as np
 
 from pathweaver.extractive import NOT_SAID, extractive_answer
+from pathweaver.extractive.choices import partly_stated
 from pathweaver.extractive.questions import NOTE_WORD_RE, answer_type, options
-from pathweaver.extractive.sentences import split_sentences
+from pathweaver.extractive.sentences import passages_of, rank_sentences, split_sentences
 from pathweaver.extractive.stranded import _object, _stating
+from pathweaver.extractive.types import ExtractiveParams
 from pathweaver.retrieval.context import build_context
 
 
@@ -249,6 +251,14 @@ def test_a_yes_no_question_the_best_sentence_speaks_to_is_answered_by_quoting_it
     # a sentence that shares too few of its words does not answer it
     said = extractive_answer("Does Linuxbrew update itself automatically every night?", linux)
     assert not said.supported and said.text.startswith(NOT_SAID)
+    # half the words, but not the rare ones that say what is asked ("email", "summary"): idf weighs them
+    question = "Can the app email me a daily summary of my tasks?"
+    ranked = rank_sentences(question, passages_of(["Journals\nThe app lists your tasks on the daily journal page."],
+                                                   5), None, ExtractiveParams())
+    def word_df(words: list[str]) -> dict[str, int]:
+        return {w: {"app": 90, "tasks": 60, "daily": 40}.get(w, 2) for w in words}
+    assert partly_stated(question, ranked, -1.0) is ranked[0]  # by plain word count it speaks to the question
+    assert partly_stated(question, ranked, -1.0, word_df=word_df, n_docs=100) is None
 
 
 def test_what_x_is_not_said_when_the_notes_write_x_only_off_the_topic() -> None:

@@ -7,9 +7,9 @@ import re
 from collections.abc import Mapping
 
 from pathweaver.extractive.questions import _BIRTH, _DEATH, _EARLIER, _LATER, _LONGER, _clean_option
-from pathweaver.extractive.sentences import content_words, stems
+from pathweaver.extractive.sentences import content_words, coverage, stems
 from pathweaver.extractive.spans import Date, dates_in
-from pathweaver.extractive.types import Passage, Sentence
+from pathweaver.extractive.types import Passage, Sentence, WordDfFn
 
 
 def _mentions(option: str, passages: list[Passage]) -> list[Passage]:
@@ -137,14 +137,14 @@ def yes_no(question: str, ranked: list[Sentence], min_sim: float,
     return ("Yes." if found[0] else "No."), [(found[1].text, (found[1].passage.n,))]
 
 
-def partly_stated(question: str, ranked: list[Sentence], min_sim: float, share: float = 0.5) -> Sentence | None:
-    """The best sentence when it holds at least ``share`` of the yes/no ``question``'s content words (by stem) and
-    is at least ``min_sim`` similar to it: it speaks to the question ("Homebrew does not use sudo after
-    installation" for "Does Linuxbrew keep using sudo afterwards?") without stating all of it, so it is quoted
-    as the answer, never turned into a "yes" or "no"; None otherwise."""
-    asked = stems(content_words(question))
-    if not asked or not ranked:
+def partly_stated(question: str, ranked: list[Sentence], min_sim: float, share: float = 0.5,
+                  word_df: WordDfFn | None = None, n_docs: int = 0) -> Sentence | None:
+    """The best sentence when it holds at least ``share`` of the yes/no ``question``'s content-word idf weight (by
+    stem; the rare words say what is asked: "email" and "summary" in "Can Logseq email me a daily summary of my
+    tasks?", not "Logseq" and "tasks") and is at least ``min_sim`` similar to it: it speaks to the question
+    ("Homebrew does not use sudo after installation" for "Does Linuxbrew keep using sudo afterwards?") without
+    stating all of it, so it is quoted as the answer, never turned into a "yes" or "no"; None otherwise."""
+    if not content_words(question) or not ranked:
         return None
     best = ranked[0]
-    have = asked & stems(content_words(best.text))
-    return best if best.sim >= min_sim and len(have) >= share * len(asked) else None
+    return best if best.sim >= min_sim and coverage(question, [best.text], word_df, n_docs) >= share else None
