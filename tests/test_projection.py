@@ -244,8 +244,9 @@ def test_the_sampled_top_k_is_the_partitions(kind: str) -> None:
             cand = top_candidates(scores, k)
             if kind == "nan":
                 assert cand is None  # NaN: the partitions' own order decides
-            else:
-                assert cand is not None and set(np.flatnonzero(scores > want)) <= set(cand.tolist())
+            elif cand is not None:  # None where most rows tie at the threshold (the zeros of "sparse")
+                assert set(np.flatnonzero(scores > want)) <= set(cand.tolist())
+            assert cand is not None or kind in ("nan", "sparse")
     small = rng.random(FAST_TOP_MIN - 1)
     assert top_candidates(small, 5) is None
     assert top_stable(small, 3).tolist() == np.argsort(-small, kind="stable")[:3].tolist()

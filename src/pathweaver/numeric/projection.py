@@ -123,8 +123,9 @@ def top_candidates(scores: np.ndarray, m: int) -> np.ndarray | None:
     if sample.shape[0] < m:
         return None
     threshold = np.partition(sample, sample.shape[0] - m)[sample.shape[0] - m]
-    cand = np.flatnonzero(scores >= threshold)  # none when the threshold is NaN (NaN sorts last)
-    return cand if cand.shape[0] >= m else None
+    cand = np.flatnonzero(scores >= threshold)
+    # too many (many rows tied at the threshold, such as BM25's zeros): a partition of them all costs no less
+    return cand if m <= cand.shape[0] <= scores.shape[0] // LOOSE else None
 
 
 def kth_highest(scores: np.ndarray, k: int) -> float:
