@@ -143,6 +143,16 @@ def test_ranking_settled_stops_when_the_top_k_order_is_certain() -> None:
     assert pagerank.RankingSettled(0, 3)(np.array([0.5]), 1e-5)  # one passage: its rank is certain
 
 
+def test_ranking_settled_on_many_passages_reads_the_partitions_gaps() -> None:
+    rng = np.random.default_rng(4)
+    scores = rng.random(100_000) ** 30  # a walk's skew; past FAST_TOP_MIN the top k + 1 come from a sampled threshold
+    for k in (1, 10, 20):
+        best = np.sort(np.partition(scores[7:], scores.shape[0] - 7 - k - 1)[-(k + 1):])
+        gap = float(np.diff(best).min())
+        settled = pagerank.RankingSettled(7, k)
+        assert settled(scores, 0.99 * gap) and not settled(scores, 1.01 * gap)
+
+
 def test_settled_ranking_equals_the_full_walks_ranking() -> None:
     transition = _random_transition(11, 6000, 30000, True)
     rng = np.random.default_rng(12)

@@ -6,7 +6,17 @@ import numpy as np
 import pytest
 
 from pathweaver.extract import synonyms
-from pathweaver.numeric.projection import LOOSE, Projection, exact_top_k, row_scores, top_stable
+from pathweaver.numeric.projection import (
+    FAST_TOP_MIN,
+    LOOSE,
+    Projection,
+    exact_top_k,
+    kth_highest,
+    row_scores,
+    top_candidates,
+    top_indices,
+    top_stable,
+)
 
 
 def unit_rows(rng: np.random.Generator, n: int, d: int = 64, rank: int = 12) -> np.ndarray:
@@ -200,3 +210,49 @@ def test_a_rows_score_has_the_same_bits_in_any_candidate_set() -> None:
             assert rows[-1] == 10
     assert top_stable(np.array([1.0, 3.0, 3.0, 2.0]), 1).tolist() == [1]
     assert top_stable(np.array([3.0, 1.0, 3.0, 3.0]), 2).tolist() == [0, 2]
+
+
+def _scores(rng: np.random.Generator, kind: str, n: int) -> np.ndarray:
+    """Score vectors a top-k is read from: plain, rounded (ties), skewed (a walk's), mostly zero, sorted, NaN."""
+    if kind == "plain":
+        return rng.random(n)
+    if kind == "ties":
+        return np.round(rng.random(n), 3)
+    if kind == "skewed":
+        return rng.random(n) ** 40
+    if kind == "sparse":
+        out = np.zeros(n)
+        out[rng.integers(0, n, 30)] = rng.random(30)
+        return out
+    if kind == "sorted":
+        return np.sort(rng.random(n)).astype(np.float32)
+    out = rng.random(n)
+    out[rng.integers(0, n, 3)] = np.nan
+    return out
+
+
+@pytest.mark.parametrize("kind", ["plain", "ties", "skewed", "sparse", "sorted", "nan"])
+def test_the_sampled_top_k_is_the_partitions(kind: str) -> None:
+    rng = np.random.default_rng(len(kind))
+    for n in (FAST_TOP_MIN, 3 * FAST_TOP_MIN + 7):
+        scores = _scores(rng, kind, n)
+        for k in (1, 5, 20, 21, 300):
+            part = np.argpartition(-scores, k - 1)[:k]
+            assert top_indices(scores, k).tolist() == part[np.lexsort((part, -scores[part]))].tolist()
+            want = np.partition(scores, n - k)[n - k]
+            assert kth_highest(scores, k) == want or (np.isnan(want) and np.isnan(kth_highest(scores, k)))
+            cand = top_candidates(scores, k)
+            if kind == "nan":
+                assert cand is None  # NaN: the partitions' own order decides
+            elif cand is not None:  # None where most rows tie at the threshold (the zeros of "sparse")
+                assert set(np.flatnonzero(scores > want)) <= set(cand.tolist())
+            assert cand is not None or kind in ("nan", "sparse")
+    small = rng.random(FAST_TOP_MIN - 1)
+    assert top_candidates(small, 5) is None
+    assert top_stable(small, 3).tolist() == np.argsort(-small, kind="stable")[:3].tolist()
+
+
+def test_the_sampled_threshold_reads_few_rows() -> None:
+    scores = np.random.default_rng(3).random(300_000)
+    cand = top_candidates(scores, 21)
+    assert cand is not None and 21 <= cand.shape[0] < 5_000

@@ -11,6 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pathweaver.numeric.parallel import SparseRows
+from pathweaver.numeric.projection import top_candidates
 
 
 class PPRError(ValueError):
@@ -166,5 +167,6 @@ class RankingSettled:
         if self.k < 1 or n == 0 or bound > SCORE_RTOL * float(part.max()):
             return False
         m = min(self.k + 1, n)
-        best = np.sort(part[np.argpartition(part, n - m)[n - m:]])
+        cand = top_candidates(part, m)  # asked at every step: a comparison pass instead of a partition
+        best = np.sort(part[cand])[-m:] if cand is not None else np.sort(part[np.argpartition(part, n - m)[n - m:]])
         return m == 1 or bool(np.diff(best).min() > bound)

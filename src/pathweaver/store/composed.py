@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from pathweaver.numeric.projection import half_mv, half_mv_holds, row_scores, top_stable
+from pathweaver.numeric.projection import half_mv, half_mv_holds, kth_highest, row_scores, top_stable
 from pathweaver.numeric.vectors import BLOCK_ROWS, VectorTable, compose_phrases, normalise_rows
 from pathweaver.store.db import Connection, OperationalError, SharedReader, connect
 from pathweaver.store.graphvecs import recipe_of
@@ -250,8 +250,7 @@ def _over(dots: np.ndarray, norms: np.ndarray) -> np.ndarray:
 def _candidates(est: np.ndarray, err: np.ndarray, k: int) -> np.ndarray:
     """Rows (ascending) whose score may be among the top ``k``: upper bound at least the k-th lower bound."""
     k = min(k, est.shape[0])
-    low = est - err
-    kth = np.partition(low, low.shape[0] - k)[low.shape[0] - k]
+    kth = kth_highest(est - err, k)
     return np.flatnonzero(est + err >= kth)
 
 
