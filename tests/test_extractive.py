@@ -351,6 +351,10 @@ def test_the_form_a_question_asks_for_joins_the_answer() -> None:
              "paste of copied text, press Cmd-Shift-V."]
     text = ans("How do I paste copied text as it was copied, without formatting?", paste)[0]
     assert "press Cmd-Shift-V" in text, text
+    inbox = ["Fleeting notes\nFleeting notes are processed into literature notes. Processed fleeting notes should be "
+             "short. Fleeting notes capture ideas while reading. Fleeting notes leave the inbox within 1 to 2 days."]
+    text = ans("How soon should fleeting notes be processed?", inbox)[0]
+    assert "within 1 to 2 days" in text, text
 
 
 def test_a_field_line_heads_no_section() -> None:

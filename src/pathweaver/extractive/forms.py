@@ -1,5 +1,5 @@
 """The form of answer a question's wording asks for, in English: "How do I ...?" asks for an instruction, "How
-often ...?" for a frequency. The best sentence may be on the topic without having that form ("A raw paste inserts
+often ...?" for a frequency, "How soon ...?" for a time. The best sentence may be on the topic without having that form ("A raw paste inserts
 all copied text" for "How do I paste without reformatting?"); a close sentence that has it joins the answer."""
 
 from __future__ import annotations
@@ -26,7 +26,12 @@ _INSTRUCTION = re.compile(
     re.I,
 )
 _OFTEN = re.compile(r"\bhow\s+(?:often|frequently)\b", re.I)
+_SOON = re.compile(r"\bhow\s+(?:soon|quickly|fast)\b", re.I)
 _UNIT = r"(?:second|minute|hour|day|week|fortnight|month|quarter|year)s?"
+_NUMBER = r"(?:\d[\d,.]*|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a\s+few|a\s+couple\s+of)"
+# a time: "within 1 to 2 days", "in a few weeks", "the same day", "immediately"
+_TIME = re.compile(rf"\b{_NUMBER}(?:\s*(?:to|-|–|or)\s*{_NUMBER})?\s+{_UNIT}\b|\bsame\s+day\b|"
+                   r"\b(?:immediately|instantly|right away|at once)\b", re.I)
 # a frequency: "every 12 hours", "daily", "twice a year", "a few times a year", "intervals are 1 - 600 seconds"
 _FREQUENCY = re.compile(
     rf"\bevery\s+(?:\d[\d,.]*\s+|few\s+|other\s+|couple\s+of\s+)?{_UNIT}\b"
@@ -41,11 +46,13 @@ _NEAR = 10  # the form is looked for among this many best answer units
 
 
 def asked_form(question: str) -> re.Pattern[str] | None:
-    """The pattern of the sentences ``question`` asks for: a frequency for "how often", an instruction for "how do
-    I / can I / to ..." and "where do I ..."; None for any other question."""
+    """The pattern of the sentences ``question`` asks for: a frequency for "how often", a time for "how soon /
+    quickly", an instruction for "how do I / can I / to ..." and "where do I ..."; None for any other question."""
     q = " ".join(question.split())
     if _OFTEN.search(q):
         return _FREQUENCY
+    if _SOON.search(q):
+        return _TIME
     if HOW_TO.match(_LEAD_CLAUSE.sub("", q.lower())):
         return _INSTRUCTION
     return None
