@@ -77,6 +77,10 @@ def test_namespace_files_and_links() -> None:
     assert old.title == "Whiteboard/Element locking" and old.aliases == ["Element locking"]  # a two-word last part
     named = parse_file(Path("A___B.md"), b"title:: Custom name\n\n- text\n")
     assert named.title == "Custom name"
+    # a slash in another note's title is part of one name: "Beat Happening/Screaming Trees" is no namespace
+    plain = parse_file(Path("000337.md"), b"---\ntitle: Beat Happening/Screaming Trees\n---\n# Beat Happening/Screaming "
+                       b"Trees\n\nTwo bands from the Pacific Northwest.\n")
+    assert plain.title == "Beat Happening/Screaming Trees" and plain.aliases == []
     board = parsed("Whiteboard.md")
     assert board.links == ["Whiteboard/Tool/Pencil"]
     assert [(n, f) for _, n, f in board.embeds] == [("Whiteboard/Tool/Pencil", "")]

@@ -174,7 +174,7 @@ def parse_markdown(path: Path, data: bytes) -> ParsedDocument:
         aliases = _dedupe(aliases + logseq.property_names(props["alias"]))
     ns_title = logseq.namespace_title(path)
     page_title = props.get("title", "").strip() or fm_title or ns_title
-    if logseq.last_part_alias(page_title):
+    if in_logseq and logseq.last_part_alias(page_title):  # a namespace is Logseq's: "A/B" elsewhere is one name
         aliases = _dedupe(aliases + [logseq.last_part_alias(page_title)])
     text = pipe_tables(text)  # an HTML table's rows keep their headers, as a pipe table's do
     out: list[str] = []

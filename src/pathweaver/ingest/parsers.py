@@ -19,7 +19,7 @@ from pathweaver.ingest.parsed import ParsedDocument, ParseError
 # how the parsers read files; raise it when a change alters what they read from a file (a stub note now readable,
 # Logseq's properties and namespace pages, front matter's properties), so that a store reads every file again on
 # its next full scan: no note keeps an old parse (a chunk whose text did not change keeps its cached vector)
-PARSE_RULES = 4
+PARSE_RULES = 5
 
 _PARSERS: dict[str, Callable[[Path, bytes], ParsedDocument]] = {
     ".md": parse_markdown,
