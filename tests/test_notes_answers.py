@@ -266,27 +266,29 @@ def forms_pw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     yield from _indexed(tmp_path_factory, "notes-forms", FORMS)
 
 
+def _answer_from(pw: Any, question: str, doc: str) -> str:
+    """The supported answer to ``question``, asserted to cite ``doc`` alone."""
+    out = pw.ask(question)
+    assert out["supported"] is True and _cited_docs(out) == {doc}, out["answer"]
+    return out["answer"]
+
+
 def test_how_often_brings_the_sentence_that_states_a_frequency(forms_pw: Any) -> None:
-    out = forms_pw.ask("How often does the app look for newer versions of my installed plugins?")
-    assert out["supported"] is True and _cited_docs(out) == {"Plugin updates.md"}
-    assert "every 12 hours" in out["answer"], out["answer"]
+    text = _answer_from(forms_pw, "How often does the app look for newer versions of my installed plugins?",
+                        "Plugin updates.md")
+    assert "every 12 hours" in text, text
 
 
 def test_how_do_i_brings_the_instruction_and_no_page_property(forms_pw: Any) -> None:
-    out = forms_pw.ask("How do I present one of my pages as slides?")
-    assert out["supported"] is True and _cited_docs(out) == {"Slides.md"}
-    assert "select View as slides" in out["answer"], out["answer"]
-    assert "type: Feature" not in out["answer"] and "platforms:" not in out["answer"], out["answer"]
+    text = _answer_from(forms_pw, "How do I present one of my pages as slides?", "Slides.md")
+    assert "select View as slides" in text and "type: Feature" not in text and "platforms:" not in text, text
 
 
 def test_a_plural_which_question_gets_the_sentences_not_one_name(forms_pw: Any) -> None:
-    out = forms_pw.ask("Which formats can I export the whole graph to?")
-    assert out["supported"] is True and _cited_docs(out) == {"Export.md"}
-    for name in ("Standard Markdown", "OPML", "JSON"):
-        assert name in out["answer"], out["answer"]
+    text = _answer_from(forms_pw, "Which formats can I export the whole graph to?", "Export.md")
+    assert all(name in text for name in ("Standard Markdown", "OPML", "JSON")), text
 
 
 def test_a_number_keeps_the_bound_the_notes_write_before_it(forms_pw: Any) -> None:
-    out = forms_pw.ask("How many versions of a formula are supported at once?")
-    assert out["supported"] is True and _cited_docs(out) == {"Versions.md"}
-    assert out["answer"].startswith("No more than five versions"), out["answer"]
+    text = _answer_from(forms_pw, "How many versions of a formula are supported at once?", "Versions.md")
+    assert text.startswith("No more than five versions"), text
