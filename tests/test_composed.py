@@ -80,6 +80,25 @@ def test_norms_are_stored_once_and_recomputed_when_missing_or_stale(store: Path)
     assert np.allclose([r[1] for r in again], [r[1] for r in stored], rtol=1e-6)
 
 
+def test_norms_of_gone_rows_go_when_the_graph_changes(tmp_path: Path) -> None:
+    """A note removed and another added: the stored norms are those of the graph's rows, none left behind."""
+    shutil.copytree(CORPUS, tmp_path / "notes")
+    settings = Settings(store_dir=tmp_path / "store")
+    with Database(tmp_path / "store") as db:
+        Indexer(db, settings, get_embedder()).index_paths([tmp_path / "notes"])
+    _fresh_snapshot(tmp_path / "store").composed.get()
+    gone = sorted((tmp_path / "notes").rglob("*.md"))[0]
+    gone.unlink()
+    (tmp_path / "notes" / "Added.md").write_text("# Ada Lovelace\n\nAda Lovelace worked with Charles Babbage.\n")
+    with Database(tmp_path / "store") as db:
+        Indexer(db, settings, get_embedder()).index_paths([tmp_path / "notes"])
+    _fresh_snapshot(tmp_path / "store").composed.get()
+    with Database(tmp_path / "store") as db:
+        for norms, rows in (("entity_norms", "entities"), ("relation_norms", "relations")):
+            have = {r[0] for r in db.conn.execute(f"SELECT id FROM {norms}")}
+            assert have == {r[0] for r in db.conn.execute(f"SELECT id FROM {rows}")}, norms
+
+
 def test_methods_give_the_same_results_without_the_tables(store: Path) -> None:
     """mcmi, pathrag and ppr read rows through ``vector_rows`` and the composed search: the same JSON as once
     the tables are made, and neither table made before that."""
