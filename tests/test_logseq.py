@@ -78,8 +78,8 @@ def test_namespace_files_and_links() -> None:
     named = parse_file(Path("A___B.md"), b"title:: Custom name\n\n- text\n")
     assert named.title == "Custom name"
     # a slash in another note's title is part of one name: "Beat Happening/Screaming Trees" is no namespace
-    plain = parse_file(Path("000337.md"), b"---\ntitle: Beat Happening/Screaming Trees\n---\n# Beat Happening/Screaming "
-                       b"Trees\n\nTwo bands from the Pacific Northwest.\n")
+    plain = parse_file(Path("000337.md"), b"---\ntitle: Beat Happening/Screaming Trees\n---\n# Beat Happening/"
+                       b"Screaming Trees\n\nTwo bands from the Pacific Northwest.\n")
     assert plain.title == "Beat Happening/Screaming Trees" and plain.aliases == []
     board = parsed("Whiteboard.md")
     assert board.links == ["Whiteboard/Tool/Pencil"]

@@ -76,7 +76,8 @@ def extractive_answer(
         said = yes_no(question, ranked, floor)
         if said:
             return Answer(((said[0], ()), *said[1]), supported=True)
-        near = partly_stated(question, _answers(ranked), floor, word_df=word_df, n_docs=n_docs)  # no "yes" or "no": what the notes say on it
+        # no "yes" or "no": what the notes say on it
+        near = partly_stated(question, _answers(ranked), floor, word_df=word_df, n_docs=n_docs)
         return _sentences(ranked, params, must=near) if near is not None else _not_said(ranked, params)
     if kind == "list":
         listed = _listed(ranked, encode is not None, params, question)

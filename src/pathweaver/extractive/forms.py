@@ -1,6 +1,7 @@
 """The form of answer a question's wording asks for, in English: "How do I ...?" asks for an instruction, "How
-often ...?" for a frequency, "How soon ...?" for a time. The best sentence may be on the topic without having that form ("A raw paste inserts
-all copied text" for "How do I paste without reformatting?"); a close sentence that has it joins the answer."""
+often ...?" for a frequency, "How soon ...?" for a time. The best sentence may be on the topic without having that
+form ("A raw paste inserts all copied text" for "How do I paste without reformatting?"); a close sentence that has
+it joins the answer."""
 
 from __future__ import annotations
 

@@ -126,7 +126,7 @@ def split_lead(question: str) -> tuple[str, str]:
 # a question that opens by asking how to do something ("How do I ...", "How can we ...") asks for a way, whatever
 # wh-clause follows ("... how many times it was referenced"); "Where do I open X?" asks for the steps, not a place
 HOW_TO = re.compile(r"^how\s+(?:can|could|do|does|should|would|will|to|might|may)\b|"
-                     r"^where\s+(?:can|could|do|should|would|will|might|may)\s+(?:i|we|you)\b")
+                    r"^where\s+(?:can|could|do|should|would|will|might|may)\s+(?:i|we|you)\b")
 
 
 _AUX = r"(?:can|could|do|did|does|are|were|have|had|will|would|should|might|may|must)"
