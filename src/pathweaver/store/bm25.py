@@ -70,7 +70,7 @@ def rank(ids: np.ndarray, norms: np.ndarray, postings: Sequence[Postings | None]
     # ids ascend with the row, so ``top_stable``'s ties by lower position are ties by id, also at the k-th place;
     # it sorts only the rows at or above the k-th score, where a sort of every matching row grew as N log N
     best = top_stable(scores, k)
-    best = best[scores[best] > 0.0]  # every matching row scores above 0 (idf >= IDF_FLOOR, f >= 1): the others
+    best = best[scores[best] > 0.0]  # a row that matches scores above 0 (idf >= IDF_FLOOR, f >= 1): 0 is no match
     return list(zip(ids[best].tolist(), scores[best].tolist(), strict=True))
 
 

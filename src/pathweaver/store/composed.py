@@ -293,9 +293,6 @@ def _stored_norms(conn: Connection, table: str, ids: np.ndarray) -> np.ndarray:
     return out
 
 
-_NORMED = {"entity_norms": "entities", "relation_norms": "relations"}  # each norm table's rows
-
-
 def _write_norms(path: Path, settings: str | None, tables: dict[str, tuple[np.ndarray, np.ndarray]],
                  replace: bool) -> None:
     """Store norms (table -> (ids, norms)) computed for ``settings``, unless another writer holds the store or
@@ -308,8 +305,6 @@ def _write_norms(path: Path, settings: str | None, tables: dict[str, tuple[np.nd
                 for table, (ids, norms) in tables.items():
                     if replace:
                         conn.execute(f"DELETE FROM {table}")
-                    elif ids.size:  # rows of the graph came and went: the norms of the gone ones go too
-                        conn.execute(f"DELETE FROM {table} WHERE id NOT IN (SELECT id FROM {_NORMED[table]})")
                     conn.executemany(f"INSERT OR REPLACE INTO {table}(id, norm) VALUES (?, ?)",
                                      zip(ids.tolist(), norms.tolist(), strict=True))
                 conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('norm_settings', ?)", (settings or "",))

@@ -267,15 +267,19 @@ def collect_garbage(conn: Connection, entity_ids: Iterable[int] | None = None,
 
 
 def delete_relations(conn: Connection, ids: Sequence[int]) -> None:
-    conn.executemany("DELETE FROM relations WHERE id = ?", [(i,) for i in ids])
+    """Remove relations and their stored norms (``store.composed``): a relation id can be given again later."""
+    params = [(i,) for i in ids]
+    conn.executemany("DELETE FROM relation_norms WHERE id = ?", params)
+    conn.executemany("DELETE FROM relations WHERE id = ?", params)
 
 
 def delete_entities(conn: Connection, ids: Sequence[int]) -> None:
-    """Remove entities; their relations (with FTS rows), mentions and synonyms go too."""
+    """Remove entities; their relations (with FTS rows), mentions, synonyms and stored norms go too."""
     params = [(i,) for i in ids]
     rel_ids: list[int] = []
     for (eid,) in params:
         rel_ids += [r[0] for r in conn.execute("SELECT id FROM relations WHERE src_id = ? OR dst_id = ?", (eid, eid))]
     delete_relations(conn, sorted(set(rel_ids)))
     conn.executemany("DELETE FROM entities_fts WHERE rowid = ?", params)
+    conn.executemany("DELETE FROM entity_norms WHERE id = ?", params)
     conn.executemany("DELETE FROM entities WHERE id = ?", params)
