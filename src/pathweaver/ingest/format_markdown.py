@@ -14,6 +14,7 @@ from pathweaver.ingest.parsed import (
     ParsedDocument,
     _dedupe,
     decode_text,
+    line_starts,
     local_link_target,
     stem_title,
 )
@@ -128,7 +129,7 @@ def front_matter_aliases(front: str) -> list[str]:
 
 def _hidden_lines(source: str, n: int, shown: set[int]) -> list[tuple[int, int]]:
     """Ranges of ``source`` that hold its first ``n`` lines but those in ``shown``, adjacent ones merged."""
-    starts = logseq.line_starts(source, n)
+    starts = line_starts(source, n)
     out: list[tuple[int, int]] = []
     for line in range(n):
         if line in shown:

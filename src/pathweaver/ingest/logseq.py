@@ -32,7 +32,6 @@ _LINK_RE = re.compile(r"\[\[([^\[\]]+)\]\]")
 _NAMESPACE_RE = re.compile(r"___|%2F", re.IGNORECASE)
 # an org-mode block's frame line, which Logseq reads in Markdown too ("#+BEGIN_NOTE", "- #+END_QUERY")
 DIRECTIVE_RE = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?#\+(?:BEGIN|END)_[A-Za-z]+\b.*$")
-_EOL_RE = re.compile(r"\r\n|\r|\n")  # the line ends ``parsed.decode_text`` reads as one "\n" each
 
 
 def uuid_key(uuid: str) -> str:
@@ -66,17 +65,6 @@ def split_page_properties(text: str) -> tuple[dict[str, str], str]:
     for key, value in pairs:
         props.setdefault(key, value)  # a key written twice keeps its first value
     return props, "\n".join(text.split("\n")[len(pairs):])
-
-
-def line_starts(source: str, n: int) -> list[int]:
-    """The offsets in ``source`` (the decoded file, its line endings kept) where its lines 0 to ``n`` begin (past
-    its end: ``len(source)``)."""
-    out, at = [0], 0
-    for _ in range(n):
-        m = _EOL_RE.search(source, at)
-        at = len(source) if m is None else m.end()
-        out.append(at)
-    return out
 
 
 def property_names(value: str) -> list[str]:

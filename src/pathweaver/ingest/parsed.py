@@ -91,6 +91,20 @@ def decode_text(data: bytes) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
 
 
+_EOL_RE = re.compile(r"\r\n|\r|\n")  # the line ends ``decode_text`` reads as one "\n" each
+
+
+def line_starts(source: str, n: int) -> list[int]:
+    """The offsets in ``source`` (the decoded file, its line endings kept) where its lines 0 to ``n`` begin (past
+    its end: ``len(source)``)."""
+    out, at = [0], 0
+    for _ in range(n):
+        m = _EOL_RE.search(source, at)
+        at = len(source) if m is None else m.end()
+        out.append(at)
+    return out
+
+
 class TextBuilder:
     """Accumulates output text while tracking offsets; collapses inline whitespace and blank lines."""
 
