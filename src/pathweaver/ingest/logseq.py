@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import unquote
 
+from pathweaver.ingest.properties import LINK_RE
+
 UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _PAGE_PROP_RE = re.compile(r"^([A-Za-z][\w.-]*)::(?:[ \t]+(.*?))?[ \t]*$")
 # under a bullet, or a bullet of properties alone ("- type:: [[Command]]"); only ever looked for in a Logseq page
@@ -28,7 +30,6 @@ _BLOCK_ID_RE = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?id::[ \t]*(" + UUID + r")[ \t
 _EMBED_RE = re.compile(r"\{\{\{?embed[ \t]+(?:\[\[([^\[\]]+)\]\]|\(\((" + UUID + r")\)\))[ \t]*\}\}\}?")
 _BLOCK_REF_RE = re.compile(r"\(\((" + UUID + r")\)\)")
 _CODE_SPAN_RE = re.compile(r"(`+)[^`]*?\1")
-_LINK_RE = re.compile(r"\[\[([^\[\]]+)\]\]")
 _NAMESPACE_RE = re.compile(r"___|%2F", re.IGNORECASE)
 # an org-mode block's frame line, which Logseq reads in Markdown too ("#+BEGIN_NOTE", "- #+END_QUERY")
 DIRECTIVE_RE = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?#\+(?:BEGIN|END)_[A-Za-z]+\b.*$")
@@ -69,8 +70,8 @@ def split_page_properties(text: str) -> tuple[dict[str, str], str]:
 
 def property_names(value: str) -> list[str]:
     """The page names of a property value: ``[[A]], [[B]]``, ``A, B`` or ``#tag``."""
-    names = [m.strip() for m in _LINK_RE.findall(value)]
-    rest = _LINK_RE.sub(",", value)
+    names = [m.strip() for m in LINK_RE.findall(value)]
+    rest = LINK_RE.sub(",", value)
     names += [p.strip().lstrip("#").strip() for p in rest.split(",")]
     return [n for n in dict.fromkeys(names) if n]
 

@@ -33,7 +33,7 @@ _NOT_TEXT_RE = re.compile(
     r"|\{\{.*\}\}",  # a Logseq macro ({{docs-base-url Page}})
     re.IGNORECASE,
 )
-_LINK_RE = re.compile(r"\[\[([^\[\]]+)\]\]")
+LINK_RE = re.compile(r"\[\[([^\[\]]+)\]\]")  # a page link in a property value, Obsidian's or Logseq's
 _NESTED_RE = re.compile(r"^[ \t]+[A-Za-z_][\w.-]*[ \t]*:(?:[ \t]|$)")  # a nested mapping's key: no text of ours
 _HTML_TAG_RE = re.compile(r"</?[A-Za-z][^<>]*>")
 
@@ -92,7 +92,7 @@ def page_properties(pairs: Iterable[tuple[str, str]], first_line: int) -> list[P
 
 def _text(value: str) -> str:
     """A value as the app shows it: links and tags as their names, no HTML tags."""
-    return _HTML_TAG_RE.sub("", _LINK_RE.sub(r"\1", value)).replace("#", "").strip()
+    return _HTML_TAG_RE.sub("", LINK_RE.sub(r"\1", value)).replace("#", "").strip()
 
 
 def shown(props: Iterable[Property]) -> tuple[str, list[int]]:
