@@ -1,4 +1,5 @@
-"""Leaf text helpers every layer may use: the canonical form of a name and a compact English stopword list."""
+"""Leaf text helpers every layer may use: the canonical form of a name, a compact English stopword list, and
+whether a question asks for notes themselves."""
 
 from __future__ import annotations
 
@@ -8,6 +9,13 @@ import re
 POSSESSIVE_RE = re.compile(r"'s\b")
 _SPACE_RE = re.compile(r"\s+")
 _EDGE_PUNCT_RE = re.compile(r"^[\W_]+|[\W_]+$")
+
+# the nouns that ask for the notes themselves ("Which notes ...?"), not for what the notes are about
+NOTE_NOUNS = ("note", "page", "file", "document")
+# the notes themselves are asked for: the head noun after "which"/"what" (or "which of my"), or "notes on/about X"
+_ASKS_FOR_NOTES = re.compile(
+    rf"^(?:which|what)\s+(?:(?:of\s+)?(?:my|the|our|these|those)\s+)?(?:[\w\-]+\s+){{0,2}}?(?:{'|'.join(NOTE_NOUNS)})s\b"
+    r"|^which\b.*\b(?:have|has|wrote|write|written|keep|kept|took|take)\s+(?:a\s+|any\s+)?(?:notes?|pages?)\b")
 
 _WORDS = """
     a about above after again against all also am an and any are aren't as at be because been before being
@@ -41,3 +49,9 @@ def normalize(text: str) -> str:
     if text.endswith(")") and name.count("(") > name.count(")"):  # keep a closing parenthesis: "vice (film)"
         name += ")"
     return name
+
+
+def asks_for_notes(question: str) -> bool:
+    """Whether ``question`` asks for the notes themselves ("Which notes ...?", "Which of my notes ...?", "Which X
+    do I have notes on?"), not for what they say."""
+    return bool(_ASKS_FOR_NOTES.search(" ".join(question.split()).lower()))

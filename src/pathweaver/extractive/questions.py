@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from pathweaver.text import NOTE_NOUNS, asks_for_notes
+
 ANSWER_TYPES = ("yesno", "choice", "list", "date", "number", "place", "person", "name", "other")
 # The types answered by a short span when the evidence states one; the others by the best sentences.
 SPAN_TYPES = ("date", "number", "place", "person", "name")
@@ -67,16 +69,10 @@ _WH = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "
        "are", "were", "name"}
 
 
-# the nouns that ask for the notes themselves ("Which notes ...?"), not for what the notes are about
-NOTE_NOUNS = ("note", "page", "file", "document")
 # the noun that asks for notes, with the verb that says what a note does with its topic ("notes cover X"): neither
 # is what the notes must hold
 NOTE_WORD_RE = re.compile(rf"\b(?:{'|'.join(NOTE_NOUNS)})s?\b(?:\s+(?:cover|explain|mention|discuss|describe|"
                           r"document|deal with|talk about|go over)s?\b)?", re.I)
-# the notes themselves are asked for: the head noun after "which"/"what" (or "which of my"), or "notes on/about X"
-_LIST = re.compile(rf"^(?:which|what)\s+(?:(?:of\s+)?(?:my|the|our|these|those)\s+)?(?:[\w\-]+\s+){{0,2}}?"
-                   rf"(?:{'|'.join(NOTE_NOUNS)})s\b|^which\b.*\b(?:have|has|wrote|write|written|keep|kept|took|take)\s+"
-                   r"(?:a\s+|any\s+)?(?:notes?|pages?)\b")
 # "when" asks for a time where it opens the question ("When was X born?") or ends it ("... ended when?"); inside a
 # question it joins a clause ("What matters when the plugin ranks tasks?"), and an opening "When X happens, what
 # ...?" is a clause too
@@ -150,7 +146,7 @@ def answer_type(question: str) -> str:
         return "choice"
     if _YESNO_START.match(low):
         return "yesno"
-    if _LIST.search(low):  # "Which notes ...?", "Which of my notes ...?", "Which X do I have notes on?"
+    if asks_for_notes(low):
         return "list"
     if _WHEN.search(low) or re.search(
         r"\b(?:what year|which year|what date|in what year|date of|year of|what decade|what century|"

@@ -11,6 +11,10 @@ there (a vault, a docs folder: ``GraphSnapshot.doc_links``), the result is hybri
 them. Where the graph adds nothing, the result is hybrid's. A store without written links (passage sets such as
 MuSiQue's, where the graph methods beat hybrid) keeps the method's own list.
 
+A question that asks for notes themselves ("Which notes cover X?") keeps hybrid's whole top k: each note it asks
+for matches X in its own words, and a note the graph reaches from another is seldom one of them (on notes dev's 11,
+the open slot took a listed note from hybrid twice and held one once, which the link step then replaced).
+
 Chosen on notes dev (split in halves) over letting the method lead, its notes taking turns with hybrid's and the
 link step free to replace any result but the top: that won dev's two-note questions and lost the test split's
 one-note ones. Two open slots lost a one-note question whose note hybrid ranks 4th and gained none.
@@ -22,13 +26,15 @@ from pathweaver.retrieval.linked import follow_links
 from pathweaver.retrieval.notes import merge_by_note, per_note
 from pathweaver.retrieval.seeds import HybridParams, hybrid_retrieve
 from pathweaver.retrieval.types import ChunkHit, Query, RetrievalEnv, RetrievalResult
+from pathweaver.text import asks_for_notes
 
 OPEN_SLOTS = 1  # the last slots of hybrid's top k that the graph may take; the ones above them stay hybrid's
 
 
-def kept_slots(top_k: int) -> int:
-    """How many of hybrid's first notes keep their slots (at least the top one)."""
-    return max(1, top_k - OPEN_SLOTS)
+def kept_slots(top_k: int, question: str) -> int:
+    """How many of hybrid's first notes keep their slots for ``question`` (at least the top one): all of them when
+    it asks for notes."""
+    return top_k if asks_for_notes(question) else max(1, top_k - OPEN_SLOTS)
 
 
 def hybrid_floor(env: RetrievalEnv, query: Query, result: RetrievalResult, top_k: int) -> RetrievalResult:
@@ -48,7 +54,7 @@ def hybrid_floor(env: RetrievalEnv, query: Query, result: RetrievalResult, top_k
         slots = list(range(len(out), min(top_k, len(out) + len(new))))
         out.extend(new[:len(slots)])
     else:
-        slots = list(range(max(kept_slots(top_k), top_k - len(new)), top_k))
+        slots = list(range(max(kept_slots(top_k, query.text), top_k - len(new)), top_k))
     for at, hit in zip(slots, new, strict=False):
         # the slot's score (below hybrid's notes, its last note's), so the list's scores stay in order
         score = hybrid[min(at, len(hybrid) - 1)].score if hybrid else hit.score
@@ -64,7 +70,7 @@ def note_steps(env: RetrievalEnv, query: Query, result: RetrievalResult, top_k: 
     (``linked.follow_links``) in its open slots; both do nothing on a store without written links."""
     if floor:
         result = hybrid_floor(env, query, result, top_k)
-    if linked > 0:
-        keep = kept_slots(top_k) if "hybrid_floor" in result.info else 1
+    if linked > 0 and not asks_for_notes(query.text):  # a linked note is no note a list asks for
+        keep = kept_slots(top_k, query.text) if "hybrid_floor" in result.info else 1
         result = follow_links(env.snapshot, query.vec, result, linked, keep)
     return result
