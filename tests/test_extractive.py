@@ -362,3 +362,12 @@ def test_a_field_line_heads_no_section() -> None:
             "shown as presentation slides, one block per slide. Right click the title and select View as slides."]
     text = ans("How are presentation slides made from a page?", page)[0]
     assert "type: Feature" not in text and "platforms:" not in text and "one block per slide" in text, text
+
+
+def test_a_property_line_is_no_answer() -> None:
+    # the note's summary holds the question's words best, but says what the note is about; its body answers
+    notes = ["Training\nsummary: the first thing to do before training a new neural network\n\ntags: neural network, "
+             "training\n\nBefore training a new network, always overfit a small batch of data first.",
+             "Transfer learning\nA trained network is repurposed for a new task."]
+    text = ans("What's the first thing I should do before training a new neural network?", notes)[0]
+    assert "summary:" not in text and "tags:" not in text and "overfit a small batch" in text, text

@@ -35,9 +35,16 @@ def _answers(ranked: list[Sentence]) -> list[Sentence]:
     return [s for s in ranked if _quotable(s)] or ranked
 
 
+# a line that gives a field's value ("alias: Presentation", "type: Feature"): a note's properties
+# (``ingest.properties``) say what the note is about, so such a line heads no section and answers nothing
+_FIELD = re.compile(r"^[a-z][\w\-]*:\s+\S")
+
+
 def _quotable(sent: Sentence) -> bool:
-    """Whether ``sent`` can answer or go on with an answer: not a question and not a short heading."""
-    return not sent.text.endswith("?") and not (sent.heading and len(sent.text.split()) <= 8)
+    """Whether ``sent`` can answer or go on with an answer: not a question, not a short heading and not a property
+    line ("summary: ...", "tags: ...": it describes the note, whose body answers)."""
+    return (not sent.text.endswith("?") and not (sent.heading and len(sent.text.split()) <= 8)
+            and not _FIELD.match(sent.text))
 
 
 def _following(sent: Sentence, count: int, *, to_sentence: bool = False) -> list[Sentence]:
@@ -66,10 +73,6 @@ def _preceding(sent: Sentence) -> list[Sentence]:
     if sent.index > len(found) or found[sent.index - 1][1]:
         return []
     return [Sentence(found[sent.index - 1][0], sent.passage, sent.score, sent.sim, sent.index - 1, False)]
-
-
-# a line that gives a field's value ("alias: Presentation", "type: Feature"): a page's properties, not a heading
-_FIELD = re.compile(r"^[a-z][\w\-]*:\s+\S")
 
 
 def _sentences(ranked: list[Sentence], params: ExtractiveParams, must: Sentence | None = None) -> Answer:
