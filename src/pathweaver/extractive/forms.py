@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from pathweaver.extractive.questions import HOW_TO
+from pathweaver.extractive.questions import HOW_TO, TIME_UNIT
 from pathweaver.extractive.types import Sentence
 
 # verbs that open an instruction in docs and notes ("Open the palette", "Right click the title and select ...")
@@ -28,17 +28,16 @@ _INSTRUCTION = re.compile(
 )
 _OFTEN = re.compile(r"\bhow\s+(?:often|frequently)\b", re.I)
 _SOON = re.compile(r"\bhow\s+(?:soon|quickly|fast)\b", re.I)
-_UNIT = r"(?:second|minute|hour|day|week|fortnight|month|quarter|year)s?"
 _NUMBER = r"(?:\d[\d,.]*|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a\s+few|a\s+couple\s+of)"
 # a time: "within 1 to 2 days", "in a few weeks", "the same day", "immediately"
-_TIME = re.compile(rf"\b{_NUMBER}(?:\s*(?:to|-|–|or)\s*{_NUMBER})?\s+{_UNIT}\b|\bsame\s+day\b|"
+_TIME = re.compile(rf"\b{_NUMBER}(?:\s*(?:to|-|–|or)\s*{_NUMBER})?\s+{TIME_UNIT}\b|\bsame\s+day\b|"
                    r"\b(?:immediately|instantly|right away|at once)\b", re.I)
 # a frequency: "every 12 hours", "daily", "twice a year", "a few times a year", "intervals are 1 - 600 seconds"
 _FREQUENCY = re.compile(
-    rf"\bevery\s+(?:\d[\d,.]*\s+|few\s+|other\s+|couple\s+of\s+)?{_UNIT}\b"
+    rf"\bevery\s+(?:\d[\d,.]*\s+|few\s+|other\s+|couple\s+of\s+)?{TIME_UNIT}\b"
     r"|\b(?:hourly|daily|nightly|weekly|fortnightly|monthly|quarterly|yearly|annually)\b"
-    rf"|\b(?:once|twice|\d+\s+times|(?:a\s+)?(?:few|couple\s+of)\s+times)\s+(?:a|an|per|each|every)\s+{_UNIT}\b"
-    rf"|\bper\s+{_UNIT}\b|\binterval\b[^.;]*\d",
+    rf"|\b(?:once|twice|\d+\s+times|(?:a\s+)?(?:few|couple\s+of)\s+times)\s+(?:a|an|per|each|every)\s+{TIME_UNIT}\b"
+    rf"|\bper\s+{TIME_UNIT}\b|\binterval\b[^.;]*\d",
     re.I,
 )
 # a clause before the question's wh-word: "After exporting my pages, how can I try the site?"

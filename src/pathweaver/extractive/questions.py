@@ -33,11 +33,14 @@ DATE_RE = re.compile(
     rf"|(?P<m3>{_MONTH_RE})\s+(?P<y3>\d{{4}})"
     rf"|(?P<y4>1\d{{3}}|20\d{{2}})(?:s\b)?)\b"
 )
+# the units of time, and those a length is given in (a distance, a text, a series): what "how long" is answered in
+TIME_UNIT = r"(?:ms|seconds?|minutes?|hours?|days?|weeks?|fortnights?|months?|quarters?|years?)"
+LONG_UNIT = (rf"(?:{TIME_UNIT}|miles?|mi|km|kilometres?|kilometers?|metres?|meters?|feet|ft|characters?|words?|lines?|"
+             r"episodes?|pages?)")
 NUMBER_RE = re.compile(
     r"(?:\b(?:about |approximately |over |nearly |some )|(?<![\w$€£¥])(?=[$€£¥]))?[$€£¥]?\b\d[\d,]*(?:\.\d+)?(?:\s*(?:million|billion|thousand|hundred))?"
-    r"(?:\s*(?:square\s+)?(?:miles?|mi|km|kilometres?|kilometers?|metres?|meters?|feet|ft|years?|people|inhabitants|"
-    r"members|seats?|episodes?|books?|copies|acres|hectares|percent|%|[KMGT]i?B|bytes|ms|seconds?|minutes?|hours?|days?|weeks?|"
-    r"months?|times|users?|characters?|words?|lines?|files?|items?|euros?|dollars?|cents?)(?!\w))?"
+    rf"(?:\s*(?:square\s+)?(?:{LONG_UNIT}|people|inhabitants|members|seats?|books?|copies|acres|hectares|percent|%|"
+    r"[KMGT]i?B|bytes|times|users?|files?|items?|euros?|dollars?|cents?)(?!\w))?"
 )
 _SMALL = r"(?:of|the|de|del|della|des|du|la|le|van|von|der|den|da|di|y|al|bin|ibn|and|&)"
 _NAMEWORD = r"(?:[A-Z][\w'’\-.]*[\w.]|[A-Z]|\d+(?:st|nd|rd|th)?)"

@@ -16,6 +16,7 @@ from pathweaver.extractive.questions import (
     _YEAR_Q,
     CAPSPAN_RE,
     DATE_RE,
+    LONG_UNIT,
     NUMBER_RE,
 )
 from pathweaver.extractive.sentences import _tokens, stem
@@ -112,8 +113,7 @@ def _row_cue(before: str, question_stems: set[str]) -> float:
 
 _IN_NAME_AFTER = re.compile(r"\.\w|[@/_]")
 _IN_NAME_BEFORE = re.compile(r"(?:\d\.|[@/_~])$")
-_LONG_UNITS = re.compile(r"\b(?:years?|months?|weeks?|days?|hours?|minutes?|seconds?|ms|miles?|mi|km|kilometres?|"
-                         r"kilometers?|metres?|meters?|feet|ft|characters?|words?|lines?|episodes?|pages?)$", re.I)
+_LONG_UNITS = re.compile(rf"\b{LONG_UNIT}$", re.I)
 _HOW_LONG = re.compile(r"\bhow long\b", re.I)
 _MONEY_NOUN = re.compile(r"\b(?:cost|costs|price|prices|budget|fee|fees)\b", re.I)
 _MONEY = re.compile(rf"\bhow much\b|{_MONEY_NOUN.pattern}", re.I)
