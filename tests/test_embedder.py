@@ -67,6 +67,17 @@ def test_packed_batches_equal_the_models_own_encode() -> None:
     assert np.abs(emb.encode(["paris", "a different neighbour text"])[0] - packed[0]).max() < 1e-5
 
 
+def test_a_first_bfloat16_fixed_pass_keeps_packing() -> None:
+    """The packing probe answers as it does outside bfloat16 autocast when an embedder's first call is a fixed-shape
+    bfloat16 pass (the first index's invariance probe): under autocast its tolerance failed on an AMX Xeon, which
+    turned packing off for that process and made its chunk vectors differ from another process's."""
+    plain = get_embedder()
+    first = embedder_mod.Embedder()
+    first._model = plain.model
+    first.encode(["a text", "another text"], precision="bfloat16", invariant=True)
+    assert first.packed == plain.packed
+
+
 def test_a_few_texts_go_as_one_padded_batch(monkeypatch) -> None:
     """Fewer padded tokens than packed rows: plain padded batches (no 4-d mask), the same vectors; many short
     texts still pack."""

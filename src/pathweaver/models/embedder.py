@@ -180,8 +180,9 @@ class Embedder:
         ``fixed_padded`` for a model that cannot be packed)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        packed = self.packed  # probed before the autocast: under bfloat16 the packing probe's tolerance fails
         with self._lock, _autocast(low), heap.model_pass():
-            return fixed_packed(self.model, texts) if self.packed else fixed_padded(self.model, texts)
+            return fixed_packed(self.model, texts) if packed else fixed_padded(self.model, texts)
 
     def _plain(self, texts: list[str], batch_size: int | None, low: bool = False) -> np.ndarray:
         with self._lock, _autocast(low), heap.model_pass():
