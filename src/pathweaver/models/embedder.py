@@ -159,8 +159,9 @@ class Embedder:
                     ok = self.device == "cpu" and packable(self.model)
                     if ok:
                         try:
-                            diff = np.abs(encode_packed(self.model, PROBE, pad_when_cheaper=False)
-                                          - self._plain(PROBE, None)).max()
+                            with _autocast(False):  # float32, even when first read inside a bfloat16 pass
+                                diff = np.abs(encode_packed(self.model, PROBE, pad_when_cheaper=False)
+                                              - self._plain(PROBE, None)).max()
                         except Exception:  # a transformers release that rejects the 4-d mask or position ids
                             diff = np.inf
                         ok = bool(diff <= PROBE_TOLERANCE)
@@ -180,9 +181,8 @@ class Embedder:
         ``fixed_padded`` for a model that cannot be packed)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        packed = self.packed  # probed before the autocast: under bfloat16 the packing probe's tolerance fails
         with self._lock, _autocast(low), heap.model_pass():
-            return fixed_packed(self.model, texts) if packed else fixed_padded(self.model, texts)
+            return fixed_packed(self.model, texts) if self.packed else fixed_padded(self.model, texts)
 
     def _plain(self, texts: list[str], batch_size: int | None, low: bool = False) -> np.ndarray:
         with self._lock, _autocast(low), heap.model_pass():
@@ -252,13 +252,11 @@ class Embedder:
 
 @contextlib.contextmanager
 def _autocast(low: bool) -> Iterator[None]:
-    """bfloat16 autocast on the CPU when ``low``, else nothing."""
-    if not low:
-        yield
-        return
+    """bfloat16 autocast on the CPU when ``low``, else float32 even inside a caller's bfloat16 autocast (under it the
+    packing probe, first read by a bfloat16 pass, failed its tolerance on an AMX Xeon and turned packing off)."""
     import torch
 
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=low):
         yield
 
 
